@@ -1,0 +1,37 @@
+//! IRIS approvals core: the domain of per-call consent, with no I/O.
+//!
+//! What lives here (DESIGN §6): the manifest and its refusals ([`manifest`]), canonical JSON and
+//! the call hash ([`canonical`]), the approval state machine and card ([`approval`], [`wire`]),
+//! PreToolUse hooks ([`hooks`]), the agent loop over traits ([`agent`]) and the capability every
+//! surface answers through, `respond_to_approval` ([`kernel`]).
+//!
+//! Storage, models, plugins and notifications sit behind the traits of [`ports`], [`model`] and
+//! [`plugin`]; `crates/store` implements storage with sqlx, `server/` wires everything.
+//!
+//! With `default-features = false` only [`wire`] is compiled: the JSON shapes of DESIGN §7 that
+//! the browser half of the app shares with the server (it builds for `wasm32-unknown-unknown`).
+
+pub mod wire;
+
+#[cfg(feature = "kernel")]
+pub mod agent;
+#[cfg(feature = "kernel")]
+pub mod approval;
+#[cfg(feature = "kernel")]
+pub mod canonical;
+#[cfg(feature = "kernel")]
+pub mod hooks;
+#[cfg(feature = "kernel")]
+pub mod kernel;
+#[cfg(feature = "kernel")]
+pub mod manifest;
+#[cfg(feature = "kernel")]
+pub mod model;
+#[cfg(feature = "kernel")]
+pub mod plugin;
+#[cfg(feature = "kernel")]
+pub mod ports;
+#[cfg(feature = "kernel")]
+pub mod scripted;
+
+pub use wire::*;

@@ -1,0 +1,605 @@
+//! Plugin manifests: YAML parsed into typed tools, the loader's refusals (DESIGN §4), the derived
+//! gate and the one predicate that routes a call to the approval path (DESIGN §2).
+//!
+//! A [`Registry`] holds every loaded manifest and resolves a name the model wrote (an alias, a
+//! near-miss spelling) to the canonical tool *before* any check, so no spelling slips past the
+//! gate; a name no manifest declares is refused, never treated as read.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::wire::Effect;
+
+/// `confirm` on a write tool (DESIGN §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confirm {
+    /// Ask once (advice; no row, no halt).
+    Once,
+    /// Never ask.
+    Never,
+}
+
+/// `approval` on a write tool: only `pinned` exists (DESIGN §2 "approval: pinned").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Route the write through per-call approval.
+    Pinned,
+}
+
+/// Derived gate, shown in the Plugins panel (DESIGN §2 "gate").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// Runs without asking.
+    None,
+    /// Write with `confirm: once`: advice only.
+    Confirm,
+    /// Destructive, or write with `approval: pinned`: approved per call.
+    Approval,
+}
+
+/// One declared tool, after the loader's checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Canonical name (what rows pin).
+    pub name: String,
+    /// The plugin that declares it.
+    pub plugin: String,
+    /// What the model is told the tool does.
+    pub description: String,
+    /// Declared effect.
+    pub effect: Effect,
+    /// `confirm` (writes only).
+    pub confirm: Option<Confirm>,
+    /// `approval: pinned` (writes only).
+    pub approval: Option<ApprovalMode>,
+    /// The reversing tool (destructive only).
+    pub undo: Option<String>,
+    /// Days the undo stays possible (needs `undo`).
+    pub undo_window_days: Option<u32>,
+    /// Whether the tool's result is shown to the owner as the answer (never on destructive).
+    pub answers_directly: bool,
+    /// Other spellings that resolve to this tool.
+    pub aliases: Vec<String>,
+    /// JSON Schema of the arguments (an object schema).
+    pub parameters: Value,
+}
+
+impl ToolSpec {
+    /// DESIGN §2 "gate": `approval` for destructive or pinned writes, `confirm` for
+    /// write + confirm once, else `none`.
+    pub fn gate(&self) -> Gate {
+        if self.effect == Effect::Destructive || self.approval == Some(ApprovalMode::Pinned) {
+            Gate::Approval
+        } else if self.effect == Effect::Write && self.confirm == Some(Confirm::Once) {
+            Gate::Confirm
+        } else {
+            Gate::None
+        }
+    }
+
+    /// DESIGN §2 "approved per call": `effect == destructive || gate == approval`. The one
+    /// predicate that routes a call to the approval path.
+    pub fn approved_per_call(&self) -> bool {
+        self.effect == Effect::Destructive || self.gate() == Gate::Approval
+    }
+}
+
+/// A loaded manifest: the plugin's name and its tools in declaration order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// Plugin name.
+    pub plugin: String,
+    /// Declared tools.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Why the loader refused a manifest. Each names the tool and the rule (DESIGN §4).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ManifestError {
+    /// Not YAML, or not the manifest's shape (includes a missing or unknown `effect`).
+    #[error("manifest is not valid: {0} (DESIGN §4: `effect` is required and one of read | write | destructive)")]
+    Parse(String),
+    /// `confirm` on a read or destructive tool.
+    #[error("tool `{tool}`: `confirm` is only allowed on a write tool, not on a {effect} tool (DESIGN §4)")]
+    ConfirmNotOnWrite {
+        /// The tool.
+        tool: String,
+        /// Its effect.
+        effect: &'static str,
+    },
+    /// `answers_directly` on a destructive tool.
+    #[error("tool `{tool}`: `answers_directly` is refused on a destructive tool (DESIGN §4)")]
+    AnswersDirectlyOnDestructive {
+        /// The tool.
+        tool: String,
+    },
+    /// `undo` on a tool that is not destructive.
+    #[error("tool `{tool}`: `undo` is only allowed on a destructive tool (DESIGN §4)")]
+    UndoNotOnDestructive {
+        /// The tool.
+        tool: String,
+    },
+    /// `undo` names a tool the manifest does not declare.
+    #[error("tool `{tool}`: undo tool `{undo}` is not declared in the same manifest (DESIGN §4)")]
+    UndoUnknown {
+        /// The tool.
+        tool: String,
+        /// The missing undo tool.
+        undo: String,
+    },
+    /// The undo tool is not `effect: write` with `confirm: never`.
+    #[error("tool `{tool}`: undo tool `{undo}` must be `effect: write` with `confirm: never` (DESIGN §4)")]
+    UndoNotPlainWrite {
+        /// The tool.
+        tool: String,
+        /// The undo tool.
+        undo: String,
+    },
+    /// The undo tool is a pinned write.
+    #[error("tool `{tool}`: undo tool `{undo}` has `approval: pinned`; a pinned tool cannot be an undo (DESIGN §4)")]
+    UndoIsPinned {
+        /// The tool.
+        tool: String,
+        /// The undo tool.
+        undo: String,
+    },
+    /// `undo_window_days` without `undo`, or not a positive whole number.
+    #[error("tool `{tool}`: `undo_window_days` needs `undo` and must be a positive whole number (DESIGN §4)")]
+    BadUndoWindow {
+        /// The tool.
+        tool: String,
+    },
+    /// `approval: pinned` on a tool that is not a write.
+    #[error("tool `{tool}`: `approval: pinned` is only allowed on a write tool (DESIGN §4)")]
+    PinnedNotOnWrite {
+        /// The tool.
+        tool: String,
+    },
+    /// `approval: pinned` together with `confirm`.
+    #[error("tool `{tool}`: `approval: pinned` excludes `confirm` (DESIGN §4)")]
+    PinnedWithConfirm {
+        /// The tool.
+        tool: String,
+    },
+    /// Two tools (or a tool and an alias) share a name.
+    #[error("tool `{tool}`: the name or alias `{name}` is declared twice (DESIGN §4: names resolve to one tool)")]
+    DuplicateName {
+        /// The tool.
+        tool: String,
+        /// The repeated name.
+        name: String,
+    },
+    /// `parameters` is not an object schema.
+    #[error("tool `{tool}`: `parameters` must be a JSON Schema object ({reason})")]
+    BadParameters {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    plugin: String,
+    tools: Vec<RawTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: String,
+    #[serde(default)]
+    description: String,
+    effect: Effect,
+    #[serde(default)]
+    confirm: Option<Confirm>,
+    #[serde(default)]
+    approval: Option<ApprovalMode>,
+    #[serde(default)]
+    undo: Option<String>,
+    #[serde(default)]
+    undo_window_days: Option<i64>,
+    #[serde(default)]
+    answers_directly: bool,
+    #[serde(default)]
+    aliases: Vec<String>,
+    #[serde(default)]
+    parameters: Option<Value>,
+}
+
+impl Manifest {
+    /// Parses and checks a manifest.
+    ///
+    /// # Errors
+    /// [`ManifestError`] naming the tool and the DESIGN §4 rule it breaks; nothing is loaded.
+    pub fn from_yaml(text: &str) -> Result<Manifest, ManifestError> {
+        let raw: RawManifest =
+            serde_norway::from_str(text).map_err(|e| ManifestError::Parse(e.to_string()))?;
+        let mut tools = Vec::with_capacity(raw.tools.len());
+        for t in raw.tools {
+            let parameters = t.parameters.unwrap_or_else(
+                || serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            );
+            if parameters.get("type").and_then(Value::as_str) != Some("object") {
+                return Err(ManifestError::BadParameters {
+                    tool: t.name,
+                    reason: "`type: object` is required".into(),
+                });
+            }
+            if let Err(e) = jsonschema::validator_for(&parameters) {
+                return Err(ManifestError::BadParameters {
+                    tool: t.name,
+                    reason: e.to_string(),
+                });
+            }
+            let undo_window_days = match t.undo_window_days {
+                None => None,
+                Some(d) if d > 0 && d <= i64::from(u32::MAX) => Some(d as u32),
+                Some(_) => return Err(ManifestError::BadUndoWindow { tool: t.name }),
+            };
+            tools.push(ToolSpec {
+                name: t.name,
+                plugin: raw.plugin.clone(),
+                description: t.description,
+                effect: t.effect,
+                confirm: t.confirm,
+                approval: t.approval,
+                undo: t.undo,
+                undo_window_days,
+                answers_directly: t.answers_directly,
+                aliases: t.aliases,
+                parameters,
+            });
+        }
+        let manifest = Manifest {
+            plugin: raw.plugin,
+            tools,
+        };
+        manifest.check()?;
+        Ok(manifest)
+    }
+
+    fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    fn check(&self) -> Result<(), ManifestError> {
+        let mut names: BTreeMap<String, &str> = BTreeMap::new();
+        for t in &self.tools {
+            for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
+                if names.insert(normalise_name(n), &t.name).is_some() {
+                    return Err(ManifestError::DuplicateName {
+                        tool: t.name.clone(),
+                        name: n.clone(),
+                    });
+                }
+            }
+        }
+        for t in &self.tools {
+            let tool = t.name.clone();
+            if t.confirm.is_some() && t.effect != Effect::Write {
+                return Err(ManifestError::ConfirmNotOnWrite {
+                    tool,
+                    effect: t.effect.as_str(),
+                });
+            }
+            if t.answers_directly && t.effect == Effect::Destructive {
+                return Err(ManifestError::AnswersDirectlyOnDestructive { tool });
+            }
+            if t.approval.is_some() {
+                if t.effect != Effect::Write {
+                    return Err(ManifestError::PinnedNotOnWrite { tool });
+                }
+                if t.confirm.is_some() {
+                    return Err(ManifestError::PinnedWithConfirm { tool });
+                }
+            }
+            if t.undo_window_days.is_some() && t.undo.is_none() {
+                return Err(ManifestError::BadUndoWindow { tool });
+            }
+            if let Some(undo) = &t.undo {
+                if t.effect != Effect::Destructive {
+                    return Err(ManifestError::UndoNotOnDestructive { tool });
+                }
+                let Some(u) = self.tool(undo) else {
+                    return Err(ManifestError::UndoUnknown {
+                        tool,
+                        undo: undo.clone(),
+                    });
+                };
+                if u.approval.is_some() {
+                    return Err(ManifestError::UndoIsPinned {
+                        tool,
+                        undo: undo.clone(),
+                    });
+                }
+                if u.effect != Effect::Write || u.confirm != Some(Confirm::Never) {
+                    return Err(ManifestError::UndoNotPlainWrite {
+                        tool,
+                        undo: undo.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Folds a spelling for near-miss matching: lower case, `-` and spaces as `_`.
+fn normalise_name(name: &str) -> String {
+    name.trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if c == '-' || c == ' ' { '_' } else { c })
+        .collect()
+}
+
+/// Why a name did not resolve.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ResolveError {
+    /// No manifest declares this name (DESIGN §4: never treated as read).
+    #[error("tool `{0}` is not declared by any manifest; it was not run")]
+    Unknown(String),
+}
+
+/// Every loaded manifest, with name resolution.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    tools: Vec<ToolSpec>,
+    names: BTreeMap<String, usize>,
+}
+
+impl Registry {
+    /// Builds a registry from checked manifests.
+    ///
+    /// # Errors
+    /// [`ManifestError::DuplicateName`] when two manifests declare the same name or alias.
+    pub fn new(manifests: impl IntoIterator<Item = Manifest>) -> Result<Registry, ManifestError> {
+        let mut reg = Registry::default();
+        for m in manifests {
+            for t in m.tools {
+                let idx = reg.tools.len();
+                for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
+                    if reg.names.insert(normalise_name(n), idx).is_some() {
+                        return Err(ManifestError::DuplicateName {
+                            tool: t.name.clone(),
+                            name: n.clone(),
+                        });
+                    }
+                }
+                reg.tools.push(t);
+            }
+        }
+        Ok(reg)
+    }
+
+    /// Every tool, in load order.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// The tool with exactly this canonical name.
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Resolves what the model wrote to the canonical tool: exact name, alias, or a near miss
+    /// (case, `-`/`_`/space, a plural `s`). Runs before any check (DESIGN §3 step 2).
+    ///
+    /// # Errors
+    /// [`ResolveError::Unknown`] when nothing matches.
+    pub fn resolve(&self, name: &str) -> Result<&ToolSpec, ResolveError> {
+        let folded = normalise_name(name);
+        let candidates = [
+            folded.clone(),
+            folded.strip_suffix('s').unwrap_or(&folded).to_string(),
+            folded.strip_suffix("es").unwrap_or(&folded).to_string(),
+            format!("{folded}s"),
+            folded.replace("emails", "email"),
+        ];
+        for c in candidates {
+            if let Some(&idx) = self.names.get(&c) {
+                return Ok(&self.tools[idx]);
+            }
+        }
+        Err(ResolveError::Unknown(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(tool_yaml: &str) -> Result<Manifest, ManifestError> {
+        Manifest::from_yaml(&format!("plugin: t\ntools:\n{tool_yaml}"))
+    }
+
+    const RESTORE: &str = "  - name: restore\n    effect: write\n    confirm: never\n";
+
+    #[test]
+    fn effect_is_required() {
+        assert!(matches!(one("  - name: a\n"), Err(ManifestError::Parse(_))));
+    }
+
+    #[test]
+    fn unknown_effect_is_refused() {
+        assert!(matches!(
+            one("  - name: a\n    effect: delete\n"),
+            Err(ManifestError::Parse(_))
+        ));
+    }
+
+    #[test]
+    fn confirm_on_read_or_destructive_is_refused() {
+        for effect in ["read", "destructive"] {
+            let err = one(&format!(
+                "  - name: a\n    effect: {effect}\n    confirm: never\n"
+            ))
+            .unwrap_err();
+            assert_eq!(
+                err,
+                ManifestError::ConfirmNotOnWrite {
+                    tool: "a".into(),
+                    effect: if effect == "read" { "read" } else { "destructive" }
+                }
+            );
+        }
+        assert!(one("  - name: a\n    effect: write\n    confirm: once\n").is_ok());
+    }
+
+    #[test]
+    fn answers_directly_on_destructive_is_refused() {
+        let err = one("  - name: a\n    effect: destructive\n    answers_directly: true\n");
+        assert_eq!(
+            err.unwrap_err(),
+            ManifestError::AnswersDirectlyOnDestructive { tool: "a".into() }
+        );
+        assert!(one("  - name: a\n    effect: read\n    answers_directly: true\n").is_ok());
+    }
+
+    #[test]
+    fn undo_only_on_destructive() {
+        let err = one(&format!("  - name: a\n    effect: write\n    undo: restore\n{RESTORE}"));
+        assert_eq!(
+            err.unwrap_err(),
+            ManifestError::UndoNotOnDestructive { tool: "a".into() }
+        );
+    }
+
+    #[test]
+    fn undo_must_exist_in_same_manifest() {
+        let err = one("  - name: a\n    effect: destructive\n    undo: nowhere\n");
+        assert_eq!(
+            err.unwrap_err(),
+            ManifestError::UndoUnknown {
+                tool: "a".into(),
+                undo: "nowhere".into()
+            }
+        );
+    }
+
+    #[test]
+    fn undo_must_be_write_confirm_never() {
+        for undo_tool in [
+            "  - name: restore\n    effect: write\n    confirm: once\n",
+            "  - name: restore\n    effect: write\n",
+            "  - name: restore\n    effect: read\n",
+            "  - name: restore\n    effect: destructive\n",
+        ] {
+            let err = one(&format!(
+                "  - name: a\n    effect: destructive\n    undo: restore\n{undo_tool}"
+            ));
+            assert_eq!(
+                err.unwrap_err(),
+                ManifestError::UndoNotPlainWrite {
+                    tool: "a".into(),
+                    undo: "restore".into()
+                },
+                "{undo_tool}"
+            );
+        }
+    }
+
+    #[test]
+    fn pinned_tool_cannot_be_an_undo() {
+        let err = one(
+            "  - name: a\n    effect: destructive\n    undo: restore\n  - name: restore\n    effect: write\n    approval: pinned\n",
+        );
+        assert_eq!(
+            err.unwrap_err(),
+            ManifestError::UndoIsPinned {
+                tool: "a".into(),
+                undo: "restore".into()
+            }
+        );
+    }
+
+    #[test]
+    fn undo_window_needs_undo_and_positive_whole_number() {
+        let err = one("  - name: a\n    effect: destructive\n    undo_window_days: 30\n");
+        assert_eq!(err.unwrap_err(), ManifestError::BadUndoWindow { tool: "a".into() });
+        for bad in ["0", "-3"] {
+            let err = one(&format!(
+                "  - name: a\n    effect: destructive\n    undo: restore\n    undo_window_days: {bad}\n{RESTORE}"
+            ));
+            assert_eq!(err.unwrap_err(), ManifestError::BadUndoWindow { tool: "a".into() });
+        }
+        let err = one(&format!(
+            "  - name: a\n    effect: destructive\n    undo: restore\n    undo_window_days: 1.5\n{RESTORE}"
+        ));
+        assert!(matches!(err, Err(ManifestError::Parse(_))));
+        let ok = one(&format!(
+            "  - name: a\n    effect: destructive\n    undo: restore\n    undo_window_days: 30\n{RESTORE}"
+        ))
+        .unwrap();
+        assert_eq!(ok.tools[0].undo_window_days, Some(30));
+    }
+
+    #[test]
+    fn pinned_only_on_write_and_not_with_confirm() {
+        for effect in ["read", "destructive"] {
+            let err = one(&format!("  - name: a\n    effect: {effect}\n    approval: pinned\n"));
+            assert_eq!(err.unwrap_err(), ManifestError::PinnedNotOnWrite { tool: "a".into() });
+        }
+        let err = one("  - name: a\n    effect: write\n    approval: pinned\n    confirm: never\n");
+        assert_eq!(err.unwrap_err(), ManifestError::PinnedWithConfirm { tool: "a".into() });
+    }
+
+    #[test]
+    fn gate_and_approved_per_call() {
+        let m = one(
+            "  - name: r\n    effect: read\n  - name: w\n    effect: write\n  - name: c\n    effect: write\n    confirm: once\n  - name: p\n    effect: write\n    approval: pinned\n  - name: d\n    effect: destructive\n",
+        )
+        .unwrap();
+        let g: Vec<(Gate, bool)> = m
+            .tools
+            .iter()
+            .map(|t| (t.gate(), t.approved_per_call()))
+            .collect();
+        assert_eq!(
+            g,
+            vec![
+                (Gate::None, false),
+                (Gate::None, false),
+                (Gate::Confirm, false),
+                (Gate::Approval, true),
+                (Gate::Approval, true)
+            ]
+        );
+    }
+
+    #[test]
+    fn resolve_aliases_and_near_misses_before_checks() {
+        let m = one("  - name: trash_email\n    effect: destructive\n    aliases: [delete_email]\n")
+            .unwrap();
+        let reg = Registry::new([m]).unwrap();
+        for spelling in [
+            "trash_email",
+            "Trash_Email",
+            "trash-email",
+            "trash_emails",
+            "TRASH-EMAILS",
+            "delete_email",
+            "Delete-Emails",
+        ] {
+            assert_eq!(reg.resolve(spelling).unwrap().name, "trash_email", "{spelling}");
+        }
+        assert_eq!(
+            reg.resolve("wipe_email").unwrap_err(),
+            ResolveError::Unknown("wipe_email".into())
+        );
+    }
+
+    #[test]
+    fn duplicate_names_are_refused() {
+        let err = one("  - name: a\n    effect: read\n  - name: b\n    effect: read\n    aliases: [A]\n");
+        assert!(matches!(err, Err(ManifestError::DuplicateName { .. })));
+    }
+}

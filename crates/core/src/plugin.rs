@@ -1,0 +1,115 @@
+//! The plugin contract: a plugin supplies its manifest, its tools and a `describe(args)` per
+//! destructive or pinned tool; the core never learns its vocabulary (DESIGN §6).
+//!
+//! Each plugin tool is one module with the same verbs: `normalise` (validate and bring the
+//! arguments to the one form that gets pinned), `describe` (the card lines and items, called once
+//! when the row is written) and `execute` (the side effect).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::manifest::Manifest;
+
+/// What a tool call knows about the turn it runs in.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CallContext {
+    /// The run this call belongs to.
+    pub run_id: String,
+    /// The conversation.
+    pub conversation_id: String,
+    /// What the owner said this turn (for "You asked" and recipient checks).
+    pub request: String,
+}
+
+/// A plugin's description of one call, frozen into the card (DESIGN §2 "card").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Description {
+    /// Card heading, e.g. "Trash 3 emails".
+    pub title: String,
+    /// The approve button's words, e.g. "Trash 3 emails".
+    pub action: String,
+    /// One line per item, in `items` order ("subject — sender, date").
+    pub lines: Vec<String>,
+    /// The things the call acts on (e.g. email ids), in the call's order.
+    pub items: Vec<String>,
+}
+
+/// One item's outcome of an executed call (one audit entry each).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemOutcome {
+    /// The item (e.g. an email id).
+    pub item: String,
+    /// What happened to it, as JSON (e.g. `{"status":"trashed"}`).
+    pub outcome: Value,
+}
+
+/// What an executed call returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The observation the model sees: always a JSON object.
+    pub result: Value,
+    /// Per-item outcomes (empty for calls that act on no items).
+    pub items: Vec<ItemOutcome>,
+}
+
+impl ToolOutput {
+    /// An output with no per-item outcomes.
+    pub fn plain(result: Value) -> Self {
+        ToolOutput {
+            result,
+            items: Vec::new(),
+        }
+    }
+}
+
+/// Why a tool verb failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The plugin does not have this tool.
+    #[error("plugin has no tool `{0}`")]
+    UnknownTool(String),
+    /// The arguments are not acceptable; nothing was done.
+    #[error("invalid arguments for `{tool}`: {reason}")]
+    InvalidArgs {
+        /// The tool.
+        tool: String,
+        /// What is wrong, for the model and the owner.
+        reason: String,
+    },
+    /// The side effect failed; what happened is in the message.
+    #[error("`{tool}` failed: {reason}")]
+    Failed {
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// A plugin: manifest plus the three verbs per tool.
+#[async_trait]
+pub trait Plugin: Send + Sync {
+    /// The checked manifest (parsed with [`Manifest::from_yaml`]).
+    fn manifest(&self) -> &Manifest;
+
+    /// Validates `args` (already checked against the tool's JSON Schema) and returns the one
+    /// normal form that is pinned and hashed (e.g. ids trimmed, de-duplicated, order kept).
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArgs`] naming what is wrong; nothing is written.
+    async fn normalise(&self, tool: &str, args: Value, ctx: &CallContext) -> Result<Value, ToolError>;
+
+    /// Describes a destructive or pinned call for its card; called once, when the row is written.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArgs`] when an item does not exist (the call is refused, no row).
+    async fn describe(&self, tool: &str, args: &Value, ctx: &CallContext) -> Result<Description, ToolError>;
+
+    /// Runs the call. For approved-per-call tools only the executor calls this, with the
+    /// arguments read from the approval row.
+    ///
+    /// # Errors
+    /// [`ToolError`] when the side effect failed or the arguments are unusable.
+    async fn execute(&self, tool: &str, args: &Value, ctx: &CallContext) -> Result<ToolOutput, ToolError>;
+}

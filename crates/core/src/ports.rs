@@ -1,0 +1,372 @@
+//! Storage, clock and notification traits the kernel runs over (DESIGN §6: storage sits behind
+//! traits). `crates/store` implements the storage traits with sqlx for SQLite and PostgreSQL;
+//! the row's immutable request terms are also enforced by the database itself.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{Message, ToolCall};
+use crate::wire::{
+    Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Card, ChatLine, Effect,
+};
+
+/// Why storage failed. Every variant fails closed: the caller runs nothing destructive.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or could not be reached.
+    #[error("storage failed: {0}")]
+    Backend(String),
+    /// A persisted row does not parse (strict restore: it is never executed).
+    #[error("stored row `{id}` is corrupt: {reason}")]
+    Corrupt {
+        /// The row.
+        id: String,
+        /// What does not parse.
+        reason: String,
+    },
+    /// The row does not exist.
+    #[error("`{0}` does not exist")]
+    NotFound(String),
+}
+
+/// The request terms of a new approval row; immutable once written (DESIGN §2 "approval row").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewApproval {
+    /// Row id (UUID text).
+    pub id: String,
+    /// Why the row exists.
+    pub kind: ApprovalKind,
+    /// Canonical tool name.
+    pub tool: String,
+    /// Normalised arguments.
+    pub args: Value,
+    /// Canonical JSON text of `args`: the bytes a claim compares.
+    pub args_canonical: String,
+    /// Hex SHA-256 of tool + NUL + canonical args.
+    pub call_hash: String,
+    /// Items, in the call's order.
+    pub items: Vec<String>,
+    /// The frozen card.
+    pub card: Card,
+    /// The paused run.
+    pub run_id: String,
+    /// Short text of what the run was doing (the owner's request).
+    pub context_summary: String,
+    /// When written.
+    pub created_at: DateTime<Utc>,
+    /// When it lapses.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// An answer to store (DESIGN §2 "response", written once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// `approved`, `rejected` or `expired`.
+    pub status: ApprovalStatus,
+    /// Who (device name, or `iris` for the expiry sweep).
+    pub responded_by: String,
+    /// Through which surface.
+    pub surface: String,
+    /// Optional reason.
+    pub reason: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// Result of a claim (DESIGN §2 "claim"; §8 "at most once").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// This caller owns the execution; the ledger says `executing`.
+    Claimed,
+    /// Refused; the reason names the rule (forged id, not approved, other tool, other
+    /// arguments, already claimed).
+    Denied(String),
+}
+
+/// The approval queue.
+#[async_trait]
+pub trait QueueStore: Send + Sync {
+    /// Writes a new pending row.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the row could not be written (the call does not run).
+    async fn insert(&self, row: &NewApproval) -> Result<(), StoreError>;
+
+    /// Reads one row with its execution state from the ledger.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] for a row that does not parse; [`StoreError::Backend`].
+    async fn get(&self, id: &str) -> Result<Option<Approval>, StoreError>;
+
+    /// Lists rows: pending first (oldest first), then answered (newest answer first).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn list(&self, status: Option<ApprovalStatus>) -> Result<Vec<Approval>, StoreError>;
+
+    /// Compare-and-set from `pending` to the response. `Ok(true)` when this write won;
+    /// `Ok(false)` when the row was not pending (someone else answered, or it lapsed).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn decide(&self, id: &str, response: &Response) -> Result<bool, StoreError>;
+
+    /// Ids of pending rows whose `expires_at` is at or before `now`.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn lapsed(&self, now: DateTime<Utc>) -> Result<Vec<String>, StoreError>;
+
+    /// Links the row to the checkpoint of its paused run.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn link_checkpoint(&self, id: &str, checkpoint_id: &str) -> Result<(), StoreError>;
+
+    /// Ids of decided rows whose run has not been resumed (for the resume sweep).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn unresumed(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Records why resuming the row's run failed (`None` clears it).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn set_resume_error(&self, id: &str, error: Option<&str>) -> Result<(), StoreError>;
+}
+
+/// The write-ahead side-effect ledger, one entry per executed pinned call.
+#[async_trait]
+pub trait Ledger: Send + Sync {
+    /// Claims the approval and writes `executing`, atomically, only when the row is approved,
+    /// names `tool`, its canonical arguments equal `args_canonical` byte for byte, and nothing
+    /// has claimed it before.
+    ///
+    /// # Errors
+    /// [`StoreError`] (the call does not run).
+    async fn claim(
+        &self,
+        approval_id: &str,
+        tool: &str,
+        args_canonical: &str,
+        at: DateTime<Utc>,
+    ) -> Result<ClaimOutcome, StoreError>;
+
+    /// Writes the outcome after the side effect: `executed` or `failed`, with the result.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn finish(
+        &self,
+        approval_id: &str,
+        executed: bool,
+        result: &Value,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// Turns every `executing` entry into `unknown` (called at start-up: a crash left them).
+    /// Returns the approval ids so the owner can be told.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn mark_unknown(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// What the audit log is given; the store assigns `id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewAuditEntry {
+    /// The approval.
+    pub approval_id: String,
+    /// What happened.
+    pub kind: AuditKind,
+    /// The item (execution entries).
+    pub item: Option<String>,
+    /// Outcome.
+    pub result: Value,
+    /// Whether an undo exists.
+    pub undo_available: bool,
+    /// Who.
+    pub actor: String,
+    /// Surface.
+    pub surface: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// The append-only audit log.
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    /// Appends one entry.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn append(&self, entry: &NewAuditEntry) -> Result<(), StoreError>;
+
+    /// Entries for one approval (or all when `None`), oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn entries(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError>;
+}
+
+/// The saved state of a paused run (DESIGN §2 "checkpoint").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Checkpoint id.
+    pub id: String,
+    /// The paused run.
+    pub run_id: String,
+    /// Its conversation.
+    pub conversation_id: String,
+    /// What the owner asked this turn.
+    pub request: String,
+    /// The transcript so far, ending with the assistant message whose call halted; every other
+    /// call id of that message already has its result.
+    pub messages: Vec<Message>,
+    /// The halted call as the model wrote it (its id gets the pinned call's result).
+    pub pending_call: ToolCall,
+    /// The approval the run waits on.
+    pub approval_id: String,
+    /// Effects recorded so far in this run.
+    pub effects_executed: Vec<Effect>,
+}
+
+/// Paused runs.
+#[async_trait]
+pub trait CheckpointStore: Send + Sync {
+    /// Saves a checkpoint.
+    ///
+    /// # Errors
+    /// [`StoreError`] (the run then refuses instead of pausing).
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
+
+    /// Takes the checkpoint of `approval_id` for resuming, by compare-and-set: only the first
+    /// caller gets `Some`; later callers get `None` (DESIGN §3 step 6: resumed exactly once).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when the stored checkpoint does not parse (never executed).
+    async fn take_for_resume(&self, approval_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+}
+
+/// Conversations: the model transcript and the lines the owner sees.
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// The transcript (empty for a new conversation).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn transcript(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError>;
+
+    /// Replaces the transcript.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn save_transcript(&self, conversation_id: &str, messages: &[Message]) -> Result<(), StoreError>;
+
+    /// Appends one line the owner sees.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn append_line(&self, conversation_id: &str, line: &ChatLine) -> Result<(), StoreError>;
+
+    /// The lines, oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn lines(&self, conversation_id: &str) -> Result<Vec<ChatLine>, StoreError>;
+}
+
+/// What a device may do (DESIGN §2 "device, scope").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// See cards, never answer.
+    Read,
+    /// See and answer.
+    Control,
+}
+
+impl Scope {
+    /// `read` or `control`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Control => "control",
+        }
+    }
+
+    /// Parses `read` / `control`.
+    pub fn parse(text: &str) -> Option<Scope> {
+        match text {
+            "read" => Some(Scope::Read),
+            "control" => Some(Scope::Control),
+            _ => None,
+        }
+    }
+}
+
+/// A paired device (token stored only as its SHA-256).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    /// Unique name.
+    pub name: String,
+    /// What it may do.
+    pub scope: Scope,
+    /// When paired.
+    pub created_at: DateTime<Utc>,
+    /// Last authenticated use.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// Paired devices.
+#[async_trait]
+pub trait DeviceStore: Send + Sync {
+    /// Adds a device with the hex SHA-256 of its token.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the name is taken.
+    async fn add(&self, device: &Device, token_hash: &str) -> Result<(), StoreError>;
+
+    /// The live device whose token hashes to `token_hash`; records the use.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn authenticate(&self, token_hash: &str, at: DateTime<Utc>) -> Result<Option<Device>, StoreError>;
+
+    /// Live devices, by name.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn list(&self) -> Result<Vec<Device>, StoreError>;
+
+    /// Revokes a device; `Ok(false)` when no live device has that name.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn revoke(&self, name: &str) -> Result<bool, StoreError>;
+}
+
+/// The time source. Tests control it (expiry, sweeps).
+pub trait Clock: Send + Sync {
+    /// Now, UTC.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// Fans notices out to the surfaces (DESIGN §2 "channel router").
+pub trait Notifier: Send + Sync {
+    /// Publishes one event; must not block and must not fail the caller.
+    fn notify(&self, event: crate::wire::Event);
+}

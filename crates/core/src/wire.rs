@@ -1,0 +1,402 @@
+//! Wire types: the JSON shapes of DESIGN §7, shared by the server, the CLI and the browser.
+//!
+//! These compile to `wasm32-unknown-unknown` (no kernel dependencies). Field names are the
+//! external contract: checks outside the code rely on them, so renaming one is a contract change.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a tool does to the owner's data (DESIGN §2 "effect").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Only reads.
+    Read,
+    /// Changes or sends something, without removing the owner's data.
+    Write,
+    /// Removes or overwrites the owner's data.
+    Destructive,
+}
+
+impl Effect {
+    /// The manifest spelling: `read`, `write` or `destructive`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Read => "read",
+            Effect::Write => "write",
+            Effect::Destructive => "destructive",
+        }
+    }
+}
+
+/// Why a row exists (DESIGN §2 "kind").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    /// A destructive tool call.
+    Destructive,
+    /// A write tool with `approval: pinned` (the card reads "acts for you").
+    PinnedWrite,
+    /// A PostStep evaluator halt; pins no items.
+    Evaluator,
+}
+
+impl ApprovalKind {
+    /// The stored spelling (`destructive`, `pinned_write`, `evaluator`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalKind::Destructive => "destructive",
+            ApprovalKind::PinnedWrite => "pinned_write",
+            ApprovalKind::Evaluator => "evaluator",
+        }
+    }
+
+    /// Parses the stored spelling; `None` for anything else (a corrupt row fails closed).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "destructive" => Some(ApprovalKind::Destructive),
+            "pinned_write" => Some(ApprovalKind::PinnedWrite),
+            "evaluator" => Some(ApprovalKind::Evaluator),
+            _ => None,
+        }
+    }
+}
+
+/// Where a row stands in its life (DESIGN §3 steps 5 and 9). Only `pending` can move, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    /// Waiting for the owner.
+    Pending,
+    /// The owner approved; the pinned call may execute once.
+    Approved,
+    /// The owner rejected; nothing executes.
+    Rejected,
+    /// Nobody answered within the TTL; nothing executes.
+    Expired,
+}
+
+impl ApprovalStatus {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Rejected => "rejected",
+            ApprovalStatus::Expired => "expired",
+        }
+    }
+
+    /// Parses the stored spelling; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(ApprovalStatus::Pending),
+            "approved" => Some(ApprovalStatus::Approved),
+            "rejected" => Some(ApprovalStatus::Rejected),
+            "expired" => Some(ApprovalStatus::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// What the side-effect ledger knows about the pinned call (DESIGN §2 "side-effect ledger").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Execution {
+    /// Nothing has been attempted.
+    None,
+    /// Written before the side effect; no outcome yet.
+    Executing,
+    /// The side effect ran; the result is recorded.
+    Executed,
+    /// The side effect was attempted and failed, or was refused at claim time.
+    Failed,
+    /// `executing` without an outcome after a crash: it may or may not have run. Never retried.
+    Unknown,
+}
+
+impl Execution {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Execution::None => "none",
+            Execution::Executing => "executing",
+            Execution::Executed => "executed",
+            Execution::Failed => "failed",
+            Execution::Unknown => "unknown",
+        }
+    }
+
+    /// Parses the stored spelling; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "none" => Some(Execution::None),
+            "executing" => Some(Execution::Executing),
+            "executed" => Some(Execution::Executed),
+            "failed" => Some(Execution::Failed),
+            "unknown" => Some(Execution::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// The owner's answer (DESIGN §7 respond body `decision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run exactly the pinned call, once.
+    Approve,
+    /// Run nothing.
+    Reject,
+}
+
+/// What the owner sees, frozen into the row when it is written (DESIGN §2 "card").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    /// Heading, e.g. "Trash 3 emails".
+    pub title: String,
+    /// The approve button's words, e.g. "Trash 3 emails".
+    pub action: String,
+    /// The tool's declared effect.
+    pub effect: Effect,
+    /// One line per item, from the plugin's `describe(args)` ("subject — sender, date").
+    pub lines: Vec<String>,
+    /// The tool that reverses this one, if the manifest declares one.
+    pub undo_tool: Option<String>,
+    /// For how many days the undo stays possible.
+    pub undo_window_days: Option<u32>,
+    /// What the owner asked, shown as "You asked: …".
+    pub request: String,
+}
+
+/// One approval row as the API returns it (DESIGN §7 "Approval").
+///
+/// `result` and `resume_error` extend the contract: the outcome the card shows after execution
+/// (ledger result) and why a resume failed, if it did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    /// Row id (UUID text).
+    pub id: String,
+    /// Why the row exists.
+    pub kind: ApprovalKind,
+    /// Life-cycle state.
+    pub status: ApprovalStatus,
+    /// Canonical tool name the row pins.
+    pub tool: String,
+    /// The pinned arguments (their canonical JSON is what `call_hash` covers).
+    pub args: Value,
+    /// Hex SHA-256 of `tool` + NUL + canonical args.
+    pub call_hash: String,
+    /// The things the call acts on (e.g. email ids), in the call's order.
+    pub items: Vec<String>,
+    /// What the owner sees.
+    pub card: Card,
+    /// The paused run this row belongs to.
+    pub run_id: String,
+    /// When the row was written.
+    pub created_at: DateTime<Utc>,
+    /// After this instant the row can only lapse.
+    pub expires_at: DateTime<Utc>,
+    /// When the answer was stored.
+    pub responded_at: Option<DateTime<Utc>>,
+    /// Who answered (device name).
+    pub responded_by: Option<String>,
+    /// Through which surface (`web`, `cli`, `api`, `telegram`, `phone`, `sweep`).
+    pub surface: Option<String>,
+    /// The owner's reason, if given.
+    pub reason: Option<String>,
+    /// What the side-effect ledger knows.
+    pub execution: Execution,
+    /// The executed call's result (from the ledger), once there is one.
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// Why resuming the run failed, if it did (shown on the card).
+    #[serde(default)]
+    pub resume_error: Option<String>,
+}
+
+/// `GET /governance/approvals` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalList {
+    /// Pending first, then the newest answered.
+    pub approvals: Vec<Approval>,
+}
+
+/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RespondRequest {
+    /// approve or reject.
+    pub decision: Decision,
+    /// Optional words from the owner, stored on the row.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// `POST /governance/approvals/{id}/respond` 200 body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RespondResponse {
+    /// The row after the answer was stored.
+    pub approval: Approval,
+}
+
+/// `POST /api/chat` body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// What the owner says.
+    pub message: String,
+    /// Continue this conversation; a new one starts when absent.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+}
+
+/// How a run ended (DESIGN §7 chat `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model gave its final answer.
+    Done,
+    /// A call waits for the owner; `approval_id` names the row.
+    AwaitingApproval,
+    /// A gated call was refused (no governance, cannot pause); nothing changed.
+    Refused,
+    /// The run broke (model unreachable, step limit); nothing more ran.
+    Failed,
+}
+
+/// `POST /api/chat` 200 body, also the result of a resumed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The conversation this turn belongs to.
+    pub conversation_id: String,
+    /// This run's id.
+    pub run_id: String,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// What the assistant says to the owner.
+    pub reply: String,
+    /// The row the run waits on, when `status` is `awaiting_approval`.
+    pub approval_id: Option<String>,
+    /// Declared effects of every non-read call the loop invoked, recorded before each call ran.
+    pub effects_executed: Vec<Effect>,
+    /// Whether this run continued a paused one.
+    pub resumed: bool,
+}
+
+/// What an audit entry records (DESIGN §2 "audit log").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditKind {
+    /// The owner answered a row.
+    Decision,
+    /// A pinned call ran for one item.
+    Execution,
+    /// A claim was refused (forged, changed, unapproved or already claimed).
+    Denial,
+    /// A row lapsed.
+    Lapse,
+}
+
+/// One append-only audit entry (`GET /api/audit`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Monotonic id.
+    pub id: i64,
+    /// The approval this entry concerns.
+    pub approval_id: String,
+    /// What happened.
+    pub kind: AuditKind,
+    /// The item executed (execution entries), else `None`.
+    pub item: Option<String>,
+    /// Outcome: the decision, the item's result or the denial reason.
+    pub result: Value,
+    /// Whether an undo exists for what ran.
+    pub undo_available: bool,
+    /// Who (device name, or `iris` for the kernel itself).
+    pub actor: String,
+    /// Through which surface.
+    pub surface: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// `GET /api/audit` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditList {
+    /// Oldest first.
+    pub entries: Vec<AuditEntry>,
+}
+
+/// One line of a conversation as the app shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatLine {
+    /// `owner` or `assistant`.
+    pub role: String,
+    /// The words.
+    pub text: String,
+    /// The row a halt message links to, if any.
+    pub approval_id: Option<String>,
+}
+
+/// `GET /api/conversations/{id}` body: what was said, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// The conversation id.
+    pub id: String,
+    /// Owner and assistant lines (tool traffic is not shown).
+    pub lines: Vec<ChatLine>,
+}
+
+/// The error body every 4xx/5xx carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// A sentence naming the thing and the rule.
+    pub error: String,
+    /// For 409: the row as it stands (who decided, where, when).
+    #[serde(default)]
+    pub approval: Option<Approval>,
+}
+
+/// A notice the channel router fans out (SSE on `GET /api/events`; DESIGN §2 "channel router").
+/// Serialised with `event` as the SSE event name and the rest as its JSON data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "data")]
+pub enum Event {
+    /// A new row waits for the owner.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(Approval),
+    /// A row was answered (or its execution changed).
+    #[serde(rename = "approval.responded")]
+    ApprovalResponded(Approval),
+    /// A row lapsed unanswered.
+    #[serde(rename = "approval.lapsed")]
+    ApprovalLapsed(Approval),
+    /// The assistant said something outside a request (a resumed run's reply).
+    #[serde(rename = "run.message")]
+    RunMessage(RunMessage),
+}
+
+impl Event {
+    /// The SSE event name (`approval.requested`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::ApprovalRequested(_) => "approval.requested",
+            Event::ApprovalResponded(_) => "approval.responded",
+            Event::ApprovalLapsed(_) => "approval.lapsed",
+            Event::RunMessage(_) => "run.message",
+        }
+    }
+}
+
+/// Payload of `run.message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMessage {
+    /// The conversation.
+    pub conversation_id: String,
+    /// The run that spoke.
+    pub run_id: String,
+    /// The words.
+    pub text: String,
+    /// The row this message concerns, if any.
+    pub approval_id: Option<String>,
+}
