@@ -1,1 +1,128 @@
-//! stub
+//! The IRIS approvals web app (DESIGN §6 `app/`): Leptos components rendered on the server and
+//! hydrated in the browser.
+//!
+//! - [`shell`] is the HTML document the server renders around [`App`].
+//! - [`App`] holds the router and the app-wide state (chat, live updates, clock).
+//! - [`activity`] is the Activity page: pending cards first, then answered ones.
+//! - [`card`] is the approval card, its confirm dialog and its outcome.
+//! - [`chat`] is the chat box that asks the assistant and links to the cards it halts on.
+//! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
+//!   implements to answer them.
+//! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
+//! - [`format`] holds the pure wording helpers (undo sentence, result summary, times).
+//!
+//! Features: `ssr` (server rendering and the server functions' bodies) and `hydrate` (the
+//! browser half, built for `wasm32-unknown-unknown`, entry point `hydrate()`).
+
+#![recursion_limit = "256"]
+
+pub mod activity;
+pub mod api;
+pub mod backend;
+pub mod card;
+pub mod chat;
+pub mod error;
+pub mod format;
+pub mod live;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Title};
+use leptos_router::{
+    components::{Route, Router, Routes, A},
+    path,
+};
+
+use crate::activity::ActivityPage;
+use crate::chat::{ChatPanel, ChatState};
+use crate::live::{ClientClock, Hydrated, Live};
+
+#[cfg(feature = "ssr")]
+pub use backend::AppBackend;
+pub use backend::Viewer;
+pub use error::AppError;
+
+/// The HTML document around [`App`]: head with the stylesheet `/pkg/iris.css`, the hydration
+/// scripts and the meta tags, body with the app. Pass it to `leptos_axum`'s
+/// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light"/>
+                <link rel="icon" href="data:,"/>
+                <link rel="stylesheet" href="/pkg/iris.css"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The application: app-wide state, the header, the routes (`/`, `/activity`,
+/// `/activity/:id` all show the Activity page) and the chat beside them.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+
+    let live = Live::new();
+    provide_context(live);
+    let chat = ChatState::new();
+    provide_context(chat);
+    let clock = ClientClock::new();
+    provide_context(clock);
+    let hydrated = Hydrated::new();
+    provide_context(hydrated);
+
+    // Effects only run in the browser, after hydration.
+    Effect::new(move |_| {
+        hydrated.0.set(true);
+        clock.start();
+        chat.restore();
+        live::connect(live, chat);
+    });
+    // Refetch the conversation on every live event (and once at start, after `restore`).
+    Effect::new(move |_| {
+        live.tick.track();
+        chat.conversation_id.track();
+        chat.reload();
+    });
+
+    view! {
+        <Title text="IRIS approvals"/>
+        <Router>
+            <header class="topbar">
+                <A href="/activity" attr:class="brand">
+                    <span class="brand-mark" aria-hidden="true">"◉"</span>
+                    " IRIS"
+                </A>
+                <span class="topbar-sub">"Approvals"</span>
+            </header>
+            <main class="layout">
+                <aside class="chat-col" aria-label="Chat">
+                    <ChatPanel/>
+                </aside>
+                <div class="cards-col">
+                    <Routes fallback=|| view! { <p class="page-note">"This page does not exist."</p> }>
+                        <Route path=path!("/") view=ActivityPage/>
+                        <Route path=path!("/activity") view=ActivityPage/>
+                        <Route path=path!("/activity/:id") view=ActivityPage/>
+                    </Routes>
+                </div>
+            </main>
+        </Router>
+    }
+}
+
+/// The browser entry point: hydrates the server-rendered [`App`].
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+}

@@ -1,2 +1,118 @@
-//! stub
-fn main() {}
+//! The `iris` binary (DESIGN §7): `iris serve [--demo]` runs the server (axum routes, the Leptos
+//! app, SSE, sweeps); `iris devices …` talks to the database directly, for the person at the
+//! server; `iris approvals …` and `iris chat` talk to a running server over HTTP with
+//! `IRIS_URL` and `IRIS_TOKEN`.
+
+mod api;
+mod auth;
+mod cli;
+mod config;
+mod error;
+mod events;
+mod model;
+mod state;
+mod sweeps;
+mod web;
+
+use anyhow::Context;
+use axum::middleware;
+use clap::{Parser, Subcommand};
+
+/// IRIS approvals: destructive calls run only after the owner approves that exact call.
+#[derive(Parser)]
+#[command(name = "iris", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (IRIS_BIND, default 127.0.0.1:3000).
+    Serve {
+        /// Load the demo mailbox and the demo model.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Paired devices (talks to the database directly).
+    Devices {
+        #[command(subcommand)]
+        command: cli::DevicesCommand,
+    },
+    /// Approvals over HTTP (IRIS_URL, IRIS_TOKEN).
+    Approvals {
+        #[command(subcommand)]
+        command: cli::ApprovalsCommand,
+    },
+    /// One chat turn over HTTP; prints the reply.
+    Chat {
+        /// What to say.
+        message: String,
+        /// Continue this conversation.
+        #[arg(long)]
+        conversation: Option<String>,
+    },
+    /// A one-time pairing link for a browser (coming with device pairing).
+    Pair {
+        /// read or control.
+        #[arg(long, value_parser = ["read", "control"])]
+        scope: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve { demo } => serve(demo).await,
+        Command::Devices { command } => cli::devices(command).await,
+        Command::Approvals { command } => cli::approvals(command).await,
+        Command::Chat {
+            message,
+            conversation,
+        } => cli::chat(&message, conversation).await,
+        Command::Pair { scope } => anyhow::bail!(
+            "pairing links are not available yet; add a device with `iris devices add --name NAME --scope {scope}` and use its token"
+        ),
+    }
+}
+
+async fn serve(demo: bool) -> anyhow::Result<()> {
+    let settings = config::Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
+    let bind = settings.bind.clone();
+    let conf = leptos::config::get_configuration(None).context("reading Leptos settings")?;
+    let state = state::build(settings, demo, conf.leptos_options).await?;
+
+    let app = api::routes()
+        .merge(web::routes(&state))
+        .layer(middleware::from_fn(web::csrf_guard))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web::demo_sign_in,
+        ))
+        .with_state(state.clone());
+
+    let listener = tokio::net::TcpListener::bind(&bind)
+        .await
+        .with_context(|| format!("binding {bind} (IRIS_BIND)"))?;
+    let addr = listener.local_addr()?;
+    sweeps::spawn_sweeps(state);
+    // Tests and scripts read this line to learn the port when IRIS_BIND ends in :0.
+    println!("iris listening on http://{addr}");
+    if demo {
+        println!("demo: open http://{addr}/ and ask \"trash the promo emails from this week\"");
+    }
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

@@ -30,7 +30,8 @@ mod tests {
 
     #[test]
     fn keys_are_sorted_and_whitespace_dropped() {
-        let v: Value = serde_json::from_str(r#"{ "b" : [1, 2], "a" : {"d": 1, "c": "x"} }"#).unwrap();
+        let v: Value =
+            serde_json::from_str(r#"{ "b" : [1, 2], "a" : {"d": 1, "c": "x"} }"#).unwrap();
         assert_eq!(canonical_json(&v), r#"{"a":{"c":"x","d":1},"b":[1,2]}"#);
     }
 
@@ -57,8 +58,14 @@ mod tests {
     fn hash_covers_tool_and_argument_bytes() {
         let a = json!({"ids": ["1", "2"]});
         let reordered: Value = serde_json::from_str(r#"{"ids":["1","2"]}"#).unwrap();
-        assert_eq!(call_hash("trash_email", &a), call_hash("trash_email", &reordered));
-        assert_ne!(call_hash("trash_email", &a), call_hash("trash_email", &json!({"ids": ["2", "1"]})));
+        assert_eq!(
+            call_hash("trash_email", &a),
+            call_hash("trash_email", &reordered)
+        );
+        assert_ne!(
+            call_hash("trash_email", &a),
+            call_hash("trash_email", &json!({"ids": ["2", "1"]}))
+        );
         assert_ne!(call_hash("trash_email", &a), call_hash("restore_email", &a));
         assert_eq!(call_hash("t", &json!({})).len(), 64);
     }

@@ -1,1 +1,156 @@
-//! placeholder
+//! PreToolUse hooks (DESIGN §2): run before a tool call in priority order (lower first) and
+//! return allow, deny(reason) or require_approval(id?). A decision carrying an approval id halts
+//! the run; one without (confirm-once advice) does not.
+//!
+//! [`DestructiveApprovalHook`] (priority 50, after every other deny) writes the approval row with
+//! the card from the plugin's `describe(args)`, notifies, and returns `require_approval(id)`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::approval::{kind_for, Ttl};
+use crate::canonical::{call_hash, canonical_json};
+use crate::manifest::{Gate, ToolSpec};
+use crate::plugin::{CallContext, Plugin};
+use crate::ports::{Clock, NewApproval, Notifier, QueueStore};
+use crate::wire::{ApprovalStatus, Card, Event, Execution};
+
+/// A hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookDecision {
+    /// Go on to the next hook, then run.
+    Allow,
+    /// Do not run; the reason becomes the observation.
+    Deny(String),
+    /// With an id: halt the run on that approval row. Without: advice only (confirm once).
+    RequireApproval(Option<String>),
+}
+
+/// The call a hook looks at: resolved tool and normalised arguments.
+pub struct PendingCall<'a> {
+    /// The canonical tool.
+    pub spec: &'a ToolSpec,
+    /// Normalised arguments (what would be pinned).
+    pub args: &'a Value,
+    /// The plugin that owns the tool.
+    pub plugin: &'a Arc<dyn Plugin>,
+    /// The turn.
+    pub ctx: &'a CallContext,
+}
+
+/// A PreToolUse hook.
+#[async_trait]
+pub trait PreToolUseHook: Send + Sync {
+    /// Lower runs first. DestructiveApprovalHook is 50, so denies at lower numbers win.
+    fn priority(&self) -> i32;
+
+    /// Decides about one call.
+    async fn pre_tool_use(&self, call: &PendingCall<'_>) -> HookDecision;
+}
+
+/// `confirm: once` advice: returns `require_approval` without an id, which never halts
+/// (DESIGN §2 "PreToolUse hook"; issue 3: confirm once stays advice).
+pub struct ConfirmOnceHook;
+
+#[async_trait]
+impl PreToolUseHook for ConfirmOnceHook {
+    fn priority(&self) -> i32 {
+        40
+    }
+
+    async fn pre_tool_use(&self, call: &PendingCall<'_>) -> HookDecision {
+        if call.spec.gate() == Gate::Confirm {
+            HookDecision::RequireApproval(None)
+        } else {
+            HookDecision::Allow
+        }
+    }
+}
+
+/// Writes one approval row per approved-per-call call and halts the run on it (DESIGN §3 step 3).
+pub struct DestructiveApprovalHook {
+    /// The queue the row goes to.
+    pub queue: Arc<dyn QueueStore>,
+    /// Channel router for `approval.requested`.
+    pub notifier: Arc<dyn Notifier>,
+    /// Time source for created/expires.
+    pub clock: Arc<dyn Clock>,
+    /// Answerable window.
+    pub ttl: Ttl,
+}
+
+/// DestructiveApprovalHook's priority: after every other PreToolUse deny (DESIGN §2).
+pub const DESTRUCTIVE_APPROVAL_PRIORITY: i32 = 50;
+
+#[async_trait]
+impl PreToolUseHook for DestructiveApprovalHook {
+    fn priority(&self) -> i32 {
+        DESTRUCTIVE_APPROVAL_PRIORITY
+    }
+
+    async fn pre_tool_use(&self, call: &PendingCall<'_>) -> HookDecision {
+        let spec = call.spec;
+        if !spec.approved_per_call() {
+            return HookDecision::Allow;
+        }
+        // describe() is called once, here; its lines are frozen into the row.
+        let description = match call.plugin.describe(&spec.name, call.args, call.ctx).await {
+            Ok(d) => d,
+            Err(e) => return HookDecision::Deny(format!("{e}; nothing was changed")),
+        };
+        let kind = kind_for(spec);
+        let created_at = self.clock.now();
+        let row = NewApproval {
+            id: uuid::Uuid::new_v4().to_string(),
+            kind,
+            tool: spec.name.clone(),
+            args: call.args.clone(),
+            args_canonical: canonical_json(call.args),
+            call_hash: call_hash(&spec.name, call.args),
+            items: description.items,
+            card: Card {
+                title: description.title,
+                action: description.action,
+                effect: spec.effect,
+                lines: description.lines,
+                undo_tool: spec.undo.clone(),
+                undo_window_days: spec.undo_window_days,
+                request: call.ctx.request.clone(),
+                undo_note: description.undo_note,
+            },
+            run_id: call.ctx.run_id.clone(),
+            context_summary: call.ctx.request.clone(),
+            created_at,
+            expires_at: self.ttl.expires_at(kind, created_at),
+        };
+        if let Err(e) = self.queue.insert(&row).await {
+            return HookDecision::Deny(format!(
+                "the approval could not be recorded ({e}); nothing was changed"
+            ));
+        }
+        self.notifier
+            .notify(Event::ApprovalRequested(crate::wire::Approval {
+                id: row.id.clone(),
+                kind: row.kind,
+                status: ApprovalStatus::Pending,
+                tool: row.tool.clone(),
+                args: row.args.clone(),
+                call_hash: row.call_hash.clone(),
+                items: row.items.clone(),
+                card: row.card.clone(),
+                run_id: row.run_id.clone(),
+                created_at: row.created_at,
+                expires_at: row.expires_at,
+                responded_at: None,
+                responded_by: None,
+                surface: None,
+                reason: None,
+                execution: Execution::None,
+                result: None,
+                resume_error: None,
+            }));
+        HookDecision::RequireApproval(Some(row.id))
+    }
+}

@@ -447,7 +447,11 @@ mod tests {
                 err,
                 ManifestError::ConfirmNotOnWrite {
                     tool: "a".into(),
-                    effect: if effect == "read" { "read" } else { "destructive" }
+                    effect: if effect == "read" {
+                        "read"
+                    } else {
+                        "destructive"
+                    }
                 }
             );
         }
@@ -466,7 +470,9 @@ mod tests {
 
     #[test]
     fn undo_only_on_destructive() {
-        let err = one(&format!("  - name: a\n    effect: write\n    undo: restore\n{RESTORE}"));
+        let err = one(&format!(
+            "  - name: a\n    effect: write\n    undo: restore\n{RESTORE}"
+        ));
         assert_eq!(
             err.unwrap_err(),
             ManifestError::UndoNotOnDestructive { tool: "a".into() }
@@ -524,12 +530,18 @@ mod tests {
     #[test]
     fn undo_window_needs_undo_and_positive_whole_number() {
         let err = one("  - name: a\n    effect: destructive\n    undo_window_days: 30\n");
-        assert_eq!(err.unwrap_err(), ManifestError::BadUndoWindow { tool: "a".into() });
+        assert_eq!(
+            err.unwrap_err(),
+            ManifestError::BadUndoWindow { tool: "a".into() }
+        );
         for bad in ["0", "-3"] {
             let err = one(&format!(
                 "  - name: a\n    effect: destructive\n    undo: restore\n    undo_window_days: {bad}\n{RESTORE}"
             ));
-            assert_eq!(err.unwrap_err(), ManifestError::BadUndoWindow { tool: "a".into() });
+            assert_eq!(
+                err.unwrap_err(),
+                ManifestError::BadUndoWindow { tool: "a".into() }
+            );
         }
         let err = one(&format!(
             "  - name: a\n    effect: destructive\n    undo: restore\n    undo_window_days: 1.5\n{RESTORE}"
@@ -545,11 +557,19 @@ mod tests {
     #[test]
     fn pinned_only_on_write_and_not_with_confirm() {
         for effect in ["read", "destructive"] {
-            let err = one(&format!("  - name: a\n    effect: {effect}\n    approval: pinned\n"));
-            assert_eq!(err.unwrap_err(), ManifestError::PinnedNotOnWrite { tool: "a".into() });
+            let err = one(&format!(
+                "  - name: a\n    effect: {effect}\n    approval: pinned\n"
+            ));
+            assert_eq!(
+                err.unwrap_err(),
+                ManifestError::PinnedNotOnWrite { tool: "a".into() }
+            );
         }
         let err = one("  - name: a\n    effect: write\n    approval: pinned\n    confirm: never\n");
-        assert_eq!(err.unwrap_err(), ManifestError::PinnedWithConfirm { tool: "a".into() });
+        assert_eq!(
+            err.unwrap_err(),
+            ManifestError::PinnedWithConfirm { tool: "a".into() }
+        );
     }
 
     #[test]
@@ -577,8 +597,9 @@ mod tests {
 
     #[test]
     fn resolve_aliases_and_near_misses_before_checks() {
-        let m = one("  - name: trash_email\n    effect: destructive\n    aliases: [delete_email]\n")
-            .unwrap();
+        let m =
+            one("  - name: trash_email\n    effect: destructive\n    aliases: [delete_email]\n")
+                .unwrap();
         let reg = Registry::new([m]).unwrap();
         for spelling in [
             "trash_email",
@@ -589,7 +610,11 @@ mod tests {
             "delete_email",
             "Delete-Emails",
         ] {
-            assert_eq!(reg.resolve(spelling).unwrap().name, "trash_email", "{spelling}");
+            assert_eq!(
+                reg.resolve(spelling).unwrap().name,
+                "trash_email",
+                "{spelling}"
+            );
         }
         assert_eq!(
             reg.resolve("wipe_email").unwrap_err(),
@@ -599,7 +624,8 @@ mod tests {
 
     #[test]
     fn duplicate_names_are_refused() {
-        let err = one("  - name: a\n    effect: read\n  - name: b\n    effect: read\n    aliases: [A]\n");
+        let err =
+            one("  - name: a\n    effect: read\n  - name: b\n    effect: read\n    aliases: [A]\n");
         assert!(matches!(err, Err(ManifestError::DuplicateName { .. })));
     }
 }

@@ -77,5 +77,9 @@ pub trait Model: Send + Sync {
     ///
     /// # Errors
     /// [`ModelError`] when the server is unreachable or its answer is unusable.
-    async fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<ModelTurn, ModelError>;
+    async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<ModelTurn, ModelError>;
 }

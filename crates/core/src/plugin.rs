@@ -33,6 +33,10 @@ pub struct Description {
     pub lines: Vec<String>,
     /// The things the call acts on (e.g. email ids), in the call's order.
     pub items: Vec<String>,
+    /// How the owner can undo it, in the plugin's words (e.g. "You can restore these from
+    /// Trash for 30 days"); `None` when there is no undo.
+    #[serde(default)]
+    pub undo_note: Option<String>,
 }
 
 /// One item's outcome of an executed call (one audit entry each).
@@ -98,18 +102,33 @@ pub trait Plugin: Send + Sync {
     ///
     /// # Errors
     /// [`ToolError::InvalidArgs`] naming what is wrong; nothing is written.
-    async fn normalise(&self, tool: &str, args: Value, ctx: &CallContext) -> Result<Value, ToolError>;
+    async fn normalise(
+        &self,
+        tool: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> Result<Value, ToolError>;
 
     /// Describes a destructive or pinned call for its card; called once, when the row is written.
     ///
     /// # Errors
     /// [`ToolError::InvalidArgs`] when an item does not exist (the call is refused, no row).
-    async fn describe(&self, tool: &str, args: &Value, ctx: &CallContext) -> Result<Description, ToolError>;
+    async fn describe(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+    ) -> Result<Description, ToolError>;
 
     /// Runs the call. For approved-per-call tools only the executor calls this, with the
     /// arguments read from the approval row.
     ///
     /// # Errors
     /// [`ToolError`] when the side effect failed or the arguments are unusable.
-    async fn execute(&self, tool: &str, args: &Value, ctx: &CallContext) -> Result<ToolOutput, ToolError>;
+    async fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError>;
 }

@@ -264,7 +264,11 @@ pub trait ConversationStore: Send + Sync {
     ///
     /// # Errors
     /// [`StoreError`].
-    async fn save_transcript(&self, conversation_id: &str, messages: &[Message]) -> Result<(), StoreError>;
+    async fn save_transcript(
+        &self,
+        conversation_id: &str,
+        messages: &[Message],
+    ) -> Result<(), StoreError>;
 
     /// Appends one line the owner sees.
     ///
@@ -334,7 +338,11 @@ pub trait DeviceStore: Send + Sync {
     ///
     /// # Errors
     /// [`StoreError`].
-    async fn authenticate(&self, token_hash: &str, at: DateTime<Utc>) -> Result<Option<Device>, StoreError>;
+    async fn authenticate(
+        &self,
+        token_hash: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<Device>, StoreError>;
 
     /// Live devices, by name.
     ///

@@ -1,1 +1,328 @@
-//! placeholder
+//! A scripted model for the demo and tests (`IRIS_MODEL=scripted:PATH`): rules match the owner's
+//! latest message and play a fixed sequence of tool calls and a reply, reading ids from real
+//! observations. It is stateless: the step is derived from the transcript, so a resumed run
+//! continues where the paused one stopped.
+//!
+//! Script (YAML):
+//!
+//! ```yaml
+//! rules:
+//!   - when: "(?i)trash.*promo"          # regex on the owner's latest message
+//!     steps:
+//!       - call: search_inbox
+//!         args: {category: promotions, since_days: 7}
+//!       - call: trash_email
+//!         args: {ids: "$ids"}            # "$ids": ids from the last observation's results
+//!         if_empty: "I found no promo emails from this week, so nothing was trashed."
+//!       - reply: "Done: moved {trashed} emails to Trash."   # {field}: last observation field
+//!         on_rejected: "OK, I left them alone. Nothing was changed."
+//! fallback: "I can trash this week's promo emails, or undo that."
+//! ```
+
+use async_trait::async_trait;
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::manifest::ToolSpec;
+use crate::model::{Message, Model, ModelError, ModelTurn, ToolCall};
+
+/// The demo script `iris serve --demo` uses (trash this week's promos; undo that).
+pub const DEMO_SCRIPT: &str = include_str!("demo_script.yaml");
+
+#[derive(Debug, Clone, Deserialize)]
+struct Script {
+    rules: Vec<Rule>,
+    #[serde(default)]
+    fallback: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Rule {
+    when: String,
+    steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Step {
+    Call {
+        call: String,
+        #[serde(default)]
+        args: Value,
+        #[serde(default)]
+        if_empty: Option<String>,
+    },
+    Reply {
+        reply: String,
+        #[serde(default)]
+        on_rejected: Option<String>,
+        #[serde(default)]
+        on_expired: Option<String>,
+        #[serde(default)]
+        on_failed: Option<String>,
+    },
+}
+
+/// Why a script could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// Not YAML of the script's shape.
+    #[error("model script is not valid: {0}")]
+    Parse(String),
+    /// A `when` is not a valid regex.
+    #[error("model script rule `{0}` is not a valid regular expression: {1}")]
+    Regex(String, String),
+}
+
+/// The scripted model.
+pub struct ScriptedModel {
+    rules: Vec<(Regex, Vec<Step>)>,
+    fallback: String,
+}
+
+impl ScriptedModel {
+    /// Loads a script.
+    ///
+    /// # Errors
+    /// [`ScriptError`] naming the rule that does not parse.
+    pub fn from_yaml(text: &str) -> Result<ScriptedModel, ScriptError> {
+        let script: Script =
+            serde_norway::from_str(text).map_err(|e| ScriptError::Parse(e.to_string()))?;
+        let mut rules = Vec::new();
+        for r in script.rules {
+            let re = Regex::new(&r.when)
+                .map_err(|e| ScriptError::Regex(r.when.clone(), e.to_string()))?;
+            rules.push((re, r.steps));
+        }
+        Ok(ScriptedModel {
+            rules,
+            fallback: script
+                .fallback
+                .unwrap_or_else(|| "I don't know how to do that.".into()),
+        })
+    }
+
+    /// The next turn for a transcript: pure, so an HTTP test server can serve it too.
+    pub fn next_turn(&self, messages: &[Message]) -> ModelTurn {
+        let Some(user_at) = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User { .. }))
+        else {
+            return reply(&self.fallback);
+        };
+        let Message::User { content: request } = &messages[user_at] else {
+            return reply(&self.fallback);
+        };
+        let Some((_, steps)) = self.rules.iter().find(|(re, _)| re.is_match(request)) else {
+            return reply(&self.fallback);
+        };
+        let after = &messages[user_at + 1..];
+        let step_index = after
+            .iter()
+            .filter(
+                |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+            )
+            .count();
+        let last = after.iter().rev().find_map(|m| match m {
+            Message::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        });
+        let last_status = last
+            .as_ref()
+            .and_then(|v| v.get("status"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match steps.get(step_index) {
+            Some(Step::Call {
+                call,
+                args,
+                if_empty,
+            }) => {
+                if matches!(
+                    last_status,
+                    "rejected" | "expired" | "refused" | "denied" | "error" | "not_run" | "failed"
+                ) {
+                    return reply(&failure_text(last.as_ref(), None));
+                }
+                let (args, empty) = fill_args(args, last.as_ref());
+                if empty {
+                    return reply(
+                        if_empty
+                            .as_deref()
+                            .unwrap_or("There was nothing to act on; nothing was changed."),
+                    );
+                }
+                ModelTurn {
+                    content: None,
+                    tool_calls: vec![ToolCall {
+                        id: format!("call_{}_{}", user_at, step_index),
+                        name: call.clone(),
+                        arguments: args,
+                    }],
+                }
+            }
+            Some(Step::Reply {
+                reply: text,
+                on_rejected,
+                on_expired,
+                on_failed,
+            }) => {
+                let chosen = match last_status {
+                    "rejected" => on_rejected.clone().unwrap_or_else(|| {
+                        "You rejected it, so nothing was changed, sent or deleted.".into()
+                    }),
+                    "expired" => on_expired
+                        .clone()
+                        .unwrap_or_else(|| "The approval lapsed; nothing was changed.".into()),
+                    "refused" | "denied" | "error" | "not_run" | "failed" => {
+                        failure_text(last.as_ref(), on_failed.as_deref())
+                    }
+                    _ => fill_text(text, last.as_ref()),
+                };
+                reply(&chosen)
+            }
+            None => reply(&fill_text("Done.", last.as_ref())),
+        }
+    }
+}
+
+fn failure_text(last: Option<&Value>, template: Option<&str>) -> String {
+    let message = last
+        .and_then(|v| v.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("it did not run");
+    match template {
+        Some(t) => t.replace("{message}", message),
+        None => format!("That did not happen: {message}. Nothing was changed."),
+    }
+}
+
+fn reply(text: &str) -> ModelTurn {
+    ModelTurn {
+        content: Some(text.to_string()),
+        tool_calls: Vec::new(),
+    }
+}
+
+/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, or `ids`).
+/// Returns whether a `$ids` placeholder resolved to nothing.
+fn fill_args(args: &Value, last: Option<&Value>) -> (Value, bool) {
+    let ids: Vec<Value> = last
+        .map(|v| {
+            if let Some(results) = v.get("results").and_then(Value::as_array) {
+                results
+                    .iter()
+                    .filter_map(|r| r.get("id").cloned())
+                    .collect()
+            } else {
+                v.get("ids")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            }
+        })
+        .unwrap_or_default();
+    let mut empty = false;
+    let filled = match args {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                if v == "$ids" {
+                    empty |= ids.is_empty();
+                    out.insert(k.clone(), Value::Array(ids.clone()));
+                } else {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Null => json!({}),
+        other => other.clone(),
+    };
+    (filled, empty)
+}
+
+/// Replaces `{field}` with the last observation's top-level field (numbers and strings).
+fn fill_text(template: &str, last: Option<&Value>) -> String {
+    let mut out = template.to_string();
+    if let Some(Value::Object(map)) = last {
+        for (k, v) in map {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => continue,
+            };
+            out = out.replace(&format!("{{{k}}}"), &text);
+        }
+    }
+    out
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    async fn complete(
+        &self,
+        messages: &[Message],
+        _tools: &[ToolSpec],
+    ) -> Result<ModelTurn, ModelError> {
+        Ok(self.next_turn(messages))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(s: &str) -> Message {
+        Message::User { content: s.into() }
+    }
+
+    #[test]
+    fn demo_script_plays_search_then_trash_with_real_ids() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        let mut t = vec![user("trash the promo emails from this week")];
+        let first = m.next_turn(&t);
+        assert_eq!(first.tool_calls[0].name, "search_inbox");
+        t.push(Message::Assistant {
+            content: None,
+            tool_calls: first.tool_calls.clone(),
+        });
+        t.push(Message::Tool {
+            tool_call_id: first.tool_calls[0].id.clone(),
+            content: json!({"results": [{"id": "m1"}, {"id": "m2"}], "count": 2}),
+        });
+        let second = m.next_turn(&t);
+        assert_eq!(second.tool_calls[0].name, "trash_email");
+        assert_eq!(second.tool_calls[0].arguments, json!({"ids": ["m1", "m2"]}));
+        t.push(Message::Assistant {
+            content: None,
+            tool_calls: second.tool_calls.clone(),
+        });
+        t.push(Message::Tool {
+            tool_call_id: second.tool_calls[0].id.clone(),
+            content: json!({"status": "rejected", "message": "the owner rejected this: no"}),
+        });
+        let third = m.next_turn(&t);
+        assert!(third.content.unwrap().contains("Nothing was changed"));
+    }
+
+    #[test]
+    fn empty_search_replies_instead_of_calling() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        let mut t = vec![user("trash the promo emails from this week")];
+        let first = m.next_turn(&t);
+        t.push(Message::Assistant {
+            content: None,
+            tool_calls: first.tool_calls.clone(),
+        });
+        t.push(Message::Tool {
+            tool_call_id: first.tool_calls[0].id.clone(),
+            content: json!({"results": [], "count": 0}),
+        });
+        let second = m.next_turn(&t);
+        assert!(second.tool_calls.is_empty());
+        assert!(second.content.unwrap().contains("nothing"));
+    }
+}

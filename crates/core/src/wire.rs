@@ -168,6 +168,10 @@ pub struct Card {
     pub undo_window_days: Option<u32>,
     /// What the owner asked, shown as "You asked: …".
     pub request: String,
+    /// The undo sentence in the plugin's words ("You can restore these from Trash for 30
+    /// days"); extends DESIGN §7's card.
+    #[serde(default)]
+    pub undo_note: Option<String>,
 }
 
 /// One approval row as the API returns it (DESIGN §7 "Approval").

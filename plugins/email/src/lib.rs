@@ -1,1 +1,258 @@
-//! stub
+//! IRIS email plugin: the first real destructive tool (DESIGN §5).
+//!
+//! - [`EmailPlugin`] implements [`iris_core::plugin::Plugin`] for the tools of `manifest.yaml`
+//!   (`search_inbox`, `trash_email`, `restore_email`), dispatching each verb to the tool's module
+//!   in [`tools`].
+//! - [`backend`] holds the provider side: the [`MailBackend`] trait (shaped for Maildir, IMAP
+//!   and Gmail) and [`MaildirBackend`] for a real Maildir++ folder.
+//! - The local store (tables `email_messages` and `email_trashed`, migration
+//!   `migrations/sqlite/0002_email.sql`) holds the synced headers searches and cards read, and
+//!   the trashed ledger restore uses; [`EmailPlugin::sync`] brings it in line with the mailboxes.
+//! - [`id`] is the email id rule; [`category`] the category rules; [`demo`] writes the demo
+//!   mailbox (`iris serve --demo`).
+//!
+//! Trash is always a move into the account's Trash, never a delete: the contract test
+//! `tests/trash_is_reversible.rs` proves it on real files (DESIGN §4, last rule).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use iris_core::manifest::{Manifest, ManifestError};
+use iris_core::plugin::{CallContext, Description, Plugin, ToolError, ToolOutput};
+use iris_core::ports::{Clock, SystemClock};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub mod backend;
+pub mod category;
+pub mod demo;
+pub mod id;
+pub mod parse;
+mod store;
+mod sync;
+pub mod tools;
+
+pub use backend::{AccountInfo, BackendError, MailBackend, MaildirBackend};
+pub use category::Category;
+pub use sync::{AccountSync, SyncReport};
+
+/// The manifest, as shipped (`plugins/email/manifest.yaml`).
+pub const MANIFEST_YAML: &str = include_str!("../manifest.yaml");
+
+/// One configured mail account (`[[email.accounts]]` in `iris.toml`, DESIGN §7), in the fixed
+/// order used to choose a sender.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountConfig {
+    /// The account's name; part of every email id, so renaming an account renames its ids.
+    pub name: String,
+    /// The owner's address at this account.
+    pub address: String,
+    /// Where the mail lives.
+    #[serde(flatten)]
+    pub kind: AccountKind,
+}
+
+/// The backend of an account (`kind = "maildir"` with `path`; IMAP comes in a later issue).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum AccountKind {
+    /// A Maildir++ folder on this machine.
+    Maildir {
+        /// The Maildir root (the folder holding INBOX's `cur/`).
+        path: PathBuf,
+    },
+}
+
+/// Why the plugin could not be built or synced.
+#[derive(Debug, thiserror::Error)]
+pub enum EmailError {
+    /// The embedded manifest was refused by the loader (a build defect).
+    #[error("email manifest refused: {0}")]
+    Manifest(#[from] ManifestError),
+    /// Two accounts share a name, or a name is empty (ids are derived from the name).
+    #[error("email account name `{0}` is empty or used twice: each account needs its own name, email ids are derived from it")]
+    AccountName(String),
+    /// An account's backend could not be opened.
+    #[error("email account `{account}`: {source}")]
+    Backend {
+        /// The account.
+        account: String,
+        /// The cause.
+        #[source]
+        source: BackendError,
+    },
+    /// The local store failed (are the migrations in `migrations/sqlite` applied?).
+    #[error("email local store (tables email_messages, email_trashed from 0002_email.sql): {0}")]
+    Store(#[from] sqlx::Error),
+}
+
+/// The email plugin: manifest, accounts, local store.
+pub struct EmailPlugin {
+    manifest: Manifest,
+    backends: Vec<Arc<dyn MailBackend>>,
+    store: store::LocalStore,
+    clock: Arc<dyn Clock>,
+    /// Serialises sync, trash and restore: a sync that lists a folder while a trash moves a file
+    /// out of it could otherwise put the trashed message back into the store.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for EmailPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailPlugin")
+            .field("plugin", &self.manifest.plugin)
+            .field("backends", &self.backends)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmailPlugin {
+    /// Builds the plugin for configured accounts over the project's SQLite pool (migrated, e.g.
+    /// by `iris_store::SqliteStore::connect`). Does not sync: call [`EmailPlugin::sync`].
+    ///
+    /// # Errors
+    /// [`EmailError::AccountName`] for an empty or repeated name; [`EmailError::Backend`] when a
+    /// Maildir path is not a Maildir (no `cur/`); [`EmailError::Manifest`] never in a released
+    /// build.
+    pub fn new(accounts: Vec<AccountConfig>, pool: sqlx::SqlitePool) -> Result<Self, EmailError> {
+        let mut backends: Vec<Arc<dyn MailBackend>> = Vec::with_capacity(accounts.len());
+        for a in accounts {
+            let info = AccountInfo {
+                name: a.name.clone(),
+                address: a.address,
+            };
+            match a.kind {
+                AccountKind::Maildir { path } => {
+                    let b =
+                        MaildirBackend::open(info, path).map_err(|source| EmailError::Backend {
+                            account: a.name.clone(),
+                            source,
+                        })?;
+                    backends.push(Arc::new(b));
+                }
+            }
+        }
+        Self::with_backends(backends, pool)
+    }
+
+    /// Builds the plugin over ready backends (other providers, test doubles).
+    ///
+    /// # Errors
+    /// As [`EmailPlugin::new`].
+    pub fn with_backends(
+        backends: Vec<Arc<dyn MailBackend>>,
+        pool: sqlx::SqlitePool,
+    ) -> Result<Self, EmailError> {
+        let mut names: Vec<&str> = Vec::new();
+        for b in &backends {
+            let name = b.account().name.as_str();
+            if name.trim().is_empty() || names.contains(&name) {
+                return Err(EmailError::AccountName(name.to_string()));
+            }
+            names.push(name);
+        }
+        Ok(EmailPlugin {
+            manifest: Manifest::from_yaml(MANIFEST_YAML)?,
+            backends,
+            store: store::LocalStore::new(pool),
+            clock: Arc::new(SystemClock),
+            lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Replaces the clock (`since_days` windows, ledger times); tests pin it.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The accounts, in configuration order.
+    pub fn accounts(&self) -> Vec<AccountInfo> {
+        self.backends.iter().map(|b| b.account().clone()).collect()
+    }
+
+    /// Scans every account and brings the local store in line (see `sync.rs`: insert new, drop
+    /// vanished, keyed by provider key). Run at start-up and whenever the mailbox may have
+    /// changed. A malformed or unreadable message never stops it: the report names it.
+    ///
+    /// # Errors
+    /// [`EmailError::Store`] when the database fails (nothing else aborts a sync).
+    pub async fn sync(&self) -> Result<SyncReport, EmailError> {
+        let _guard = self.lock.lock().await;
+        let mut report = SyncReport::default();
+        for b in &self.backends {
+            report
+                .accounts
+                .push(sync::sync_account(&self.store, b.as_ref(), self.now()).await?);
+        }
+        Ok(report)
+    }
+
+    pub(crate) fn store(&self) -> &store::LocalStore {
+        &self.store
+    }
+
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    pub(crate) async fn lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.lock.lock().await
+    }
+
+    pub(crate) fn backend(&self, account: &str) -> Option<&Arc<dyn MailBackend>> {
+        self.backends.iter().find(|b| b.account().name == account)
+    }
+}
+
+#[async_trait]
+impl Plugin for EmailPlugin {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    async fn normalise(
+        &self,
+        tool: &str,
+        args: Value,
+        _ctx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        match tool {
+            tools::search_inbox::NAME => tools::search_inbox::normalise(&args),
+            tools::trash_email::NAME => tools::trash_email::normalise(&args),
+            tools::restore_email::NAME => tools::restore_email::normalise(&args),
+            other => Err(ToolError::UnknownTool(other.to_string())),
+        }
+    }
+
+    async fn describe(
+        &self,
+        tool: &str,
+        args: &Value,
+        _ctx: &CallContext,
+    ) -> Result<Description, ToolError> {
+        match tool {
+            tools::search_inbox::NAME => tools::search_inbox::describe(args),
+            tools::trash_email::NAME => tools::trash_email::describe(self, args).await,
+            tools::restore_email::NAME => tools::restore_email::describe(self, args).await,
+            other => Err(ToolError::UnknownTool(other.to_string())),
+        }
+    }
+
+    async fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        match tool {
+            tools::search_inbox::NAME => tools::search_inbox::execute(self, args).await,
+            tools::trash_email::NAME => tools::trash_email::execute(self, args).await,
+            tools::restore_email::NAME => tools::restore_email::execute(self, args).await,
+            other => Err(ToolError::UnknownTool(other.to_string())),
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The Activity page (`/`, `/activity`, `/activity/:id`): the cards waiting for the owner
+//! first, then the answered ones. With an id, that card is highlighted and scrolled into view.
+//! It refetches on every live event.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use iris_core::wire::{ApprovalStatus, Execution};
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::{activity_data, ActivitySnapshot};
+use crate::card::{card_key, ApprovalCard, CardState};
+use crate::live::Live;
+
+/// How many times the page polls for a running call's outcome (every 2 s) on top of live
+/// events, in case the event stream is down.
+const MAX_POLLS: u32 = 60;
+
+/// The Activity page.
+#[component]
+pub fn ActivityPage() -> impl IntoView {
+    let params = use_params_map();
+    let focus = Memo::new(move |_| params.read().get("id"));
+    let live = use_context::<Live>().unwrap_or_default();
+    let poll = RwSignal::new(0_u32);
+
+    let data = Resource::new(
+        move || (focus.get(), live.tick.get(), poll.get()),
+        |(focus, _, _)| activity_data(focus),
+    );
+
+    // Card states live with the page so a redraw keeps dialogs, errors and requests in flight.
+    let owner = StoredValue::new(Owner::current().unwrap_or_default());
+    let states = StoredValue::new(HashMap::<String, CardState>::new());
+    let state_for = move |id: &str| -> CardState {
+        if let Some(state) = states.with_value(|m| m.get(id).copied()) {
+            return state;
+        }
+        let state = owner.with_value(|o| o.with(CardState::new));
+        states.update_value(|m| {
+            m.insert(id.to_owned(), state);
+        });
+        state
+    };
+
+    // Bring the focused card into view once it is on screen (once per id).
+    let scrolled_for = StoredValue::new(None::<String>);
+    Effect::new(move |_| {
+        let loaded = data.get().is_some_and(|d| d.is_ok());
+        let Some(id) = focus.get() else { return };
+        if !loaded || scrolled_for.with_value(|s| s.as_deref() == Some(id.as_str())) {
+            return;
+        }
+        scrolled_for.set_value(Some(id.clone()));
+        request_animation_frame(move || scroll_to_card(&id));
+    });
+
+    // While an approved call has no outcome yet, look again now and then.
+    Effect::new(move |_| {
+        let waiting = data.get().and_then(Result::ok).is_some_and(|d| {
+            d.approvals.iter().any(|a| {
+                a.status == ApprovalStatus::Approved
+                    && matches!(a.execution, Execution::None | Execution::Executing)
+            })
+        });
+        if waiting && poll.get_untracked() < MAX_POLLS {
+            set_timeout(
+                move || {
+                    poll.try_update(|p| *p += 1);
+                },
+                Duration::from_secs(2),
+            );
+        }
+    });
+
+    view! {
+        <div class="activity">
+            <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(d) => activity_view(d, focus.get(), state_for).into_any(),
+                        Err(e) => view! {
+                            <div class="page-error" role="alert" data-testid="page-error">
+                                <p>{e.to_string()}</p>
+                            </div>
+                        }
+                        .into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// The two lists.
+fn activity_view(
+    data: ActivitySnapshot,
+    focus: Option<String>,
+    state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
+) -> AnyView {
+    let ActivitySnapshot { viewer, approvals } = data;
+    let (pending, answered): (Vec<_>, Vec<_>) = approvals
+        .into_iter()
+        .partition(|a| a.status == ApprovalStatus::Pending);
+    let pending_count = pending.len();
+    let answered_empty = answered.is_empty();
+    let name = viewer.name.clone();
+    let can_answer = viewer.can_answer;
+
+    let list = move |items: Vec<iris_core::wire::Approval>| {
+        let viewer = viewer.clone();
+        let focus = focus.clone();
+        view! {
+            <For each=move || items.clone() key=card_key let:approval>
+                {
+                    let focused = focus.as_deref() == Some(approval.id.as_str());
+                    let state = state_for(&approval.id);
+                    view! { <ApprovalCard approval viewer=viewer.clone() focused state/> }.into_any()
+                }
+            </For>
+        }
+    };
+
+    view! {
+        <p class="viewer-line" data-testid="viewer">
+            "Signed in as "<strong>{name}</strong>
+            {(!can_answer).then_some(" · This device can only view.")}
+        </p>
+        <section class="card-section" aria-labelledby="pending-title">
+            <h2 id="pending-title" class="section-title">
+                "Waiting for you"
+                <span class="count" aria-label=format!("{pending_count} waiting")>{pending_count}</span>
+            </h2>
+            {(pending_count == 0).then(|| view! { <p class="empty">"Nothing is waiting for you."</p> })}
+            <div class="card-list" data-testid="pending-list">{list.clone()(pending)}</div>
+        </section>
+        <section class="card-section" aria-labelledby="answered-title">
+            <h2 id="answered-title" class="section-title">"Answered"</h2>
+            {answered_empty.then(|| view! { <p class="empty">"Nothing answered yet."</p> })}
+            <div class="card-list" data-testid="answered-list">{list(answered)}</div>
+        </section>
+    }
+    .into_any()
+}
+
+/// Scrolls the card with this approval id to the middle of the screen (browser only).
+fn scroll_to_card(id: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Some(element) = document().get_element_by_id(&format!("card-{id}")) {
+            let options = web_sys::ScrollIntoViewOptions::new();
+            options.set_behavior(web_sys::ScrollBehavior::Smooth);
+            options.set_block(web_sys::ScrollLogicalPosition::Center);
+            element.scroll_into_view_with_scroll_into_view_options(&options);
+            if let Ok(element) = element.dyn_into::<web_sys::HtmlElement>() {
+                let focus_options = web_sys::FocusOptions::new();
+                focus_options.set_prevent_scroll(true);
+                let _ = element.focus_with_options(&focus_options);
+            }
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
+}

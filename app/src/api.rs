@@ -1,0 +1,120 @@
+//! Server functions: what the pages ask the server. Each one identifies the viewer from the
+//! request headers through [`AppBackend::viewer`](crate::backend::AppBackend) and calls the
+//! backend the server provided in context. They are registered automatically by
+//! `leptos_axum`'s `leptos_routes_with_context` under the prefix `/ui` (POST, JSON bodies).
+//!
+//! Reads need any signed-in viewer; answering and chatting need `can_answer`.
+
+use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision};
+use leptos::prelude::*;
+use leptos::server_fn::codec::Json;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Viewer;
+use crate::error::AppError;
+
+/// What the Activity page shows: who is looking and the cards.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ActivitySnapshot {
+    /// The signed-in viewer (decides whether answer buttons show).
+    pub viewer: Viewer,
+    /// Pending first, then answered, newest first.
+    pub approvals: Vec<Approval>,
+}
+
+#[cfg(feature = "ssr")]
+mod on_server {
+    use std::sync::Arc;
+
+    use leptos::prelude::*;
+
+    use crate::backend::{AppBackend, Viewer};
+    use crate::error::AppError;
+
+    /// The backend and the signed-in viewer of this request.
+    pub async fn signed_in() -> Result<(Arc<dyn AppBackend>, Viewer), AppError> {
+        let backend = use_context::<Arc<dyn AppBackend>>().ok_or_else(|| {
+            AppError::Backend("The IRIS server did not provide its backend to the app.".into())
+        })?;
+        let headers: axum::http::HeaderMap = leptos_axum::extract()
+            .await
+            .map_err(|e| AppError::Backend(format!("Could not read the request: {e}")))?;
+        let viewer = backend.viewer(&headers).await.ok_or(AppError::NotPaired)?;
+        Ok((backend, viewer))
+    }
+
+    /// Like [`signed_in`], and the viewer must be allowed to answer.
+    pub async fn controller() -> Result<(Arc<dyn AppBackend>, Viewer), AppError> {
+        let (backend, viewer) = signed_in().await?;
+        if viewer.can_answer {
+            Ok((backend, viewer))
+        } else {
+            Err(AppError::ViewOnly)
+        }
+    }
+}
+
+/// The viewer and every approval; `focus` (from `/activity/:id`) is fetched and included even
+/// when the list would not hold it.
+#[server(prefix = "/ui", input = Json)]
+pub async fn activity_data(
+    #[doc = "The `/activity/:id` card, included even when the list would not hold it."]
+    focus: Option<String>,
+) -> Result<ActivitySnapshot, AppError> {
+    let (backend, viewer) = on_server::signed_in().await?;
+    let mut approvals = backend.approvals().await.map_err(AppError::Backend)?;
+    if let Some(id) = focus {
+        if !approvals.iter().any(|a| a.id == id) {
+            if let Some(one) = backend.approval(&id).await.map_err(AppError::Backend)? {
+                approvals.insert(0, one);
+            }
+        }
+    }
+    Ok(ActivitySnapshot { viewer, approvals })
+}
+
+/// Answers one card as the viewer (surface `web`); returns the row as it now stands. The error
+/// text (already decided by whom, expired) is shown on the card.
+#[server(prefix = "/ui", input = Json)]
+pub async fn respond_approval(
+    #[doc = "The approval row."] id: String,
+    #[doc = "Approve or reject."] decision: Decision,
+    #[doc = "The owner's words, if any."] reason: Option<String>,
+) -> Result<Approval, AppError> {
+    let (backend, viewer) = on_server::controller().await?;
+    backend
+        .respond(&viewer, &id, decision, reason)
+        .await
+        .map_err(AppError::Backend)
+}
+
+/// One chat turn; starts a conversation when `conversation_id` is `None`.
+#[server(prefix = "/ui", input = Json)]
+pub async fn send_chat(
+    #[doc = "What the owner says."] message: String,
+    #[doc = "The conversation to continue; a new one when `None`."] conversation_id: Option<String>,
+) -> Result<ChatResponse, AppError> {
+    let (backend, viewer) = on_server::controller().await?;
+    backend
+        .chat(&viewer, message, conversation_id)
+        .await
+        .map_err(AppError::Backend)
+}
+
+/// What was said in a conversation, oldest first.
+#[server(prefix = "/ui", input = Json)]
+pub async fn load_conversation(
+    #[doc = "The conversation."] id: String,
+) -> Result<Conversation, AppError> {
+    let (backend, _viewer) = on_server::signed_in().await?;
+    backend.conversation(&id).await.map_err(AppError::Backend)
+}
+
+/// The audit entries of one approval, oldest first.
+#[server(prefix = "/ui", input = Json)]
+pub async fn approval_audit(
+    #[doc = "The approval whose entries to list."] approval_id: String,
+) -> Result<Vec<AuditEntry>, AppError> {
+    let (backend, _viewer) = on_server::signed_in().await?;
+    backend.audit(&approval_id).await.map_err(AppError::Backend)
+}

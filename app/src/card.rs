@@ -1,0 +1,644 @@
+//! The approval card (DESIGN §2 "card"), the heart of the product: what the call will do, in
+//! the owner's words, with the exact call behind a toggle; Reject in one tap; the action button
+//! opens a centred confirm dialog that repeats the same words, and only its confirm approves.
+//! After an answer the card shows the outcome: who answered, where, when, and what ran.
+
+use iris_core::wire::{
+    Approval, ApprovalKind, ApprovalStatus, Decision, Effect as CallEffect, Execution,
+};
+use leptos::html;
+use leptos::prelude::*;
+
+use crate::api::respond_approval;
+use crate::backend::Viewer;
+use crate::format::{
+    exact_args, execution_sentence, format_time, pretty_json, result_summary, status_label,
+    undo_sentence, who_and_where,
+};
+use crate::live::{clock_offset, is_live, Live};
+
+/// A card's interaction state. It lives with the page, not the card view, so a live refetch
+/// that redraws the card keeps an open dialog, a request in flight and an error on screen.
+#[derive(Clone, Copy, Debug)]
+pub struct CardState {
+    /// The confirm dialog is open.
+    pub dialog_open: RwSignal<bool>,
+    /// An answer is in flight: every answer button is disabled.
+    pub busy: RwSignal<bool>,
+    /// The last answer's error (e.g. already decided, expired), shown on the card.
+    pub error: RwSignal<Option<String>>,
+    /// The exact call is shown.
+    pub show_call: RwSignal<bool>,
+}
+
+impl CardState {
+    /// Closed, idle, no error.
+    pub fn new() -> Self {
+        CardState {
+            dialog_open: RwSignal::new(false),
+            busy: RwSignal::new(false),
+            error: RwSignal::new(None),
+            show_call: RwSignal::new(false),
+        }
+    }
+}
+
+impl Default for CardState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A key that changes whenever what a card shows changes (for keyed lists).
+pub fn card_key(approval: &Approval) -> String {
+    format!(
+        "{}|{}|{}|{:?}|{:?}|{:?}",
+        approval.id,
+        approval.status.as_str(),
+        approval.execution.as_str(),
+        approval.responded_at,
+        approval.resume_error,
+        approval.result,
+    )
+}
+
+/// One approval card. `focused` highlights it (the `/activity/:id` target); `state` defaults
+/// to a fresh [`CardState`].
+#[component]
+pub fn ApprovalCard(
+    /// The row to show.
+    approval: Approval,
+    /// Who is looking; without `can_answer` there are no answer buttons.
+    viewer: Viewer,
+    /// Highlight this card.
+    #[prop(optional)]
+    focused: bool,
+    /// Interaction state kept by the page.
+    #[prop(optional)]
+    state: Option<CardState>,
+) -> impl IntoView {
+    let state = state.unwrap_or_default();
+    let live = is_live();
+    let offset = clock_offset();
+
+    let id = approval.id.clone();
+    let card = approval.card.clone();
+    let destructive = card.effect == CallEffect::Destructive;
+    let acts_for_you = approval.kind == ApprovalKind::PinnedWrite;
+    let evaluator = approval.kind == ApprovalKind::Evaluator;
+    let pending = approval.status == ApprovalStatus::Pending;
+    let answerable = pending && viewer.can_answer;
+    let status = approval.status.as_str();
+    let title_id = format!("card-{id}-title");
+    let dialog_id = format!("card-{id}-dialog");
+
+    let live_ctx = use_context::<Live>();
+    let respond = {
+        let id = id.clone();
+        Callback::new(move |decision: Decision| {
+            if state.busy.get_untracked() {
+                return;
+            }
+            state.busy.set(true);
+            state.error.set(None);
+            let id = id.clone();
+            leptos::task::spawn_local(async move {
+                let answer = respond_approval(id, decision, None).await;
+                state.busy.try_set(false);
+                state.dialog_open.try_set(false);
+                if let Err(error) = answer {
+                    state.error.try_set(Some(error.to_string()));
+                }
+                if let Some(live) = live_ctx {
+                    live.bump();
+                }
+            });
+        })
+    };
+
+    let action_ref: NodeRef<html::Button> = NodeRef::new();
+    let close_dialog = Callback::new(move |()| {
+        state.dialog_open.set(false);
+        if let Some(button) = action_ref.get_untracked() {
+            let _ = button.focus();
+        }
+    });
+
+    let undo = undo_sentence(&card);
+    let args = exact_args(&approval);
+    let expires_at = approval.expires_at;
+    let created_at = approval.created_at;
+
+    let badges = view! {
+        <div class="card-badges">
+            {destructive.then(|| view! { <span class="badge badge-danger" data-testid="badge-deletes">"Deletes data"</span> })}
+            {acts_for_you.then(|| view! { <span class="badge badge-acts" data-testid="badge-acts">"Acts for you"</span> })}
+            {evaluator.then(|| view! { <span class="badge badge-review">"Paused for review"</span> })}
+            <span class=format!("badge badge-status status-{status}") data-testid="card-status">
+                {status_label(approval.status)}
+            </span>
+        </div>
+    }
+    .into_any();
+
+    let lines = (!card.lines.is_empty()).then(|| {
+        view! {
+            <ul class="card-lines" data-testid="card-lines">
+                {card.lines.iter().map(|line| view! { <li>{line.clone()}</li> }).collect_view()}
+            </ul>
+        }
+    });
+
+    let exact_call = view! {
+        <details
+            class="exact-call"
+            prop:open=move || state.show_call.get()
+            on:toggle=move |ev| {
+                let details: leptos::web_sys::HtmlDetailsElement = event_target(&ev);
+                state.show_call.set(details.open());
+            }
+        >
+            <summary data-testid="exact-call-toggle">"Show exact call"</summary>
+            <div class="exact-call-body" data-testid="exact-call">
+                <p class="exact-tool"><span class="label">"Tool "</span><code>{approval.tool.clone()}</code></p>
+                <pre class="exact-args"><code>{args}</code></pre>
+                <p class="exact-hash"><span class="label">"Call hash "</span><code>{approval.call_hash.clone()}</code></p>
+            </div>
+        </details>
+    }
+    .into_any();
+
+    let timing = if pending {
+        view! {
+            <p class="card-time">
+                "Expires "
+                <time datetime=expires_at.to_rfc3339()>{move || format_time(expires_at, offset.get())}</time>
+            </p>
+        }
+        .into_any()
+    } else {
+        view! {
+            <p class="card-time">
+                "Asked "
+                <time datetime=created_at.to_rfc3339()>{move || format_time(created_at, offset.get())}</time>
+            </p>
+        }
+        .into_any()
+    };
+
+    let actions = if answerable {
+        let action_words = card.action.clone();
+        Some(
+            view! {
+                <div class="card-actions">
+                    <button
+                        type="button"
+                        class="btn btn-quiet"
+                        data-testid="reject-button"
+                        disabled=move || state.busy.get() || !live.get()
+                        on:click=move |_| respond.run(Decision::Reject)
+                    >
+                        "Reject"
+                    </button>
+                    <button
+                        type="button"
+                        class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
+                        data-testid="action-button"
+                        aria-haspopup="dialog"
+                        node_ref=action_ref
+                        disabled=move || state.busy.get() || !live.get()
+                        on:click=move |_| state.dialog_open.set(true)
+                    >
+                        {action_words}
+                    </button>
+                </div>
+            }
+            .into_any(),
+        )
+    } else if pending {
+        Some(
+            view! { <p class="view-only" data-testid="view-only">"This device can only view."</p> }
+                .into_any(),
+        )
+    } else {
+        None
+    };
+
+    let outcome = (!pending).then(|| outcome_view(&approval, offset));
+
+    let dialog = answerable.then(|| {
+        let action = card.action.clone();
+        let lines = card.lines.clone();
+        let undo = undo.clone();
+        move || {
+            state.dialog_open.get().then(|| {
+                view! {
+                    <ConfirmDialog
+                        dialog_id=dialog_id.clone()
+                        action=action.clone()
+                        lines=lines.clone()
+                        destructive=destructive
+                        undo=undo.clone()
+                        busy=state.busy.into()
+                        on_cancel=close_dialog
+                        on_confirm=Callback::new(move |()| respond.run(Decision::Approve))
+                    />
+                }
+            })
+        }
+    });
+
+    let class = format!(
+        "card status-{status}{}{}",
+        if destructive {
+            " card-destructive"
+        } else {
+            " card-write"
+        },
+        if focused { " focused" } else { "" }
+    );
+
+    let labelled_by = title_id.clone();
+    view! {
+        <article
+            class=class
+            id=format!("card-{id}")
+            data-testid=format!("card-{id}")
+            data-status=status
+            aria-labelledby=labelled_by
+            tabindex=focused.then_some("-1")
+        >
+            <header class="card-head">
+                {badges}
+                <h3 class="card-title" id=title_id>{card.title.clone()}</h3>
+            </header>
+            {lines}
+            {undo.map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
+            <p class="card-asked" data-testid="card-asked">
+                <span class="label">"You asked: "</span>
+                <q>{card.request.clone()}</q>
+            </p>
+            {exact_call}
+            {timing}
+            {actions}
+            {move || {
+                state.error.get().map(|e| view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> })
+            }}
+            {outcome}
+            {dialog}
+        </article>
+    }
+    .into_any()
+}
+
+/// What happened to an answered card: status, who answered via which surface and when, what
+/// ran, and a failed resume if any.
+fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoView {
+    let status = approval.status;
+    let who = who_and_where(approval);
+    let answered_at = approval.responded_at.unwrap_or(approval.expires_at);
+    let when = move || format_time(answered_at, offset.get());
+
+    let head = match status {
+        ApprovalStatus::Expired => view! {
+            <p class="outcome-head"><strong>"Expired"</strong>" at "<time datetime=answered_at.to_rfc3339()>{when}</time>"."</p>
+        }
+        .into_any(),
+        _ => view! {
+            <p class="outcome-head">
+                <strong>{status_label(status)}</strong>
+                {who}
+                " at "
+                <time datetime=answered_at.to_rfc3339()>{when}</time>
+                "."
+            </p>
+        }
+        .into_any(),
+    };
+
+    let detail = match status {
+        ApprovalStatus::Approved => {
+            let sentence = execution_sentence(approval);
+            let result = approval.result.clone();
+            let summarised = result.as_ref().and_then(result_summary).is_some();
+            let raw = result.map(|r| pretty_json(&r));
+            let execution = approval.execution.as_str();
+            let show_raw_inline = approval.execution == Execution::Executed && !summarised;
+            view! {
+                <p class="outcome-exec" data-testid="outcome-execution" data-execution=execution>{sentence}</p>
+                {raw.map(|raw| {
+                    if show_raw_inline {
+                        view! { <pre class="outcome-result">{raw}</pre> }.into_any()
+                    } else {
+                        view! {
+                            <details class="outcome-details">
+                                <summary>"Result"</summary>
+                                <pre class="outcome-result">{raw}</pre>
+                            </details>
+                        }
+                        .into_any()
+                    }
+                })}
+            }
+            .into_any()
+        }
+        ApprovalStatus::Rejected => view! {
+            <p class="outcome-exec" data-testid="outcome-execution" data-execution="none">"Nothing was changed."</p>
+        }
+        .into_any(),
+        ApprovalStatus::Expired => view! {
+            <p class="outcome-exec" data-testid="outcome-execution" data-execution="none">"Nobody answered in time; nothing was changed."</p>
+        }
+        .into_any(),
+        ApprovalStatus::Pending => ().into_any(),
+    };
+
+    let reason = approval
+        .reason
+        .clone()
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| view! { <p class="outcome-reason"><span class="label">"Reason: "</span>{r}</p> });
+    let resume_error = approval.resume_error.clone().map(|e| {
+        view! {
+            <p class="outcome-error" role="alert" data-testid="resume-error">
+                "The assistant could not continue: "{e}
+            </p>
+        }
+    });
+
+    view! {
+        <div class=format!("outcome outcome-{}", status.as_str()) data-testid="outcome" data-status=status.as_str() role="status">
+            {head}
+            {detail}
+            {reason}
+            {resume_error}
+        </div>
+    }
+}
+
+/// The centred modal that confirms an approval with the card's own words. Focus moves to
+/// Cancel when it opens, Tab stays inside, Escape cancels.
+#[component]
+fn ConfirmDialog(
+    dialog_id: String,
+    action: String,
+    lines: Vec<String>,
+    destructive: bool,
+    undo: Option<String>,
+    busy: Signal<bool>,
+    on_cancel: Callback<()>,
+    on_confirm: Callback<()>,
+) -> impl IntoView {
+    let cancel_ref: NodeRef<html::Button> = NodeRef::new();
+    let confirm_ref: NodeRef<html::Button> = NodeRef::new();
+
+    Effect::new(move |_| {
+        if let Some(cancel) = cancel_ref.get() {
+            let _ = cancel.focus();
+        }
+    });
+
+    let on_keydown = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Escape" => {
+            ev.prevent_default();
+            on_cancel.run(());
+        }
+        "Tab" => {
+            ev.prevent_default();
+            let (Some(cancel), Some(confirm)) =
+                (cancel_ref.get_untracked(), confirm_ref.get_untracked())
+            else {
+                return;
+            };
+            let on_cancel_now = document()
+                .active_element()
+                .is_some_and(|active| cancel.is_same_node(Some(&active)));
+            let next = if on_cancel_now && !confirm.disabled() {
+                confirm
+            } else {
+                cancel
+            };
+            let _ = next.focus();
+        }
+        _ => {}
+    };
+
+    let title_id = format!("{dialog_id}-title");
+    let desc_id = format!("{dialog_id}-desc");
+    let count = lines.len();
+    let shown: Vec<String> = lines.iter().take(6).cloned().collect();
+    let more = count.saturating_sub(shown.len());
+    let title = format!("{action}?");
+    let labelled_by = title_id.clone();
+    let described_by = desc_id.clone();
+
+    view! {
+        <div class="dialog-backdrop" data-testid="dialog-backdrop" on:keydown=on_keydown>
+            <div
+                class="dialog"
+                class:dialog-danger=destructive
+                id=dialog_id
+                role="dialog"
+                aria-modal="true"
+                aria-labelledby=labelled_by
+                aria-describedby=described_by
+                data-testid="confirm-dialog"
+            >
+                <h2 class="dialog-title" id=title_id>{title}</h2>
+                <div id=desc_id class="dialog-desc">
+                    {destructive.then(|| view! { <p class="dialog-warning">"This deletes data."</p> })}
+                    {(count > 0).then(|| view! {
+                        <ul class="dialog-lines">
+                            {shown.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}
+                            {(more > 0).then(|| view! { <li class="more">{format!("and {more} more")}</li> })}
+                        </ul>
+                    })}
+                    {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
+                </div>
+                <div class="dialog-actions">
+                    <button
+                        type="button"
+                        class="btn btn-quiet"
+                        data-testid="dialog-cancel"
+                        node_ref=cancel_ref
+                        on:click=move |_| on_cancel.run(())
+                    >
+                        "Cancel"
+                    </button>
+                    <button
+                        type="button"
+                        class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
+                        data-testid="dialog-confirm"
+                        node_ref=confirm_ref
+                        disabled=move || busy.get()
+                        on:click=move |_| on_confirm.run(())
+                    >
+                        {move || if busy.get() { "Working…".to_owned() } else { action.clone() }}
+                    </button>
+                </div>
+            </div>
+        </div>
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use iris_core::wire::Card;
+    use serde_json::json;
+
+    fn destructive() -> Approval {
+        Approval {
+            id: "a1".into(),
+            kind: ApprovalKind::Destructive,
+            status: ApprovalStatus::Pending,
+            tool: "trash_email".into(),
+            args: json!({"ids": ["m1", "m2", "m3"]}),
+            call_hash: "abc123".into(),
+            items: vec!["m1".into(), "m2".into(), "m3".into()],
+            card: Card {
+                title: "Trash 3 emails".into(),
+                action: "Trash 3 emails".into(),
+                effect: CallEffect::Destructive,
+                lines: vec![
+                    "Black Friday deals — Shop <deals@shop.example>, 28 Nov".into(),
+                    "Weekly promo — News <promo@news.example>, 27 Nov".into(),
+                    "Last chance — Store <hi@store.example>, 26 Nov".into(),
+                ],
+                undo_tool: Some("restore_email".into()),
+                undo_window_days: Some(30),
+                request: "trash the promo emails from this week".into(),
+                undo_note: None,
+            },
+            run_id: "r1".into(),
+            created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
+            expires_at: Utc.with_ymd_and_hms(2025, 11, 30, 11, 0, 0).unwrap(),
+            responded_at: None,
+            responded_by: None,
+            surface: None,
+            reason: None,
+            execution: Execution::None,
+            result: None,
+            resume_error: None,
+        }
+    }
+
+    fn owner() -> Viewer {
+        Viewer {
+            name: "owner".into(),
+            can_answer: true,
+        }
+    }
+
+    fn render(approval: Approval, viewer: Viewer) -> String {
+        Owner::new().with(|| view! { <ApprovalCard approval viewer/> }.to_html())
+    }
+
+    #[test]
+    fn destructive_card_says_what_it_does() {
+        let html = render(destructive(), owner());
+        assert!(html.contains("card-destructive"), "{html}");
+        assert!(html.contains("Deletes data"), "{html}");
+        assert!(html.contains("Black Friday deals"), "{html}");
+        assert!(html.contains("Weekly promo"), "{html}");
+        assert!(html.contains("Last chance"), "{html}");
+        assert!(
+            html.contains("You can undo this with restore_email for 30 days."),
+            "{html}"
+        );
+        assert!(html.contains("You asked: "), "{html}");
+        assert!(
+            html.contains("trash the promo emails from this week"),
+            "{html}"
+        );
+        assert!(html.contains("Trash 3 emails"), "{html}");
+        assert!(html.contains("data-testid=\"action-button\""), "{html}");
+        assert!(html.contains("data-testid=\"reject-button\""), "{html}");
+        assert!(html.contains("btn btn-danger"), "{html}");
+        assert!(html.contains("trash_email"), "{html}");
+        // The exact call is the canonical JSON as sent.
+        assert!(
+            html.contains(r#"<code>{"ids":["m1","m2","m3"]}</code>"#),
+            "{html}"
+        );
+        // Card text is escaped, never markup.
+        assert!(html.contains("Shop &lt;deals@shop.example&gt;"), "{html}");
+        assert!(
+            !html.contains("role=\"dialog\""),
+            "the dialog opens only on click: {html}"
+        );
+    }
+
+    #[test]
+    fn a_read_device_sees_no_answer_buttons() {
+        let viewer = Viewer {
+            name: "wall".into(),
+            can_answer: false,
+        };
+        let html = render(destructive(), viewer);
+        assert!(!html.contains("action-button"), "{html}");
+        assert!(!html.contains("reject-button"), "{html}");
+        assert!(html.contains("This device can only view"), "{html}");
+        assert!(html.contains("Black Friday deals"), "{html}");
+    }
+
+    #[test]
+    fn pinned_write_acts_for_you_and_is_not_red() {
+        let mut approval = destructive();
+        approval.kind = ApprovalKind::PinnedWrite;
+        approval.tool = "send_email".into();
+        approval.card.effect = CallEffect::Write;
+        approval.card.action = "Send email".into();
+        approval.card.undo_tool = None;
+        let html = render(approval, owner());
+        assert!(html.contains("Acts for you"), "{html}");
+        assert!(!html.contains("Deletes data"), "{html}");
+        assert!(!html.contains("card-destructive"), "{html}");
+        assert!(!html.contains("You can undo"), "{html}");
+    }
+
+    #[test]
+    fn executed_card_shows_the_outcome() {
+        let mut approval = destructive();
+        approval.status = ApprovalStatus::Approved;
+        approval.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 10, 5, 0).unwrap());
+        approval.responded_by = Some("owner".into());
+        approval.surface = Some("web".into());
+        approval.execution = Execution::Executed;
+        approval.result = Some(json!({"trashed": ["m1", "m2", "m3"]}));
+        let html = render(approval, owner());
+        assert!(html.contains("data-testid=\"outcome\""), "{html}");
+        assert!(html.contains("Approved"), "{html}");
+        assert!(html.contains(" by owner via web"), "{html}");
+        assert!(html.contains("Moved 3 emails to Trash"), "{html}");
+        assert!(!html.contains("action-button"), "{html}");
+    }
+
+    #[test]
+    fn unknown_execution_is_said_plainly() {
+        let mut approval = destructive();
+        approval.status = ApprovalStatus::Approved;
+        approval.execution = Execution::Unknown;
+        approval.resume_error = Some("model unreachable".into());
+        let html = render(approval, owner());
+        assert!(
+            html.contains("It is not known whether this ran; it will not be run again"),
+            "{html}"
+        );
+        assert!(html.contains("model unreachable"), "{html}");
+    }
+
+    #[test]
+    fn the_dialog_repeats_the_action_words() {
+        let html = Owner::new().with(|| {
+            let state = CardState::new();
+            state.dialog_open.set(true);
+            view! { <ApprovalCard approval=destructive() viewer=owner() state/> }.to_html()
+        });
+        assert!(html.contains("role=\"dialog\""), "{html}");
+        assert!(html.contains("aria-modal=\"true\""), "{html}");
+        assert!(html.contains("Trash 3 emails?"), "{html}");
+        assert!(html.contains("data-testid=\"dialog-confirm\""), "{html}");
+    }
+}

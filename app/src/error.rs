@@ -1,0 +1,45 @@
+//! [`AppError`], the one error type every server function returns, with sentences the page
+//! shows as they are.
+
+use std::fmt;
+
+use leptos::server_fn::{codec::JsonEncoding, error::FromServerFnError, error::ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+/// Why a server function did not give its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AppError {
+    /// No signed-in device or session on this request.
+    NotPaired,
+    /// A `read` device tried to answer or chat.
+    ViewOnly,
+    /// The server refused or failed; the text is for the owner (e.g. "expired").
+    Backend(String),
+    /// The request did not reach the server or its answer could not be read.
+    Transport(String),
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::NotPaired => f.write_str(
+                "This browser is not paired with IRIS. Open a pairing link (made with `iris pair`) to sign in.",
+            ),
+            AppError::ViewOnly => {
+                f.write_str("This device can only view. Answer from a paired control device.")
+            }
+            AppError::Backend(text) => f.write_str(text),
+            AppError::Transport(text) => write!(f, "Could not reach IRIS: {text}"),
+        }
+    }
+}
+
+impl std::error::Error for AppError {}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        AppError::Transport(value.to_string())
+    }
+}

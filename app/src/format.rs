@@ -1,0 +1,206 @@
+//! Pure wording helpers for the card: the undo sentence, the exact call, the outcome lines and
+//! times. No reactivity here, so they are easy to test.
+
+use chrono::{DateTime, FixedOffset, Utc};
+use iris_core::wire::{Approval, ApprovalStatus, Card, Execution};
+use serde_json::Value;
+
+/// The undo sentence: the plugin's own words when it gave some, else one built from the undo
+/// tool and window; `None` when nothing can undo this.
+pub fn undo_sentence(card: &Card) -> Option<String> {
+    if let Some(note) = card.undo_note.as_ref().filter(|n| !n.trim().is_empty()) {
+        return Some(note.clone());
+    }
+    let tool = card.undo_tool.as_ref()?;
+    Some(match card.undo_window_days {
+        Some(1) => format!("You can undo this with {tool} for 1 day."),
+        Some(days) => format!("You can undo this with {tool} for {days} days."),
+        None => format!("You can undo this with {tool}."),
+    })
+}
+
+/// The exact arguments as the row pins them: the server sends them canonical (keys sorted), so
+/// plain compact serialisation shows the very bytes that were hashed.
+pub fn exact_args(approval: &Approval) -> String {
+    serde_json::to_string(&approval.args).unwrap_or_else(|_| approval.args.to_string())
+}
+
+/// "1 email" / "3 emails".
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// How many things a result field names: an array's length or a number's value.
+fn how_many(value: &Value) -> Option<usize> {
+    match value {
+        Value::Array(items) => Some(items.len()),
+        Value::Number(n) => n.as_u64().and_then(|n| usize::try_from(n).ok()),
+        _ => None,
+    }
+}
+
+/// A readable sentence for an executed call's result ("Moved 3 emails to Trash"); `None` when
+/// the result has no shape this knows (the card then shows the JSON).
+pub fn result_summary(result: &Value) -> Option<String> {
+    let object = result.as_object()?;
+    if let Some(n) = object.get("trashed").and_then(how_many) {
+        return Some(format!("Moved {} to Trash", count(n, "email", "emails")));
+    }
+    if let Some(n) = object.get("restored").and_then(how_many) {
+        return Some(format!(
+            "Restored {} from Trash",
+            count(n, "email", "emails")
+        ));
+    }
+    ["summary", "message"]
+        .iter()
+        .find_map(|key| object.get(*key).and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
+/// A result as indented JSON, for the "Result" details.
+pub fn pretty_json(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The headline word of a status.
+pub fn status_label(status: ApprovalStatus) -> &'static str {
+    match status {
+        ApprovalStatus::Pending => "Waiting for you",
+        ApprovalStatus::Approved => "Approved",
+        ApprovalStatus::Rejected => "Rejected",
+        ApprovalStatus::Expired => "Expired",
+    }
+}
+
+/// What the side-effect ledger says, as a sentence for an approved card.
+pub fn execution_sentence(approval: &Approval) -> String {
+    match approval.execution {
+        Execution::None => "Approved; it will run in a moment.".to_owned(),
+        Execution::Executing => "Running now…".to_owned(),
+        Execution::Executed => approval
+            .result
+            .as_ref()
+            .and_then(result_summary)
+            .unwrap_or_else(|| "Done.".to_owned()),
+        Execution::Failed => "It failed; nothing more will be tried.".to_owned(),
+        Execution::Unknown => {
+            "It is not known whether this ran; it will not be run again.".to_owned()
+        }
+    }
+}
+
+/// "30 Nov, 14:05" in the browser's offset once known (minutes east of UTC), else in UTC with
+/// a "UTC" suffix (what the server renders, so hydration matches).
+pub fn format_time(at: DateTime<Utc>, offset_minutes: Option<i32>) -> String {
+    match offset_minutes.and_then(|m| FixedOffset::east_opt(m * 60)) {
+        Some(offset) => at
+            .with_timezone(&offset)
+            .format("%-d %b, %H:%M")
+            .to_string(),
+        None => format!("{} UTC", at.format("%-d %b, %H:%M")),
+    }
+}
+
+/// "by phone via cli" (each part only when known).
+pub fn who_and_where(approval: &Approval) -> String {
+    let mut words = String::new();
+    if let Some(by) = approval.responded_by.as_deref().filter(|s| !s.is_empty()) {
+        words.push_str(" by ");
+        words.push_str(by);
+    }
+    if let Some(surface) = approval.surface.as_deref().filter(|s| !s.is_empty()) {
+        words.push_str(" via ");
+        words.push_str(surface);
+    }
+    words
+}
+
+/// Where in `text` the app-relative link `/activity/<id>` sits, widened to the whole
+/// whitespace-delimited token (so `http://host/activity/<id>` is one link): start and end byte.
+pub fn find_card_link(text: &str, approval_id: &str) -> Option<(usize, usize)> {
+    let path = format!("/activity/{approval_id}");
+    let at = text.find(&path)?;
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace() || *c == '(' || *c == '<')
+        .map(|(i, c)| i + c.len_utf8())
+        .unwrap_or(0);
+    Some((start, at + path.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iris_core::wire::Effect;
+    use serde_json::json;
+
+    fn card() -> Card {
+        Card {
+            title: "Trash 2 emails".into(),
+            action: "Trash 2 emails".into(),
+            effect: Effect::Destructive,
+            lines: vec!["a".into(), "b".into()],
+            undo_tool: Some("restore_email".into()),
+            undo_window_days: Some(30),
+            request: "trash".into(),
+            undo_note: None,
+        }
+    }
+
+    #[test]
+    fn undo_sentence_prefers_the_plugins_words() {
+        let mut c = card();
+        assert_eq!(
+            undo_sentence(&c).as_deref(),
+            Some("You can undo this with restore_email for 30 days.")
+        );
+        c.undo_note = Some("You can restore these from Trash for 30 days.".into());
+        assert_eq!(
+            undo_sentence(&c).as_deref(),
+            Some("You can restore these from Trash for 30 days.")
+        );
+        c.undo_note = None;
+        c.undo_tool = None;
+        assert_eq!(undo_sentence(&c), None);
+    }
+
+    #[test]
+    fn results_read_as_sentences() {
+        assert_eq!(
+            result_summary(&json!({"trashed": ["1", "2", "3"]})).as_deref(),
+            Some("Moved 3 emails to Trash")
+        );
+        assert_eq!(
+            result_summary(&json!({"trashed": 1})).as_deref(),
+            Some("Moved 1 email to Trash")
+        );
+        assert_eq!(result_summary(&json!({"other": true})), None);
+        assert_eq!(result_summary(&json!([1])), None);
+    }
+
+    #[test]
+    fn card_links_cover_the_whole_url() {
+        let text = "Approve it here: http://h:1/activity/abc. Thanks";
+        let (s, e) = find_card_link(text, "abc").unwrap();
+        assert_eq!(&text[s..e], "http://h:1/activity/abc");
+        let text = "See /activity/abc";
+        let (s, e) = find_card_link(text, "abc").unwrap();
+        assert_eq!(&text[s..e], "/activity/abc");
+        assert_eq!(find_card_link("nothing", "abc"), None);
+    }
+
+    #[test]
+    fn times_are_utc_until_the_browser_says() {
+        let at = DateTime::parse_from_rfc3339("2025-11-30T14:05:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(format_time(at, None), "30 Nov, 14:05 UTC");
+        assert_eq!(format_time(at, Some(60)), "30 Nov, 15:05");
+    }
+}

@@ -1,0 +1,155 @@
+//! App-wide client state that is not a page's: the live-update tick fed by
+//! `GET /api/events` (Server-Sent Events), whether the page is hydrated, and the browser's
+//! UTC offset for times.
+
+use leptos::prelude::*;
+
+use crate::chat::ChatState;
+
+/// Bumped on every live event; pages that show approvals refetch when it changes.
+#[derive(Clone, Copy, Debug)]
+pub struct Live {
+    /// Counts live events (and reconnections) since the page loaded.
+    pub tick: RwSignal<u64>,
+}
+
+impl Live {
+    /// A fresh tick at zero.
+    pub fn new() -> Self {
+        Live {
+            tick: RwSignal::new(0),
+        }
+    }
+
+    /// Something changed on the server: refetch.
+    pub fn bump(&self) {
+        self.tick.try_update(|t| *t += 1);
+    }
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `true` once the browser has hydrated the page; until then buttons stay disabled so a click
+/// cannot be lost (or submit a form natively) before the app is live.
+#[derive(Clone, Copy, Debug)]
+pub struct Hydrated(pub RwSignal<bool>);
+
+impl Hydrated {
+    /// Not hydrated yet.
+    pub fn new() -> Self {
+        Hydrated(RwSignal::new(false))
+    }
+}
+
+impl Default for Hydrated {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether the app is live: `true` when no [`Hydrated`] context exists (a unit test rendering
+/// one component), else the context's value.
+pub fn is_live() -> Signal<bool> {
+    match use_context::<Hydrated>() {
+        Some(h) => h.0.into(),
+        None => Signal::stored(true),
+    }
+}
+
+/// The browser's offset from UTC in minutes (east positive); `None` on the server, so server
+/// HTML and the first client render agree (both say UTC), then times switch to local.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientClock {
+    /// Minutes east of UTC, once known.
+    pub offset_minutes: RwSignal<Option<i32>>,
+}
+
+impl ClientClock {
+    /// Offset unknown.
+    pub fn new() -> Self {
+        ClientClock {
+            offset_minutes: RwSignal::new(None),
+        }
+    }
+
+    /// Reads the browser's offset (browser only; a no-op on the server).
+    pub fn start(&self) {
+        #[cfg(feature = "hydrate")]
+        {
+            let minutes_west = js_sys::Date::new_0().get_timezone_offset();
+            // The offset is a whole number of minutes, far inside i32.
+            #[allow(clippy::cast_possible_truncation)]
+            self.offset_minutes.set(Some(-(minutes_west as i32)));
+        }
+    }
+}
+
+impl Default for ClientClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The current offset, `None` without a [`ClientClock`] in context.
+pub fn clock_offset() -> Signal<Option<i32>> {
+    match use_context::<ClientClock>() {
+        Some(c) => c.offset_minutes.into(),
+        None => Signal::stored(None),
+    }
+}
+
+/// Opens `EventSource("/api/events")` and, on `approval.requested`, `approval.responded`,
+/// `approval.lapsed` and `run.message`, bumps [`Live`]; a `run.message` for the open
+/// conversation is also added to the chat at once. A (re)connection also bumps, so nothing
+/// missed while disconnected stays stale. Browser only; a no-op on the server.
+pub fn connect(live: Live, chat: ChatState) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::{closure::Closure, JsCast};
+
+        let Ok(source) = web_sys::EventSource::new("/api/events") else {
+            leptos::logging::warn!("IRIS: live updates are unavailable (EventSource failed)");
+            return;
+        };
+        for name in [
+            "approval.requested",
+            "approval.responded",
+            "approval.lapsed",
+        ] {
+            let on_event = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+                move |_event: web_sys::MessageEvent| live.bump(),
+            );
+            let _ =
+                source.add_event_listener_with_callback(name, on_event.as_ref().unchecked_ref());
+            on_event.forget();
+        }
+        let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+            move |event: web_sys::MessageEvent| {
+                if let Some(text) = event.data().as_string() {
+                    if let Ok(message) = serde_json::from_str::<iris_core::wire::RunMessage>(&text)
+                    {
+                        chat.on_run_message(message);
+                    }
+                }
+                live.bump();
+            },
+        );
+        let _ = source
+            .add_event_listener_with_callback("run.message", on_message.as_ref().unchecked_ref());
+        on_message.forget();
+        let on_open =
+            Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| live.bump());
+        let _ = source.add_event_listener_with_callback("open", on_open.as_ref().unchecked_ref());
+        on_open.forget();
+        // The stream lives as long as the page.
+        std::mem::forget(source);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (live, chat);
+    }
+}

@@ -1,0 +1,1352 @@
+//! `SqliteStore` against real SQLite files: the database itself refuses changing what was
+//! approved (DESIGN §2, §6), compare-and-set writes have exactly one winner (DESIGN §3, §8),
+//! and corrupt rows fail closed.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use iris_core::canonical::{call_hash, canonical_json};
+use iris_core::model::{Message, ToolCall};
+use iris_core::ports::{
+    AuditLog, Checkpoint, CheckpointStore, ClaimOutcome, ConversationStore, Device, DeviceStore,
+    Ledger, NewApproval, NewAuditEntry, QueueStore, Response, Scope, StoreError,
+};
+use iris_core::wire::{ApprovalKind, ApprovalStatus, AuditKind, Card, ChatLine, Effect, Execution};
+use iris_store::SqliteStore;
+use serde_json::json;
+use tempfile::TempDir;
+use tokio::sync::Barrier;
+
+/// A fixed "now" for the tests (no wall clock in the assertions).
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0)
+        .single()
+        .expect("valid time")
+}
+
+/// A fresh database file in its own temporary directory (a nested path, so the parent
+/// directories are created by `connect`).
+async fn open() -> (SqliteStore, TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}/nested/data/iris.db", dir.path().display());
+    let store = SqliteStore::connect(&url).await.expect("connect");
+    (store, dir, url)
+}
+
+/// A destructive `trash_email` request for `ids`, written at `t0`, lapsing an hour later.
+fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
+    let args = json!({ "ids": ids });
+    NewApproval {
+        id: id.to_owned(),
+        kind: ApprovalKind::Destructive,
+        tool: "trash_email".to_owned(),
+        args_canonical: canonical_json(&args),
+        call_hash: call_hash("trash_email", &args),
+        items: ids.iter().map(|s| (*s).to_owned()).collect(),
+        card: Card {
+            title: format!("Trash {} emails", ids.len()),
+            action: format!("Trash {} emails", ids.len()),
+            effect: Effect::Destructive,
+            lines: ids
+                .iter()
+                .map(|s| format!("Promo {s} — shop@example.com"))
+                .collect(),
+            undo_tool: Some("restore_email".to_owned()),
+            undo_window_days: Some(30),
+            request: "trash the promo emails from this week".to_owned(),
+            undo_note: Some("You can restore these from Trash for 30 days".to_owned()),
+        },
+        args,
+        run_id: format!("run-{id}"),
+        context_summary: "trash the promo emails from this week".to_owned(),
+        created_at: t0(),
+        expires_at: t0() + Duration::hours(1),
+    }
+}
+
+fn response(status: ApprovalStatus, by: &str, at: DateTime<Utc>) -> Response {
+    Response {
+        status,
+        responded_by: by.to_owned(),
+        surface: "web".to_owned(),
+        reason: None,
+        at,
+    }
+}
+
+/// Inserts a request and approves it at `t0 + 1 min`.
+async fn approved(store: &SqliteStore, id: &str) -> NewApproval {
+    let row = trash_request(id, &["m1", "m2"]);
+    store.insert(&row).await.expect("insert");
+    let won = store
+        .decide(
+            id,
+            &response(
+                ApprovalStatus::Approved,
+                "owner-phone",
+                t0() + Duration::minutes(1),
+            ),
+        )
+        .await
+        .expect("decide");
+    assert!(won);
+    row
+}
+
+fn checkpoint(approval_id: &str) -> Checkpoint {
+    Checkpoint {
+        id: format!("cp-{approval_id}"),
+        run_id: format!("run-{approval_id}"),
+        conversation_id: "conv-1".to_owned(),
+        request: "trash the promo emails".to_owned(),
+        messages: vec![
+            Message::User {
+                content: "trash the promo emails".to_owned(),
+            },
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![ToolCall {
+                    id: "call-1".to_owned(),
+                    name: "trash_email".to_owned(),
+                    arguments: json!({"ids": ["m1", "m2"]}),
+                }],
+            },
+        ],
+        pending_call: ToolCall {
+            id: "call-1".to_owned(),
+            name: "trash_email".to_owned(),
+            arguments: json!({"ids": ["m1", "m2"]}),
+        },
+        approval_id: approval_id.to_owned(),
+        effects_executed: vec![],
+    }
+}
+
+/// Runs raw SQL and returns the database's refusal message, failing the test if it ran.
+async fn refused(store: &SqliteStore, sql: &str) -> String {
+    match sqlx::query(sql).execute(store.pool()).await {
+        Ok(done) => panic!(
+            "the database accepted `{sql}` ({} rows)",
+            done.rows_affected()
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The raw text of one column of an approval row.
+async fn raw_column(store: &SqliteStore, id: &str, column: &str) -> Option<String> {
+    sqlx::query_scalar::<_, Option<String>>(&format!(
+        "SELECT CAST({column} AS TEXT) FROM approvals WHERE id = ?"
+    ))
+    .bind(id)
+    .fetch_one(store.pool())
+    .await
+    .expect("read column")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request terms are immutable, enforced by the database (one test per column).
+// ---------------------------------------------------------------------------------------------
+
+/// Asserts that `UPDATE approvals SET {column} = {value}` is refused on a pending row and on an
+/// approved one, naming the rule and the column, and that the stored value did not change.
+async fn assert_column_immutable(column: &str, value: &str) {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("a1", &["m1"]))
+        .await
+        .expect("insert");
+    approved(&store, "a2").await;
+    for id in ["a1", "a2"] {
+        let before = raw_column(&store, id, column).await;
+        let message = refused(
+            &store,
+            &format!("UPDATE approvals SET {column} = {value} WHERE id = '{id}'"),
+        )
+        .await;
+        assert!(
+            message.contains("approval request terms are immutable (DESIGN §2)"),
+            "{message}"
+        );
+        assert!(message.contains(column), "{message}");
+        assert_eq!(raw_column(&store, id, column).await, before);
+    }
+}
+
+#[tokio::test]
+async fn id_is_immutable() {
+    assert_column_immutable("id", "'forged'").await;
+}
+
+#[tokio::test]
+async fn kind_is_immutable() {
+    assert_column_immutable("kind", "'evaluator'").await;
+}
+
+#[tokio::test]
+async fn tool_is_immutable() {
+    assert_column_immutable("tool", "'delete_everything'").await;
+}
+
+#[tokio::test]
+async fn args_are_immutable() {
+    assert_column_immutable("args", r#"'{"ids":["m1","m9"]}'"#).await;
+}
+
+#[tokio::test]
+async fn args_canonical_is_immutable() {
+    assert_column_immutable("args_canonical", r#"'{"ids":["m9"]}'"#).await;
+}
+
+#[tokio::test]
+async fn call_hash_is_immutable() {
+    assert_column_immutable("call_hash", "'00'").await;
+}
+
+#[tokio::test]
+async fn items_are_immutable() {
+    assert_column_immutable("items", r#"'["m9"]'"#).await;
+}
+
+#[tokio::test]
+async fn card_is_immutable() {
+    assert_column_immutable("card", "json_set(card, '$.title', 'Trash 1 email')").await;
+}
+
+#[tokio::test]
+async fn run_id_is_immutable() {
+    assert_column_immutable("run_id", "'run-other'").await;
+}
+
+#[tokio::test]
+async fn context_summary_is_immutable() {
+    assert_column_immutable("context_summary", "'delete everything'").await;
+}
+
+#[tokio::test]
+async fn created_at_is_immutable() {
+    assert_column_immutable("created_at", "'2026-03-01T10:00:00.000000000Z'").await;
+}
+
+#[tokio::test]
+async fn expires_at_is_immutable() {
+    assert_column_immutable("expires_at", "'2099-01-01T00:00:00.000000000Z'").await;
+}
+
+#[tokio::test]
+async fn mutable_bookkeeping_columns_still_update() {
+    // Control for the tests above: the refusal is specific to request terms.
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("a1", &["m1"]))
+        .await
+        .expect("insert");
+    sqlx::query("UPDATE approvals SET resume_error = 'boom' WHERE id = 'a1'")
+        .execute(store.pool())
+        .await
+        .expect("resume_error is not a request term");
+    store.set_resume_error("a1", None).await.expect("clear");
+    let row = store.get("a1").await.expect("get").expect("row");
+    assert_eq!(row.resume_error, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The response is written once; nothing is deleted; the audit log is append-only.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn response_is_written_once() {
+    let (store, _dir, _) = open().await;
+    approved(&store, "a1").await;
+    for assignment in [
+        "status = 'rejected'",
+        "status = 'pending'",
+        "responded_by = 'agent'",
+        "surface = 'telegram'",
+        "reason = 'changed my mind'",
+        "responded_at = '2026-03-01T09:30:00.000000000Z'",
+    ] {
+        let message = refused(
+            &store,
+            &format!("UPDATE approvals SET {assignment} WHERE id = 'a1'"),
+        )
+        .await;
+        assert!(
+            message.contains("an approval response is written once (DESIGN §2)"),
+            "{assignment}: {message}"
+        );
+    }
+    let row = store.get("a1").await.expect("get").expect("row");
+    assert_eq!(row.status, ApprovalStatus::Approved);
+    assert_eq!(row.responded_by.as_deref(), Some("owner-phone"));
+    assert_eq!(row.surface.as_deref(), Some("web"));
+
+    // The store's own compare-and-set also loses now.
+    let late = store
+        .decide(
+            "a1",
+            &response(ApprovalStatus::Rejected, "cli", t0() + Duration::minutes(2)),
+        )
+        .await
+        .expect("decide");
+    assert!(!late);
+}
+
+#[tokio::test]
+async fn a_pending_row_takes_a_response_only_with_its_decision() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("a1", &["m1"]))
+        .await
+        .expect("insert");
+    let message = refused(
+        &store,
+        "UPDATE approvals SET responded_by = 'agent' WHERE id = 'a1'",
+    )
+    .await;
+    assert!(
+        message.contains("written together with its decision"),
+        "{message}"
+    );
+    let message = refused(
+        &store,
+        "UPDATE approvals SET status = 'approved' WHERE id = 'a1'",
+    )
+    .await;
+    assert!(
+        message.contains("a decision records who answered"),
+        "{message}"
+    );
+    let message = refused(
+        &store,
+        "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, call_hash, items, \
+         card, run_id, context_summary, created_at, expires_at, responded_at, responded_by, surface) \
+         SELECT 'born-approved', kind, 'approved', tool, args, args_canonical, call_hash, items, \
+         card, run_id, context_summary, created_at, expires_at, created_at, 'agent', 'api' \
+         FROM approvals WHERE id = 'a1'",
+    )
+    .await;
+    assert!(
+        message.contains("a new approval row is pending and unanswered"),
+        "{message}"
+    );
+    assert_eq!(
+        store.get("a1").await.expect("get").expect("row").status,
+        ApprovalStatus::Pending
+    );
+}
+
+#[tokio::test]
+async fn approvals_are_never_deleted() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("a1", &["m1"]))
+        .await
+        .expect("insert");
+    approved(&store, "a2").await;
+    for id in ["a1", "a2"] {
+        let message = refused(&store, &format!("DELETE FROM approvals WHERE id = '{id}'")).await;
+        assert!(
+            message.contains("approval rows are never deleted"),
+            "{message}"
+        );
+        assert!(store.get(id).await.expect("get").is_some());
+    }
+}
+
+#[tokio::test]
+async fn audit_log_is_append_only() {
+    let (store, _dir, _) = open().await;
+    approved(&store, "a1").await;
+    let entry = NewAuditEntry {
+        approval_id: "a1".to_owned(),
+        kind: AuditKind::Decision,
+        item: None,
+        result: json!({"decision": "approve"}),
+        undo_available: true,
+        actor: "owner-phone".to_owned(),
+        surface: Some("web".to_owned()),
+        at: t0() + Duration::minutes(1),
+    };
+    store.append(&entry).await.expect("append");
+    store
+        .append(&NewAuditEntry {
+            kind: AuditKind::Execution,
+            item: Some("m1".to_owned()),
+            result: json!({"trashed": "m1"}),
+            actor: "iris".to_owned(),
+            surface: None,
+            at: t0() + Duration::minutes(2),
+            ..entry.clone()
+        })
+        .await
+        .expect("append");
+
+    let message = refused(&store, "UPDATE audit_log SET actor = 'nobody'").await;
+    assert!(
+        message.contains("the audit log is append-only"),
+        "{message}"
+    );
+    let message = refused(&store, "DELETE FROM audit_log").await;
+    assert!(
+        message.contains("the audit log is append-only"),
+        "{message}"
+    );
+
+    let entries = store.entries(Some("a1")).await.expect("entries");
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0].kind, AuditKind::Decision);
+    assert_eq!(entries[0].actor, "owner-phone");
+    assert_eq!(entries[0].at, t0() + Duration::minutes(1));
+    assert_eq!(entries[1].kind, AuditKind::Execution);
+    assert_eq!(entries[1].item.as_deref(), Some("m1"));
+    assert!(entries[1].undo_available);
+    assert!(entries[0].id < entries[1].id);
+    assert!(store
+        .entries(Some("other"))
+        .await
+        .expect("entries")
+        .is_empty());
+    assert_eq!(store.entries(None).await.expect("entries").len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queue behaviour.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn insert_and_get_round_trip() {
+    let (store, _dir, _) = open().await;
+    let request = trash_request("a1", &["m1", "m2", "m3"]);
+    store.insert(&request).await.expect("insert");
+    let row = store.get("a1").await.expect("get").expect("row");
+    assert_eq!(row.kind, ApprovalKind::Destructive);
+    assert_eq!(row.status, ApprovalStatus::Pending);
+    assert_eq!(row.tool, request.tool);
+    assert_eq!(row.args, request.args);
+    assert_eq!(row.call_hash, request.call_hash);
+    assert_eq!(row.items, request.items);
+    assert_eq!(row.card, request.card);
+    assert_eq!(row.run_id, request.run_id);
+    assert_eq!(row.created_at, request.created_at);
+    assert_eq!(row.expires_at, request.expires_at);
+    assert_eq!(row.responded_at, None);
+    assert_eq!(row.execution, Execution::None);
+    assert_eq!(row.result, None);
+    assert!(store.get("missing").await.expect("get").is_none());
+    assert_eq!(
+        raw_column(&store, "a1", "args_canonical").await.as_deref(),
+        Some(request.args_canonical.as_str())
+    );
+}
+
+#[tokio::test]
+async fn insert_refuses_args_that_are_not_what_is_hashed() {
+    let (store, _dir, _) = open().await;
+    let mut request = trash_request("a1", &["m1"]);
+    request.args_canonical = r#"{"ids":["m2"]}"#.to_owned();
+    assert!(matches!(
+        store.insert(&request).await,
+        Err(StoreError::Backend(_))
+    ));
+    let mut request = trash_request("a2", &["m1"]);
+    request.call_hash = call_hash("restore_email", &request.args);
+    assert!(matches!(
+        store.insert(&request).await,
+        Err(StoreError::Backend(_))
+    ));
+    assert!(store.get("a1").await.expect("get").is_none());
+    assert!(store.get("a2").await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn decide_records_the_response_and_refuses_lapsed_rows() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("a1", &["m1"]))
+        .await
+        .expect("insert");
+    store
+        .insert(&trash_request("a2", &["m2"]))
+        .await
+        .expect("insert");
+
+    let mut answer = response(ApprovalStatus::Rejected, "cli", t0() + Duration::minutes(5));
+    answer.reason = Some("keep them".to_owned());
+    answer.surface = "cli".to_owned();
+    assert!(store.decide("a1", &answer).await.expect("decide"));
+    let row = store.get("a1").await.expect("get").expect("row");
+    assert_eq!(row.status, ApprovalStatus::Rejected);
+    assert_eq!(row.responded_by.as_deref(), Some("cli"));
+    assert_eq!(row.surface.as_deref(), Some("cli"));
+    assert_eq!(row.reason.as_deref(), Some("keep them"));
+    assert_eq!(row.responded_at, Some(t0() + Duration::minutes(5)));
+
+    // An hour later the row can no longer be approved, only expired.
+    let late = t0() + Duration::hours(1);
+    assert!(!store
+        .decide("a2", &response(ApprovalStatus::Approved, "web", late))
+        .await
+        .expect("decide"));
+    assert!(!store
+        .decide(
+            "a2",
+            &response(ApprovalStatus::Expired, "iris", late - Duration::seconds(1))
+        )
+        .await
+        .expect("decide"));
+    assert_eq!(
+        store
+            .lapsed(late - Duration::nanoseconds(1))
+            .await
+            .expect("lapsed"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        store.lapsed(late).await.expect("lapsed"),
+        vec!["a2".to_owned()]
+    );
+    assert!(store
+        .decide("a2", &response(ApprovalStatus::Expired, "iris", late))
+        .await
+        .expect("decide"));
+    assert!(store.lapsed(late).await.expect("lapsed").is_empty());
+    assert_eq!(
+        store.get("a2").await.expect("get").expect("row").status,
+        ApprovalStatus::Expired
+    );
+
+    assert!(matches!(
+        store.decide("missing", &answer).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(store
+        .decide("a1", &response(ApprovalStatus::Pending, "web", t0()))
+        .await
+        .is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_decides_have_exactly_one_winner() {
+    let (store, _dir, _) = open().await;
+    // Several rounds, so a lucky interleaving cannot hide a broken compare-and-set.
+    for round in 0..3 {
+        let id = format!("a{round}");
+        store
+            .insert(&trash_request(&id, &["m1"]))
+            .await
+            .expect("insert");
+        let barrier = Arc::new(Barrier::new(50));
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let (store, barrier, id) = (store.clone(), barrier.clone(), id.clone());
+            tasks.push(tokio::spawn(async move {
+                let status = if i % 2 == 0 {
+                    ApprovalStatus::Approved
+                } else {
+                    ApprovalStatus::Rejected
+                };
+                let who = format!("device-{i}");
+                barrier.wait().await;
+                let won = store
+                    .decide(&id, &response(status, &who, t0() + Duration::seconds(i)))
+                    .await
+                    .expect("decide");
+                (won, status, who)
+            }));
+        }
+        let mut winners = Vec::new();
+        for task in tasks {
+            let (won, status, who) = task.await.expect("task");
+            if won {
+                winners.push((status, who));
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        let row = store.get(&id).await.expect("get").expect("row");
+        assert_eq!(row.status, winners[0].0);
+        assert_eq!(row.responded_by.as_deref(), Some(winners[0].1.as_str()));
+    }
+}
+
+#[tokio::test]
+async fn list_puts_pending_first_oldest_first_then_newest_answer_first() {
+    let (store, _dir, _) = open().await;
+    for (i, id) in ["p-old", "p-new", "d-early", "d-late", "d-mid"]
+        .iter()
+        .enumerate()
+    {
+        let mut request = trash_request(id, &["m1"]);
+        let offset = i64::try_from(i).expect("small");
+        request.created_at = t0() + Duration::minutes(offset);
+        request.expires_at = request.created_at + Duration::hours(1);
+        store.insert(&request).await.expect("insert");
+    }
+    let at = |m: i64| t0() + Duration::minutes(m);
+    assert!(store
+        .decide(
+            "d-early",
+            &response(ApprovalStatus::Approved, "web", at(10))
+        )
+        .await
+        .expect("decide"));
+    assert!(store
+        .decide("d-late", &response(ApprovalStatus::Rejected, "web", at(30)))
+        .await
+        .expect("decide"));
+    assert!(store
+        .decide("d-mid", &response(ApprovalStatus::Approved, "web", at(20)))
+        .await
+        .expect("decide"));
+
+    let ids =
+        |rows: Vec<iris_core::wire::Approval>| rows.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(QueueStore::list(&store, None).await.expect("list")),
+        ["p-old", "p-new", "d-late", "d-mid", "d-early"]
+    );
+    assert_eq!(
+        ids(QueueStore::list(&store, Some(ApprovalStatus::Pending))
+            .await
+            .expect("list")),
+        ["p-old", "p-new"]
+    );
+    assert_eq!(
+        ids(QueueStore::list(&store, Some(ApprovalStatus::Approved))
+            .await
+            .expect("list")),
+        ["d-mid", "d-early"]
+    );
+    assert!(QueueStore::list(&store, Some(ApprovalStatus::Expired))
+        .await
+        .expect("list")
+        .is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claim and the side-effect ledger.
+// ---------------------------------------------------------------------------------------------
+
+fn denied(outcome: ClaimOutcome) -> String {
+    match outcome {
+        ClaimOutcome::Denied(reason) => reason,
+        ClaimOutcome::Claimed => panic!("the claim was granted"),
+    }
+}
+
+#[tokio::test]
+async fn claim_is_granted_once_for_exactly_the_approved_call() {
+    let (store, _dir, _) = open().await;
+    let row = approved(&store, "a1").await;
+    let at = t0() + Duration::minutes(2);
+    assert_eq!(
+        store
+            .claim("a1", "trash_email", &row.args_canonical, at)
+            .await
+            .expect("claim"),
+        ClaimOutcome::Claimed
+    );
+    let reason = denied(
+        store
+            .claim("a1", "trash_email", &row.args_canonical, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(reason.contains("already claimed"), "{reason}");
+    let got = store.get("a1").await.expect("get").expect("row");
+    assert_eq!(got.execution, Execution::Executing);
+}
+
+#[tokio::test]
+async fn claim_denials_name_the_rule() {
+    let (store, _dir, _) = open().await;
+    let at = t0() + Duration::minutes(2);
+    let row = approved(&store, "approved").await;
+    let args = row.args_canonical.clone();
+
+    let reason = denied(
+        store
+            .claim("forged", "trash_email", &args, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(reason.contains("no such approval"), "{reason}");
+
+    store
+        .insert(&trash_request("pending", &["m1", "m2"]))
+        .await
+        .expect("insert");
+    let reason = denied(
+        store
+            .claim("pending", "trash_email", &args, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(reason.contains("not approved (status pending)"), "{reason}");
+
+    store
+        .insert(&trash_request("rejected", &["m1", "m2"]))
+        .await
+        .expect("insert");
+    assert!(store
+        .decide("rejected", &response(ApprovalStatus::Rejected, "web", at))
+        .await
+        .expect("decide"));
+    let reason = denied(
+        store
+            .claim("rejected", "trash_email", &args, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(
+        reason.contains("not approved (status rejected)"),
+        "{reason}"
+    );
+
+    let reason = denied(
+        store
+            .claim("approved", "delete_email", &args, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(reason.contains("another tool"), "{reason}");
+
+    // Same JSON value, different bytes: still refused (byte comparison).
+    let reason = denied(
+        store
+            .claim("approved", "trash_email", r#"{ "ids": ["m1", "m2"] }"#, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(
+        reason.contains("arguments differ from the approved ones"),
+        "{reason}"
+    );
+    let reason = denied(
+        store
+            .claim("approved", "trash_email", r#"{"ids":["m1","m2","m3"]}"#, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(
+        reason.contains("arguments differ from the approved ones"),
+        "{reason}"
+    );
+
+    // None of the refused claims wrote a ledger entry; the right one still can.
+    for id in ["pending", "rejected", "approved"] {
+        assert_eq!(
+            store.get(id).await.expect("get").expect("row").execution,
+            Execution::None
+        );
+    }
+    assert_eq!(
+        store
+            .claim("approved", "trash_email", &args, at)
+            .await
+            .expect("claim"),
+        ClaimOutcome::Claimed
+    );
+    let reason = denied(
+        store
+            .claim("approved", "trash_email", &args, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(reason.contains("already claimed"), "{reason}");
+}
+
+#[tokio::test]
+async fn the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("pending", &["m1"]))
+        .await
+        .expect("insert");
+    let message = refused(
+        &store,
+        "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
+         SELECT id, tool, args_canonical, 'executing', created_at FROM approvals WHERE id = 'pending'",
+    )
+    .await;
+    assert!(
+        message.contains("a claim needs an approved row"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_concurrent_claims_have_exactly_one_winner() {
+    let (store, _dir, _) = open().await;
+    let row = approved(&store, "a1").await;
+    let barrier = Arc::new(Barrier::new(20));
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (store, barrier, args) = (store.clone(), barrier.clone(), row.args_canonical.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store
+                .claim("a1", "trash_email", &args, t0() + Duration::minutes(2))
+                .await
+                .expect("claim")
+        }));
+    }
+    let mut claimed = 0;
+    for task in tasks {
+        match task.await.expect("task") {
+            ClaimOutcome::Claimed => claimed += 1,
+            ClaimOutcome::Denied(reason) => assert!(reason.contains("already claimed"), "{reason}"),
+        }
+    }
+    assert_eq!(claimed, 1);
+}
+
+#[tokio::test]
+async fn ledger_outcomes_show_on_the_approval_and_crashes_become_unknown() {
+    let (store, _dir, _) = open().await;
+    let done = approved(&store, "done").await;
+    let crashed = approved(&store, "crashed").await;
+    let failed = approved(&store, "failed").await;
+    let at = t0() + Duration::minutes(2);
+    for row in [&done, &crashed, &failed] {
+        assert_eq!(
+            store
+                .claim(&row.id, &row.tool, &row.args_canonical, at)
+                .await
+                .expect("claim"),
+            ClaimOutcome::Claimed
+        );
+    }
+    let result = json!({"trashed": ["m1", "m2"], "undo": "restore_email"});
+    store
+        .finish("done", true, &result, at)
+        .await
+        .expect("finish");
+    store
+        .finish("failed", false, &json!({"error": "imap down"}), at)
+        .await
+        .expect("finish");
+
+    let got = store.get("done").await.expect("get").expect("row");
+    assert_eq!(got.execution, Execution::Executed);
+    assert_eq!(got.result, Some(result.clone()));
+    let got = store.get("failed").await.expect("get").expect("row");
+    assert_eq!(got.execution, Execution::Failed);
+    assert_eq!(got.result, Some(json!({"error": "imap down"})));
+    let got = store.get("crashed").await.expect("get").expect("row");
+    assert_eq!(got.execution, Execution::Executing);
+    assert_eq!(got.result, None);
+
+    assert_eq!(
+        store.mark_unknown().await.expect("mark"),
+        vec!["crashed".to_owned()]
+    );
+    assert!(store.mark_unknown().await.expect("mark").is_empty());
+    let got = store.get("crashed").await.expect("get").expect("row");
+    assert_eq!(got.execution, Execution::Unknown);
+
+    // An outcome is written once: neither a late finish nor a retry changes it.
+    assert!(matches!(
+        store.finish("crashed", true, &result, at).await,
+        Err(StoreError::Backend(_))
+    ));
+    assert!(store.finish("done", false, &json!({}), at).await.is_err());
+    assert!(matches!(
+        store.finish("never-claimed", true, &result, at).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let message = refused(
+        &store,
+        "UPDATE ledger SET state = 'executing' WHERE approval_id = 'crashed'",
+    )
+    .await;
+    assert!(
+        message.contains("a ledger outcome is written once"),
+        "{message}"
+    );
+    let message = refused(&store, "DELETE FROM ledger").await;
+    assert!(message.contains("never deleted"), "{message}");
+    let reason = denied(
+        store
+            .claim("crashed", &crashed.tool, &crashed.args_canonical, at)
+            .await
+            .expect("claim"),
+    );
+    assert!(
+        reason.contains("already claimed (ledger: unknown)"),
+        "{reason}"
+    );
+    assert_eq!(
+        store
+            .get("done")
+            .await
+            .expect("get")
+            .expect("row")
+            .execution,
+        Execution::Executed
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints and resuming exactly once.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn take_for_resume_has_exactly_one_winner() {
+    let (store, _dir, _) = open().await;
+    approved(&store, "a1").await;
+    let saved = checkpoint("a1");
+    store.save(&saved).await.expect("save");
+    store.link_checkpoint("a1", &saved.id).await.expect("link");
+    assert_eq!(
+        store.unresumed().await.expect("unresumed"),
+        vec!["a1".to_owned()]
+    );
+
+    let barrier = Arc::new(Barrier::new(20));
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (store, barrier) = (store.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store.take_for_resume("a1").await.expect("take")
+        }));
+    }
+    let mut taken = Vec::new();
+    for task in tasks {
+        if let Some(cp) = task.await.expect("task") {
+            taken.push(cp);
+        }
+    }
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0], saved);
+    assert!(store.unresumed().await.expect("unresumed").is_empty());
+    assert!(store.take_for_resume("a1").await.expect("take").is_none());
+    assert!(store
+        .take_for_resume("no-such")
+        .await
+        .expect("take")
+        .is_none());
+    assert!(raw_column(&store, "a1", "resumed_at").await.is_some());
+}
+
+#[tokio::test]
+async fn unresumed_lists_only_decided_rows_with_a_waiting_checkpoint() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("pending", &["m1"]))
+        .await
+        .expect("insert");
+    store.save(&checkpoint("pending")).await.expect("save");
+    approved(&store, "no-checkpoint").await;
+    approved(&store, "approved").await;
+    store.save(&checkpoint("approved")).await.expect("save");
+    store
+        .insert(&trash_request("rejected", &["m1"]))
+        .await
+        .expect("insert");
+    store.save(&checkpoint("rejected")).await.expect("save");
+    assert!(store
+        .decide(
+            "rejected",
+            &response(ApprovalStatus::Rejected, "web", t0() + Duration::minutes(3))
+        )
+        .await
+        .expect("decide"));
+    assert_eq!(
+        store.unresumed().await.expect("unresumed"),
+        vec!["approved".to_owned(), "rejected".to_owned()]
+    );
+    // A pending row's run cannot be resumed: the database refuses.
+    assert!(store.take_for_resume("pending").await.is_err());
+    assert!(store
+        .take_for_resume("approved")
+        .await
+        .expect("take")
+        .is_some());
+    assert_eq!(
+        store.unresumed().await.expect("unresumed"),
+        vec!["rejected".to_owned()]
+    );
+    // The link to a checkpoint is written once.
+    store
+        .link_checkpoint("approved", "cp-approved")
+        .await
+        .expect("link");
+    assert!(store
+        .link_checkpoint("approved", "cp-rejected")
+        .await
+        .is_err());
+    assert!(matches!(
+        store.link_checkpoint("missing", "cp-approved").await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corrupt rows fail closed.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_corrupt_card_is_reported_not_panicked_on() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("good", &["m1"]))
+        .await
+        .expect("insert");
+    sqlx::query(
+        "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, card, \
+         run_id, context_summary, created_at, expires_at) \
+         SELECT 'bad', kind, tool, args, args_canonical, call_hash, items, '{\"title\": ', \
+         run_id, context_summary, created_at, expires_at FROM approvals WHERE id = 'good'",
+    )
+    .execute(store.pool())
+    .await
+    .expect("raw insert");
+    match store.get("bad").await {
+        Err(StoreError::Corrupt { id, reason }) => {
+            assert_eq!(id, "bad");
+            assert!(reason.contains("card"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert!(matches!(
+        QueueStore::list(&store, None).await,
+        Err(StoreError::Corrupt { .. })
+    ));
+    assert!(store.get("good").await.expect("get").is_some());
+}
+
+#[tokio::test]
+async fn unknown_kind_or_bad_times_are_corrupt() {
+    let (store, _dir, _) = open().await;
+    store
+        .insert(&trash_request("good", &["m1"]))
+        .await
+        .expect("insert");
+    let mut conn = store.pool().acquire().await.expect("conn");
+    sqlx::query("PRAGMA ignore_check_constraints = ON")
+        .execute(&mut *conn)
+        .await
+        .expect("pragma");
+    for (id, kind, created) in [
+        ("odd-kind", "'launch_missiles'", "created_at"),
+        ("odd-time", "kind", "'yesterday'"),
+    ] {
+        sqlx::query(&format!(
+            "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, card, \
+             run_id, context_summary, created_at, expires_at) \
+             SELECT '{id}', {kind}, tool, args, args_canonical, call_hash, items, card, run_id, \
+             context_summary, {created}, expires_at FROM approvals WHERE id = 'good'"
+        ))
+        .execute(&mut *conn)
+        .await
+        .expect("raw insert");
+    }
+    sqlx::query("PRAGMA ignore_check_constraints = OFF")
+        .execute(&mut *conn)
+        .await
+        .expect("pragma");
+    drop(conn);
+    match store.get("odd-kind").await {
+        Err(StoreError::Corrupt { id, reason }) => {
+            assert_eq!(id, "odd-kind");
+            assert!(reason.contains("launch_missiles"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    match store.get("odd-time").await {
+        Err(StoreError::Corrupt { id, reason }) => {
+            assert_eq!(id, "odd-time");
+            assert!(reason.contains("created_at"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_checkpoint_is_taken_but_never_returned() {
+    let (store, _dir, _) = open().await;
+    approved(&store, "a1").await;
+    sqlx::query(
+        "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, created_at) \
+         VALUES ('cp-bad', 'a1', 'run-a1', 'conv-1', '{\"messages\": [', 'x')",
+    )
+    .execute(store.pool())
+    .await
+    .expect("raw insert");
+    match store.take_for_resume("a1").await {
+        Err(StoreError::Corrupt { id, .. }) => assert_eq!(id, "cp-bad"),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    // Taken: a sweep will not pick it up again.
+    assert!(store.unresumed().await.expect("unresumed").is_empty());
+    assert!(store.take_for_resume("a1").await.expect("take").is_none());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations and devices.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn conversations_keep_transcript_and_lines_in_order() {
+    let (store, _dir, _) = open().await;
+    assert!(store.transcript("c1").await.expect("transcript").is_empty());
+    let first = vec![Message::User {
+        content: "hello".to_owned(),
+    }];
+    store.save_transcript("c1", &first).await.expect("save");
+    let second = vec![
+        Message::User {
+            content: "hello".to_owned(),
+        },
+        Message::Tool {
+            tool_call_id: "call-1".to_owned(),
+            content: json!({"ok": true}),
+        },
+    ];
+    store.save_transcript("c1", &second).await.expect("save");
+    assert_eq!(store.transcript("c1").await.expect("transcript"), second);
+
+    for (role, text, approval) in [
+        ("owner", "trash the promos", None),
+        ("assistant", "Waiting for your approval", Some("a1")),
+        ("assistant", "Done: trashed 2 emails", None),
+    ] {
+        store
+            .append_line(
+                "c1",
+                &ChatLine {
+                    role: role.to_owned(),
+                    text: text.to_owned(),
+                    approval_id: approval.map(str::to_owned),
+                },
+            )
+            .await
+            .expect("append");
+    }
+    store
+        .append_line(
+            "c2",
+            &ChatLine {
+                role: "owner".to_owned(),
+                text: "other".to_owned(),
+                approval_id: None,
+            },
+        )
+        .await
+        .expect("append");
+    let lines = store.lines("c1").await.expect("lines");
+    let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "trash the promos",
+            "Waiting for your approval",
+            "Done: trashed 2 emails"
+        ]
+    );
+    assert_eq!(lines[1].approval_id.as_deref(), Some("a1"));
+
+    sqlx::query("UPDATE conversations SET transcript = '[{\"role\": \"wizard\"}]' WHERE id = 'c1'")
+        .execute(store.pool())
+        .await
+        .expect("raw update");
+    assert!(matches!(
+        store.transcript("c1").await,
+        Err(StoreError::Corrupt { id, .. }) if id == "c1"
+    ));
+}
+
+#[tokio::test]
+async fn devices_add_authenticate_list_revoke() {
+    let (store, _dir, _) = open().await;
+    let phone = Device {
+        name: "phone".to_owned(),
+        scope: Scope::Control,
+        created_at: t0(),
+        last_used_at: None,
+    };
+    let wall = Device {
+        name: "wall".to_owned(),
+        scope: Scope::Read,
+        created_at: t0(),
+        last_used_at: None,
+    };
+    store.add(&phone, "hash-phone").await.expect("add");
+    store.add(&wall, "hash-wall").await.expect("add");
+    assert!(matches!(
+        store.add(&phone, "hash-other").await,
+        Err(StoreError::Backend(m)) if m.contains("already exists")
+    ));
+    assert!(matches!(
+        store.add(&Device { name: "tablet".to_owned(), ..wall.clone() }, "hash-wall").await,
+        Err(StoreError::Backend(m)) if m.contains("token")
+    ));
+
+    let used = t0() + Duration::minutes(7);
+    let got = store
+        .authenticate("hash-phone", used)
+        .await
+        .expect("auth")
+        .expect("device");
+    assert_eq!(got.name, "phone");
+    assert_eq!(got.scope, Scope::Control);
+    assert_eq!(got.last_used_at, Some(used));
+    assert!(store
+        .authenticate("hash-nobody", used)
+        .await
+        .expect("auth")
+        .is_none());
+
+    let listed = DeviceStore::list(&store).await.expect("list");
+    assert_eq!(
+        listed.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+        ["phone", "wall"]
+    );
+    assert_eq!(listed[0].last_used_at, Some(used));
+    assert_eq!(listed[1].scope, Scope::Read);
+
+    assert!(store.revoke("phone").await.expect("revoke"));
+    assert!(!store.revoke("phone").await.expect("revoke"));
+    assert!(!store.revoke("nobody").await.expect("revoke"));
+    assert!(store
+        .authenticate("hash-phone", used)
+        .await
+        .expect("auth")
+        .is_none());
+    assert_eq!(
+        DeviceStore::list(&store)
+            .await
+            .expect("list")
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect::<Vec<_>>(),
+        ["wall"]
+    );
+    // A revoked name can be paired again with a new token; the revocation itself is final.
+    store.add(&phone, "hash-phone-2").await.expect("re-add");
+    assert!(store
+        .authenticate("hash-phone-2", used)
+        .await
+        .expect("auth")
+        .is_some());
+    let message = refused(
+        &store,
+        "UPDATE devices SET revoked_at = NULL WHERE token_hash = 'hash-phone'",
+    )
+    .await;
+    assert!(message.contains("a revocation is final"), "{message}");
+    let message = refused(
+        &store,
+        "UPDATE devices SET scope = 'control' WHERE name = 'wall'",
+    )
+    .await;
+    assert!(
+        message.contains("keeps its name, scope and token"),
+        "{message}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nothing is lost: reopening the same file.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn rows_survive_reopening_the_file() {
+    let (store, _dir, url) = open().await;
+    store
+        .insert(&trash_request("pending", &["m1"]))
+        .await
+        .expect("insert");
+    let row = approved(&store, "approved").await;
+    store
+        .claim(
+            "approved",
+            &row.tool,
+            &row.args_canonical,
+            t0() + Duration::minutes(2),
+        )
+        .await
+        .expect("claim");
+    store.save(&checkpoint("approved")).await.expect("save");
+    store
+        .append(&NewAuditEntry {
+            approval_id: "approved".to_owned(),
+            kind: AuditKind::Decision,
+            item: None,
+            result: json!("approve"),
+            undo_available: false,
+            actor: "owner-phone".to_owned(),
+            surface: Some("web".to_owned()),
+            at: t0(),
+        })
+        .await
+        .expect("append");
+    store
+        .add(
+            &Device {
+                name: "cli".to_owned(),
+                scope: Scope::Control,
+                created_at: t0(),
+                last_used_at: None,
+            },
+            "hash-cli",
+        )
+        .await
+        .expect("add");
+    store
+        .save_transcript(
+            "c1",
+            &[Message::User {
+                content: "hi".to_owned(),
+            }],
+        )
+        .await
+        .expect("save");
+    store.pool().close().await;
+    drop(store);
+
+    let reopened = SqliteStore::connect(&url).await.expect("reconnect");
+    let pending = reopened.get("pending").await.expect("get").expect("row");
+    assert_eq!(pending.status, ApprovalStatus::Pending);
+    let approved_row = reopened.get("approved").await.expect("get").expect("row");
+    assert_eq!(approved_row.status, ApprovalStatus::Approved);
+    assert_eq!(approved_row.execution, Execution::Executing);
+    assert_eq!(reopened.entries(None).await.expect("entries").len(), 1);
+    assert!(reopened
+        .authenticate("hash-cli", t0())
+        .await
+        .expect("auth")
+        .is_some());
+    assert_eq!(
+        reopened.transcript("c1").await.expect("transcript").len(),
+        1
+    );
+    assert_eq!(
+        reopened.unresumed().await.expect("unresumed"),
+        vec!["approved".to_owned()]
+    );
+    // Start-up after a crash: the interrupted execution becomes unknown.
+    assert_eq!(
+        reopened.mark_unknown().await.expect("mark"),
+        vec!["approved".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn in_memory_database_works_with_one_connection() {
+    let store = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    store
+        .insert(&trash_request("a1", &["m1"]))
+        .await
+        .expect("insert");
+    assert!(store.get("a1").await.expect("get").is_some());
+    let other = SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    assert!(other.get("a1").await.expect("get").is_none());
+    assert_eq!(store.pool().size(), 1);
+}

@@ -1,0 +1,176 @@
+//! The plugin's tools, one module each, with the same verbs (DESIGN §6, `iris_core::plugin`):
+//! `normalise` (the one argument form that gets pinned; idempotent), `describe` (card lines and
+//! items) and `execute` (the effect).
+//!
+//! Shared here: argument checks that name the tool and the rule, the id list rule, and the card
+//! line format.
+
+use chrono::{DateTime, Utc};
+use iris_core::plugin::ToolError;
+use serde_json::{Map, Value};
+
+use crate::store::MessageRow;
+
+pub mod restore_email;
+pub mod search_inbox;
+pub mod trash_email;
+
+/// Most ids one call may name (the manifest's `maxItems`; DESIGN §5 "newest 200").
+pub const MAX_IDS: usize = 200;
+
+pub(crate) fn invalid(tool: &str, reason: impl Into<String>) -> ToolError {
+    ToolError::InvalidArgs {
+        tool: tool.to_string(),
+        reason: reason.into(),
+    }
+}
+
+pub(crate) fn failed(tool: &str, reason: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed {
+        tool: tool.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The arguments as an object with only `allowed` keys (the schemas say
+/// `additionalProperties: false`; checked again here so `normalise` stands on its own).
+pub(crate) fn object<'a>(
+    tool: &str,
+    args: &'a Value,
+    allowed: &[&str],
+) -> Result<&'a Map<String, Value>, ToolError> {
+    let obj = match args {
+        Value::Object(o) => o,
+        _ => return Err(invalid(tool, "arguments must be a JSON object")),
+    };
+    if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(invalid(
+            tool,
+            format!("unknown argument `{k}` (allowed: {})", allowed.join(", ")),
+        ));
+    }
+    Ok(obj)
+}
+
+/// The id list rule: an array of 1 to [`MAX_IDS`] strings; each trimmed and lower-cased (ids
+/// are lower-case by construction); empty ones refused; duplicates dropped keeping the first.
+pub(crate) fn parse_ids(tool: &str, v: &Value) -> Result<Vec<String>, ToolError> {
+    let Value::Array(items) = v else {
+        return Err(invalid(
+            tool,
+            "`ids` must be an array of email ids (strings)",
+        ));
+    };
+    let mut ids: Vec<String> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Value::String(s) = item else {
+            return Err(invalid(tool, format!("`ids[{i}]` is not a string")));
+        };
+        let id = s.trim().to_lowercase();
+        if id.is_empty() {
+            return Err(invalid(tool, format!("`ids[{i}]` is empty")));
+        }
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    if ids.is_empty() {
+        return Err(invalid(
+            tool,
+            "`ids` is empty: name at least one email id (search_inbox shows them)",
+        ));
+    }
+    if ids.len() > MAX_IDS {
+        return Err(invalid(
+            tool,
+            format!(
+                "`ids` names {} emails; at most {MAX_IDS} per call",
+                ids.len()
+            ),
+        ));
+    }
+    Ok(ids)
+}
+
+/// "Trash 1 email", "Trash 3 emails".
+pub(crate) fn count_phrase(verb: &str, n: usize) -> String {
+    format!("{verb} {n} email{}", if n == 1 { "" } else { "s" })
+}
+
+/// A date as the card shows it: "28 Nov 2026" (UTC).
+pub(crate) fn card_date(d: Option<DateTime<Utc>>) -> String {
+    d.map_or_else(
+        || "no date".to_string(),
+        |d| d.format("%-d %b %Y").to_string(),
+    )
+}
+
+/// The sender's name, else the address, else "unknown sender".
+pub(crate) fn sender_name(name: Option<&str>, address: Option<&str>) -> String {
+    name.or(address).unwrap_or("unknown sender").to_string()
+}
+
+/// The subject, or "(no subject)".
+pub(crate) fn subject_or_placeholder(s: &str) -> &str {
+    if s.trim().is_empty() {
+        "(no subject)"
+    } else {
+        s
+    }
+}
+
+/// A card line: "Subject — Sender Name, 28 Nov 2026".
+pub(crate) fn card_line(
+    subject: &str,
+    from_name: Option<&str>,
+    from_address: Option<&str>,
+    date: Option<DateTime<Utc>>,
+) -> String {
+    format!(
+        "{} — {}, {}",
+        subject_or_placeholder(subject),
+        sender_name(from_name, from_address),
+        card_date(date)
+    )
+}
+
+/// The card line of a stored message.
+pub(crate) fn row_line(r: &MessageRow) -> String {
+    card_line(
+        &r.subject,
+        r.from_name.as_deref(),
+        r.from_address.as_deref(),
+        r.date(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ids_rule() {
+        let ids = parse_ids("t", &json!([" mA ", "mb", "ma", "mc"])).unwrap();
+        assert_eq!(ids, vec!["ma", "mb", "mc"]);
+        assert!(parse_ids("t", &json!([])).is_err());
+        assert!(parse_ids("t", &json!(["  "])).is_err());
+        assert!(parse_ids("t", &json!([1])).is_err());
+        assert!(parse_ids("t", &json!("ma")).is_err());
+    }
+
+    #[test]
+    fn phrases() {
+        assert_eq!(count_phrase("Trash", 1), "Trash 1 email");
+        assert_eq!(count_phrase("Trash", 3), "Trash 3 emails");
+        let d = DateTime::from_timestamp(1_795_860_000, 0);
+        assert_eq!(
+            card_line("Hi", Some("Anna"), Some("a@x"), d),
+            format!("Hi — Anna, {}", card_date(d))
+        );
+        assert_eq!(
+            card_line(" ", None, None, None),
+            "(no subject) — unknown sender, no date"
+        );
+    }
+}

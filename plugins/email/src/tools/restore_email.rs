@@ -1,0 +1,266 @@
+//! `restore_email(ids?)` (effect write, `confirm: never`; the undo of `trash_email`): moves
+//! emails back from Trash to the folder each came from (DESIGN §5).
+//!
+//! With `ids`: each id's most recent trash that is not yet restored. Without: every message of
+//! the last trashed batch not yet restored ("undo that"). A restored message comes back into the
+//! local store with the same id. Per item: `restored`, `missing` (no longer in Trash),
+//! `not_in_trash` (IRIS did not trash it, or it was restored already) or `failed`.
+
+use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
+use serde_json::{json, Value};
+
+use super::{card_line, count_phrase, failed, invalid, object, parse_ids};
+use crate::backend::{RestoreOutcome, TrashedRef};
+use crate::store::{RestoreDone, TrashedRow};
+use crate::EmailPlugin;
+
+/// The tool's name.
+pub const NAME: &str = "restore_email";
+
+/// Normal form: `{}` (the last batch) or `{"ids": [...]}` under the id list rule of
+/// `trash_email`.
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] for an empty or malformed `ids`, or any other argument.
+pub fn normalise(args: &Value) -> Result<Value, ToolError> {
+    let obj = object(NAME, args, &["ids"])?;
+    match obj.get("ids") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::Array(a)) if a.is_empty() => Err(invalid(
+            NAME,
+            "`ids` is empty: name the emails to restore, or leave `ids` out to restore the last trashed batch",
+        )),
+        Some(ids) => Ok(json!({ "ids": parse_ids(NAME, ids)? })),
+    }
+}
+
+/// What a call would restore: the ledger rows, plus the ids that have none.
+struct Plan {
+    batch: Option<String>,
+    rows: Vec<TrashedRow>,
+    not_in_trash: Vec<String>,
+    /// The call's order of items.
+    order: Vec<String>,
+}
+
+async fn plan(plugin: &EmailPlugin, args: &Value) -> Result<Plan, ToolError> {
+    let args = normalise(args)?;
+    let store = plugin.store();
+    let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
+    match args.get("ids").and_then(Value::as_array) {
+        None => {
+            let Some(batch) = store.last_batch().await.map_err(store_err)? else {
+                return Ok(Plan {
+                    batch: None,
+                    rows: Vec::new(),
+                    not_in_trash: Vec::new(),
+                    order: Vec::new(),
+                });
+            };
+            let rows = store.batch_rows(&batch).await.map_err(store_err)?;
+            Ok(Plan {
+                order: rows.iter().map(|r| r.email_id.clone()).collect(),
+                batch: Some(batch),
+                rows,
+                not_in_trash: Vec::new(),
+            })
+        }
+        Some(ids) => {
+            let mut plan = Plan {
+                batch: None,
+                rows: Vec::new(),
+                not_in_trash: Vec::new(),
+                order: Vec::new(),
+            };
+            for id in ids.iter().filter_map(Value::as_str) {
+                plan.order.push(id.to_string());
+                match store.trashed_row(id).await.map_err(store_err)? {
+                    Some(r) => plan.rows.push(r),
+                    None => plan.not_in_trash.push(id.to_string()),
+                }
+            }
+            Ok(plan)
+        }
+    }
+}
+
+fn line(r: &TrashedRow) -> String {
+    let date = serde_json::from_str::<crate::store::MessageRow>(&r.row_json)
+        .ok()
+        .and_then(|m| m.date());
+    card_line(
+        &r.subject,
+        r.from_name.as_deref(),
+        r.from_address.as_deref(),
+        date,
+    )
+}
+
+/// Describes what would come back (a `confirm: never` write has no card; this is for logs and
+/// the Activity view).
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails.
+pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description, ToolError> {
+    let p = plan(plugin, args).await?;
+    let title = if p.rows.is_empty() {
+        "Nothing to restore".to_string()
+    } else {
+        count_phrase("Restore", p.rows.len())
+    };
+    let mut lines: Vec<String> = p.rows.iter().map(line).collect();
+    lines.extend(
+        p.not_in_trash
+            .iter()
+            .map(|id| format!("{id} — not in Trash")),
+    );
+    Ok(Description {
+        action: title.clone(),
+        title,
+        lines,
+        items: p.order,
+        undo_note: None,
+    })
+}
+
+/// Moves the emails back (see the module docs).
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
+/// when nothing could be restored and at least one item failed.
+pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
+    let _guard = plugin.lock().await;
+    let p = plan(plugin, args).await?;
+    let store = plugin.store();
+    let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
+
+    let mut accounts: Vec<&str> = Vec::new();
+    for r in &p.rows {
+        if !accounts.contains(&r.account.as_str()) {
+            accounts.push(&r.account);
+        }
+    }
+    let mut done: Vec<(TrashedRow, RestoreOutcome)> = Vec::with_capacity(p.rows.len());
+    for account in accounts {
+        let group: Vec<&TrashedRow> = p.rows.iter().filter(|r| r.account == account).collect();
+        let refs: Vec<TrashedRef> = group
+            .iter()
+            .map(|r| TrashedRef {
+                key: r.provider_key.clone(),
+                original_folder: r.original_folder.clone(),
+                original_location: r.original_location.clone(),
+                trash_location: r.trash_location.clone(),
+            })
+            .collect();
+        let results = match plugin.backend(account) {
+            None => Err(format!("account `{account}` is not configured")),
+            Some(b) => b.restore(&refs).await.map_err(|e| e.to_string()),
+        };
+        for (pos, row) in group.into_iter().enumerate() {
+            let outcome = match &results {
+                Ok(r) => r.get(pos).cloned().unwrap_or(RestoreOutcome::Failed {
+                    reason: "the backend gave no outcome for this message".into(),
+                }),
+                Err(reason) => RestoreOutcome::Failed {
+                    reason: reason.clone(),
+                },
+            };
+            done.push((row.clone(), outcome));
+        }
+    }
+    let ledger: Vec<(TrashedRow, RestoreDone)> = done
+        .iter()
+        .map(|(r, o)| {
+            let d = match o {
+                RestoreOutcome::Restored { location } => RestoreDone::Restored {
+                    location: location.clone(),
+                },
+                RestoreOutcome::Missing => RestoreDone::Missing,
+                RestoreOutcome::Failed { .. } => RestoreDone::Failed,
+            };
+            (r.clone(), d)
+        })
+        .collect();
+    store
+        .ledger_restore_done(&ledger, plugin.now())
+        .await
+        .map_err(store_err)?;
+
+    let mut outcomes: Vec<(String, Value)> = done
+        .iter()
+        .map(|(r, o)| {
+            let v = match o {
+                RestoreOutcome::Restored { .. } => {
+                    json!({"status": "restored", "folder": r.original_folder, "subject": r.subject})
+                }
+                RestoreOutcome::Missing => json!({"status": "missing", "reason": "no longer in Trash (emptied or moved by another client)", "subject": r.subject}),
+                RestoreOutcome::Failed { reason } => {
+                    json!({"status": "failed", "reason": reason, "subject": r.subject})
+                }
+            };
+            (r.email_id.clone(), v)
+        })
+        .collect();
+    outcomes.extend(p.not_in_trash.iter().map(|id| {
+        (
+            id.clone(),
+            json!({"status": "not_in_trash", "reason": "IRIS has no trashed email with this id waiting to be restored"}),
+        )
+    }));
+    outcomes.sort_by_key(|(id, _)| p.order.iter().position(|i| i == id));
+
+    let restored = outcomes
+        .iter()
+        .filter(|(_, v)| v["status"] == "restored")
+        .count();
+    let failures: Vec<String> = outcomes
+        .iter()
+        .filter(|(_, v)| v["status"] == "failed")
+        .map(|(id, v)| format!("{id}: {}", v["reason"].as_str().unwrap_or("failed")))
+        .collect();
+    if restored == 0 && !failures.is_empty() {
+        return Err(failed(
+            NAME,
+            format!("no email was restored ({})", failures.join("; ")),
+        ));
+    }
+    let items_json: Vec<Value> = outcomes
+        .iter()
+        .map(|(id, v)| {
+            let mut v = v.clone();
+            v["id"] = json!(id);
+            v
+        })
+        .collect();
+    let mut result = json!({
+        "restored": restored,
+        "batch": p.batch,
+        "items": items_json,
+    });
+    if outcomes.is_empty() {
+        result["message"] = json!("Nothing to restore: no trashed batch is waiting.");
+    }
+    Ok(ToolOutput {
+        result,
+        items: outcomes
+            .into_iter()
+            .map(|(item, outcome)| ItemOutcome { item, outcome })
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_forms() {
+        assert_eq!(normalise(&json!({})).unwrap(), json!({}));
+        assert_eq!(normalise(&json!({"ids": null})).unwrap(), json!({}));
+        assert_eq!(
+            normalise(&json!({"ids": ["mB", "mb"]})).unwrap(),
+            json!({"ids": ["mb"]})
+        );
+        assert!(normalise(&json!({"ids": []})).is_err());
+    }
+}

@@ -1,0 +1,273 @@
+//! `trash_email(ids)` (effect destructive, `undo: restore_email`, `undo_window_days: 30`): moves
+//! each named email to its account's Trash; never a permanent delete (DESIGN §4, §5).
+//!
+//! The card (DESIGN §2 "card"): title and action "Trash N email(s)", one line per id
+//! "Subject — Sender Name, 28 Nov 2026" from the local store, items = the ids in order. An id the
+//! local store does not hold is refused at describe time, so no row pins it.
+//!
+//! Execution writes the trashed ledger first (state `trashing`), then moves, then records each
+//! outcome; a trashed message leaves the local store. One missing file never fails the batch: its
+//! item says `{"status": "missing"}`.
+
+use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
+use serde_json::{json, Value};
+
+use super::{count_phrase, failed, invalid, object, parse_ids, row_line};
+use crate::backend::{MessageRef, TrashOutcome};
+use crate::store::{MessageRow, TrashDone};
+use crate::EmailPlugin;
+
+/// The tool's name.
+pub const NAME: &str = "trash_email";
+
+/// The manifest's `undo_window_days` (the manifest test checks they agree).
+pub const UNDO_WINDOW_DAYS: u32 = 30;
+
+/// Normal form `{"ids": [...]}`: ids trimmed, lower-cased, duplicates dropped keeping the first
+/// occurrence's order; 1 to 200 ids.
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] for a missing, empty or malformed `ids`, or any other argument.
+pub fn normalise(args: &Value) -> Result<Value, ToolError> {
+    let obj = object(NAME, args, &["ids"])?;
+    let Some(ids) = obj.get("ids") else {
+        return Err(invalid(
+            NAME,
+            "`ids` is required: the email ids to move to Trash",
+        ));
+    };
+    Ok(json!({ "ids": parse_ids(NAME, ids)? }))
+}
+
+fn ids_of(args: &Value) -> Result<Vec<String>, ToolError> {
+    let n = normalise(args)?;
+    Ok(n["ids"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// The card for a call: see the module docs.
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] naming every id the local store does not hold (saying which are
+/// already in Trash); [`ToolError::Failed`] when the store cannot be read.
+pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description, ToolError> {
+    let ids = ids_of(args)?;
+    let store = plugin.store();
+    let mut lines = Vec::with_capacity(ids.len());
+    let mut problems = Vec::new();
+    for id in &ids {
+        match store
+            .get(id)
+            .await
+            .map_err(|e| failed(NAME, format!("local store: {e}")))?
+        {
+            Some(row) => lines.push(row_line(&row)),
+            None => {
+                let trashed = store
+                    .trashed_row(id)
+                    .await
+                    .map_err(|e| failed(NAME, format!("local store: {e}")))?;
+                problems.push(match trashed {
+                    Some(t) => format!(
+                        "email `{id}` is already in Trash (batch {}); restore_email brings it back",
+                        t.batch_id
+                    ),
+                    None => format!(
+                        "no email with id `{id}` in the local store; use an id from search_inbox"
+                    ),
+                });
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(invalid(NAME, problems.join("; ")));
+    }
+    let title = count_phrase("Trash", ids.len());
+    let undo_note = format!(
+        "You can restore {} from Trash for {UNDO_WINDOW_DAYS} days (restore_email).",
+        if ids.len() == 1 { "it" } else { "them" }
+    );
+    Ok(Description {
+        action: title.clone(),
+        title,
+        lines,
+        items: ids,
+        undo_note: Some(undo_note),
+    })
+}
+
+fn item(id: &str, outcome: Value) -> ItemOutcome {
+    ItemOutcome {
+        item: id.to_string(),
+        outcome,
+    }
+}
+
+/// Moves the emails to Trash (see the module docs).
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
+/// when no email could be moved and at least one failed (a batch of only missing emails is not a
+/// failure: nothing of the owner's is left to trash).
+pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
+    let ids = ids_of(args)?;
+    let _guard = plugin.lock().await;
+    let store = plugin.store();
+    let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
+
+    // Look every id up first: what the store does not hold is reported missing, not guessed.
+    let mut found: Vec<MessageRow> = Vec::new();
+    let mut outcomes: Vec<(String, Value)> = Vec::new();
+    for id in &ids {
+        match store.get(id).await.map_err(store_err)? {
+            Some(row) => found.push(row),
+            None => outcomes.push((
+                id.clone(),
+                json!({"status": "missing", "reason": "not in the local store (already trashed, or gone from the mailbox)"}),
+            )),
+        }
+    }
+
+    let batch = format!("b{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let now = plugin.now();
+    let seqs = store
+        .ledger_begin(&batch, &found, now)
+        .await
+        .map_err(store_err)?;
+
+    // One backend call per account, keeping each account's items in call order.
+    let mut done = Vec::with_capacity(found.len());
+    let mut accounts: Vec<&str> = Vec::new();
+    for r in &found {
+        if !accounts.contains(&r.account.as_str()) {
+            accounts.push(&r.account);
+        }
+    }
+    for account in accounts {
+        let group: Vec<(usize, &MessageRow)> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.account == account)
+            .collect();
+        let refs: Vec<MessageRef> = group
+            .iter()
+            .map(|(_, r)| MessageRef {
+                folder: r.folder.clone(),
+                key: r.provider_key.clone(),
+                location: r.location.clone(),
+            })
+            .collect();
+        let results = match plugin.backend(account) {
+            None => Err(format!("account `{account}` is not configured")),
+            Some(b) => b.trash(&refs).await.map_err(|e| e.to_string()),
+        };
+        for (pos, (i, row)) in group.iter().enumerate() {
+            let outcome = match &results {
+                Ok(r) => r.get(pos).cloned().unwrap_or(TrashOutcome::Failed {
+                    reason: "the backend gave no outcome for this message".into(),
+                }),
+                Err(reason) => TrashOutcome::Failed {
+                    reason: reason.clone(),
+                },
+            };
+            done.push((*i, (*row).clone(), outcome));
+        }
+    }
+    done.sort_by_key(|(i, _, _)| *i);
+
+    let ledger: Vec<(i64, String, TrashDone)> = done
+        .iter()
+        .map(|(i, row, o)| {
+            let d = match o {
+                TrashOutcome::Moved {
+                    original_location,
+                    trash_location,
+                } => TrashDone::Trashed {
+                    original_location: original_location.clone(),
+                    trash_location: trash_location.clone(),
+                },
+                TrashOutcome::Missing => TrashDone::Missing,
+                TrashOutcome::Failed { .. } => TrashDone::Failed,
+            };
+            (seqs[*i], row.id.clone(), d)
+        })
+        .collect();
+    store.ledger_trash_done(&ledger).await.map_err(store_err)?;
+
+    for (_, row, o) in &done {
+        let v = match o {
+            TrashOutcome::Moved { .. } => {
+                json!({"status": "trashed", "folder": row.folder, "subject": row.subject})
+            }
+            TrashOutcome::Missing => {
+                json!({"status": "missing", "reason": "the message is no longer in its folder; nothing was moved", "subject": row.subject})
+            }
+            TrashOutcome::Failed { reason } => {
+                json!({"status": "failed", "reason": reason, "subject": row.subject})
+            }
+        };
+        outcomes.push((row.id.clone(), v));
+    }
+    // Report in the call's order.
+    outcomes.sort_by_key(|(id, _)| ids.iter().position(|i| i == id));
+
+    let trashed = count(&outcomes, "trashed");
+    let failed_n = count(&outcomes, "failed");
+    if trashed == 0 && failed_n > 0 {
+        let reasons: Vec<String> = outcomes
+            .iter()
+            .filter(|(_, v)| v["status"] == "failed")
+            .map(|(id, v)| format!("{id}: {}", v["reason"].as_str().unwrap_or("failed")))
+            .collect();
+        return Err(failed(
+            NAME,
+            format!("no email was moved to Trash ({})", reasons.join("; ")),
+        ));
+    }
+    let items_json: Vec<Value> = outcomes
+        .iter()
+        .map(|(id, v)| {
+            let mut v = v.clone();
+            v["id"] = json!(id);
+            v
+        })
+        .collect();
+    Ok(ToolOutput {
+        result: json!({
+            "trashed": trashed,
+            "batch": batch,
+            "undo": super::restore_email::NAME,
+            "items": items_json,
+        }),
+        items: outcomes.into_iter().map(|(id, v)| item(&id, v)).collect(),
+    })
+}
+
+fn count(outcomes: &[(String, Value)], status: &str) -> usize {
+    outcomes
+        .iter()
+        .filter(|(_, v)| v["status"] == status)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalise_dedupes_and_refuses_empty() {
+        let n = normalise(&json!({"ids": [" mAB ", "mcd", "mab"]})).unwrap();
+        assert_eq!(n, json!({"ids": ["mab", "mcd"]}));
+        assert_eq!(normalise(&n).unwrap(), n);
+        assert!(normalise(&json!({"ids": []})).is_err());
+        assert!(normalise(&json!({})).is_err());
+        assert!(normalise(&json!({"ids": ["ma"], "force": true})).is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! Shared test helpers: a migrated in-memory database, Maildir builders, file snapshots.
+#![allow(dead_code, missing_docs)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use iris_core::plugin::{CallContext, Plugin};
+use iris_email::{AccountConfig, AccountKind, EmailPlugin};
+use serde_json::Value;
+use sqlx::SqlitePool;
+
+/// A fresh in-memory database with every migration of `migrations/sqlite` applied.
+pub async fn pool() -> SqlitePool {
+    iris_store::SqliteStore::connect("sqlite::memory:")
+        .await
+        .expect("migrated in-memory store")
+        .pool()
+        .clone()
+}
+
+/// Creates `cur/ new/ tmp/` under `dir`.
+pub fn make_maildir(dir: &Path) {
+    for sub in ["cur", "new", "tmp"] {
+        fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+}
+
+/// Writes one message file.
+pub fn put(dir: &Path, rel: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A plain RFC 5322 message.
+pub fn message(subject: &str, from: &str, date: &str, message_id: &str, extra: &str) -> String {
+    format!(
+        "From: {from}\r\nTo: owner@example.org\r\nSubject: {subject}\r\nDate: {date}\r\nMessage-ID: <{message_id}>\r\n{extra}\r\nHello.\r\n"
+    )
+}
+
+/// Every file under `dir`, relative path → bytes.
+pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The plugin over one Maildir account named "personal".
+pub fn plugin(dir: &Path, pool: SqlitePool) -> EmailPlugin {
+    EmailPlugin::new(
+        vec![AccountConfig {
+            name: "personal".into(),
+            address: "owner@example.org".into(),
+            kind: AccountKind::Maildir {
+                path: dir.to_path_buf(),
+            },
+        }],
+        pool,
+    )
+    .unwrap()
+}
+
+pub fn ctx() -> CallContext {
+    CallContext::default()
+}
+
+/// Runs `search_inbox` and returns its result object.
+pub async fn search(p: &EmailPlugin, args: Value) -> Value {
+    p.execute("search_inbox", &args, &ctx())
+        .await
+        .unwrap()
+        .result
+}
+
+/// (id, subject) of every search result.
+pub fn hits(result: &Value) -> Vec<(String, String)> {
+    result["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["subject"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The id of the one message whose subject is exactly `subject`.
+pub async fn id_of(p: &EmailPlugin, subject: &str) -> String {
+    let r = search(p, serde_json::json!({"query": subject, "limit": 200})).await;
+    let found: Vec<(String, String)> = hits(&r).into_iter().filter(|(_, s)| s == subject).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "exactly one message titled {subject:?}: {r}"
+    );
+    found[0].0.clone()
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The demo: installs what is missing, builds, and serves IRIS with the demo mailbox and the demo
+# model on http://127.0.0.1:3000 (database under ./data/). Stop it with Ctrl-C.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/setup.sh
+source "$here/setup.sh"
+bash "$here/build-site.sh"
+
+cd "$IRIS_ROOT"
+mkdir -p data
+export LEPTOS_SITE_ROOT=target/site
+export LEPTOS_SITE_PKG_DIR=pkg
+export LEPTOS_OUTPUT_NAME=iris
+export IRIS_BIND="${IRIS_BIND:-127.0.0.1:3000}"
+export LEPTOS_SITE_ADDR="$IRIS_BIND"
+printf '[serve-demo] open http://%s and ask "trash the promo emails from this week", then "undo that"\n' "$IRIS_BIND"
+exec target/debug/iris serve --demo

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Every test of IRIS: formatting, clippy (server side and browser side), the workspace's tests
+# (unit, integration, corpus), then the site build and the Playwright tests in Chromium.
+# Runs every step even after a failure (the browser tests need the site build), prints a
+# summary, and exits non-zero if any step failed.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/setup.sh
+source "$here/setup.sh"
+cd "$IRIS_ROOT"
+
+# Builds must not see a LEPTOS_OUTPUT_NAME (see build-site.sh); the browser tests get it below.
+unset LEPTOS_OUTPUT_NAME
+
+# The shared mail corpora, when they are beside the repo (tests named corpus_* skip without).
+if [ -d "$IRIS_ROOT/../shared/corpora" ]; then
+  IRIS_CORPORA=$(cd "$IRIS_ROOT/../shared/corpora" && pwd)
+  export IRIS_CORPORA
+  echo "[test] IRIS_CORPORA=$IRIS_CORPORA"
+else
+  echo "[test] no ../shared/corpora: the corpus_* tests will skip"
+fi
+
+summary=()
+failed=0
+started=$(date +%s)
+
+# step NAME COMMAND...: runs one step, records PASS/FAIL and its time.
+step() {
+  local name=$1 t0 rc
+  shift
+  printf '\n===== %s: %s\n' "$name" "$*"
+  t0=$(date +%s)
+  if "$@"; then rc=0; else rc=$?; fi
+  if [ "$rc" -eq 0 ]; then
+    summary+=("PASS  $name ($(($(date +%s) - t0))s)")
+  else
+    summary+=("FAIL  $name (exit $rc, $(($(date +%s) - t0))s)")
+    failed=1
+  fi
+  return "$rc"
+}
+
+skip() {
+  printf '\n===== %s: skipped (%s)\n' "$1" "$2"
+  summary+=("SKIP  $1 ($2)")
+}
+
+step "format" cargo fmt --all -- --check || true
+step "clippy (server side)" \
+  cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
+step "clippy (browser side)" \
+  cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
+  -- -D warnings || true
+step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
+
+if step "site build" bash "$here/build-site.sh"; then
+  if [ -f end2end/package.json ]; then
+    # The server that playwright.config starts gets the site's location from these.
+    e2e() (
+      cd "$IRIS_ROOT/end2end"
+      LEPTOS_SITE_ROOT="$IRIS_ROOT/target/site" LEPTOS_SITE_PKG_DIR=pkg LEPTOS_OUTPUT_NAME=iris \
+        npx playwright test
+    )
+    step "playwright" e2e || true
+  else
+    skip "playwright" "no end2end/package.json"
+  fi
+else
+  skip "playwright" "the site build failed"
+fi
+
+printf '\n===== summary (%ss in all)\n' "$(($(date +%s) - started))"
+printf '  %s\n' "${summary[@]}"
+if [ "$failed" -ne 0 ]; then
+  echo "RESULT: FAILED"
+  exit 1
+fi
+echo "RESULT: all steps passed"

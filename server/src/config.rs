@@ -1,0 +1,154 @@
+//! Settings (DESIGN §7): the file `iris.toml` (path from `IRIS_CONFIG`, default `./iris.toml`),
+//! each key overridable by its `IRIS_*` environment variable. Loaded with figment.
+
+use std::path::PathBuf;
+
+use figment::providers::{Env, Format, Toml};
+use figment::Figment;
+use serde::Deserialize;
+
+/// One mail account of `[[email.accounts]]`, in the fixed order used to choose a sender.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct AccountSetting {
+    /// Account name (e.g. `personal`).
+    pub name: String,
+    /// The owner's address on it.
+    #[serde(default)]
+    pub address: String,
+    /// `maildir` or `imap`.
+    pub kind: String,
+    /// Maildir root (kind `maildir`).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// IMAP host.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// IMAP port.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// IMAP user.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Environment variable holding the IMAP password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+}
+
+/// The `[email]` table.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+pub struct EmailSettings {
+    /// Accounts in order.
+    #[serde(default)]
+    pub accounts: Vec<AccountSetting>,
+}
+
+/// Every setting of DESIGN §7.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Settings {
+    /// `IRIS_DATABASE_URL`: `sqlite://PATH` (default `sqlite://data/iris.db`) or `postgres://…`.
+    #[serde(default = "default_database_url")]
+    pub database_url: String,
+    /// `IRIS_BIND`: listen address (default `127.0.0.1:3000`; port 0 picks a free one).
+    #[serde(default = "default_bind")]
+    pub bind: String,
+    /// `IRIS_MAILDIR`: one Maildir account (named `maildir`), before the `[[email.accounts]]`.
+    #[serde(default)]
+    pub maildir: Option<PathBuf>,
+    /// `IRIS_MODEL`: `openai:BASE_URL` or `scripted:PATH`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `IRIS_MODEL_NAME`.
+    #[serde(default)]
+    pub model_name: Option<String>,
+    /// `IRIS_MODEL_API_KEY`.
+    #[serde(default)]
+    pub model_api_key: Option<String>,
+    /// `IRIS_EMAIL_DEFAULT_SENDER`.
+    #[serde(default)]
+    pub email_default_sender: Option<String>,
+    /// `IRIS_APPROVALS_ENABLED` (default true). False refuses every approved-per-call call.
+    #[serde(default = "default_true")]
+    pub approvals_enabled: bool,
+    /// `IRIS_DESTRUCTIVE_TTL_SECS` (default 3600, also for pinned writes).
+    #[serde(default = "default_destructive_ttl")]
+    pub destructive_ttl_secs: u64,
+    /// `IRIS_EVALUATOR_TTL_SECS` (default 600).
+    #[serde(default = "default_evaluator_ttl")]
+    pub evaluator_ttl_secs: u64,
+    /// `IRIS_SMTP_URL`.
+    #[serde(default)]
+    pub smtp_url: Option<String>,
+    /// `IRIS_TELEGRAM_TOKEN`.
+    #[serde(default)]
+    pub telegram_token: Option<String>,
+    /// `IRIS_TELEGRAM_CHAT_ID`.
+    #[serde(default)]
+    pub telegram_chat_id: Option<String>,
+    /// `IRIS_TELEGRAM_API_URL`.
+    #[serde(default)]
+    pub telegram_api_url: Option<String>,
+    /// `IRIS_SWEEP_SECS`: how often the expiry and resume sweeps run (default 15).
+    #[serde(default = "default_sweep_secs")]
+    pub sweep_secs: u64,
+    /// `[email]` accounts.
+    #[serde(default)]
+    pub email: EmailSettings,
+}
+
+fn default_database_url() -> String {
+    "sqlite://data/iris.db".into()
+}
+fn default_bind() -> String {
+    "127.0.0.1:3000".into()
+}
+fn default_true() -> bool {
+    true
+}
+fn default_destructive_ttl() -> u64 {
+    3600
+}
+fn default_evaluator_ttl() -> u64 {
+    600
+}
+fn default_sweep_secs() -> u64 {
+    15
+}
+
+impl Settings {
+    /// Loads `iris.toml` (from `IRIS_CONFIG` or `./iris.toml`, if it exists), then `IRIS_*`.
+    ///
+    /// # Errors
+    /// A figment error naming the bad key and value.
+    pub fn load() -> Result<Settings, figment::Error> {
+        let path = std::env::var("IRIS_CONFIG").unwrap_or_else(|_| "iris.toml".into());
+        Figment::new()
+            .merge(Toml::file(path))
+            .merge(Env::prefixed("IRIS_").ignore(&["CONFIG", "URL", "TOKEN"]))
+            .extract()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_environment() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "iris.toml",
+                "bind = \"127.0.0.1:4000\"\ndestructive_ttl_secs = 60\n[[email.accounts]]\nname = \"personal\"\naddress = \"owner@example.org\"\nkind = \"imap\"\nhost = \"127.0.0.1\"\nport = 143\nuser = \"owner@example.org\"\npassword_env = \"IRIS_PERSONAL_PASSWORD\"\n",
+            )?;
+            jail.set_env("IRIS_DESTRUCTIVE_TTL_SECS", "120");
+            jail.set_env("IRIS_APPROVALS_ENABLED", "false");
+            let s = Settings::load()?;
+            assert_eq!(s.bind, "127.0.0.1:4000");
+            assert_eq!(s.destructive_ttl_secs, 120);
+            assert!(!s.approvals_enabled);
+            assert_eq!(s.evaluator_ttl_secs, 600);
+            assert_eq!(s.email.accounts[0].port, Some(143));
+            assert_eq!(s.database_url, "sqlite://data/iris.db");
+            Ok(())
+        });
+    }
+}

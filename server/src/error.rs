@@ -1,0 +1,85 @@
+//! Domain errors mapped to HTTP in one place (DESIGN §7: 401 no credentials, 403 read scope or
+//! cross-site, 404 unknown, 409 already decided with who/where/when, 410 expired).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use iris_core::agent::AgentError;
+use iris_core::kernel::RespondError;
+use iris_core::ports::StoreError;
+use iris_core::wire::{Approval, ErrorBody};
+
+/// An HTTP error with a sentence naming the thing and the rule.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the input does not parse; nothing changed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401.
+    #[error("no credentials: send `Authorization: Bearer TOKEN` (from `iris devices add`) or pair this browser")]
+    Unauthorized,
+    /// 403.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409, with the row as it stands.
+    #[error("{0}")]
+    Conflict(String, Box<Approval>),
+    /// 410, with the row.
+    #[error("{0}")]
+    Gone(String, Box<Approval>),
+    /// 500: storage or another internal failure; nothing was decided.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<RespondError> for ApiError {
+    fn from(e: RespondError) -> Self {
+        let text = e.to_string();
+        match e {
+            RespondError::Forbidden(_) => ApiError::Forbidden(text),
+            RespondError::NotFound(_) => ApiError::NotFound(text),
+            RespondError::AlreadyDecided(row) => ApiError::Conflict(text, row),
+            RespondError::Expired(row) => ApiError::Gone(text, row),
+            RespondError::Store(s) => ApiError::from(s),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => ApiError::NotFound(format!("{what} does not exist")),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::Store(s) => ApiError::from(s),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let error = self.to_string();
+        let (status, approval) = match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, None),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, None),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, None),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, None),
+            ApiError::Conflict(_, row) => (StatusCode::CONFLICT, Some(*row)),
+            ApiError::Gone(_, row) => (StatusCode::GONE, Some(*row)),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, None),
+        };
+        if status.is_server_error() {
+            tracing::error!(%error, "request failed");
+        }
+        (status, Json(ErrorBody { error, approval })).into_response()
+    }
+}

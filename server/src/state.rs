@@ -1,0 +1,191 @@
+//! What a running server holds, and how it is put together from [`Settings`]: the store, the
+//! email plugin with its accounts synced, the model, the governance kernel and the agent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::extract::FromRef;
+use chrono::Utc;
+use iris_core::agent::Agent;
+use iris_core::approval::Ttl;
+use iris_core::kernel::Governance;
+use iris_core::plugin::Plugin;
+use iris_core::ports::{Device, DeviceStore, Scope, SystemClock};
+use iris_email::{AccountConfig, AccountKind, EmailPlugin};
+use iris_store::SqliteStore;
+use leptos::config::LeptosOptions;
+
+use crate::auth;
+use crate::config::Settings;
+use crate::events::ChannelRouter;
+
+/// Device name of the browser the demo signs in as the owner.
+pub const DEMO_DEVICE: &str = "demo-owner-browser";
+
+/// Shared server state (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    /// The agent (loop, tools, conversations).
+    pub agent: Arc<Agent>,
+    /// The governance kernel (queue, ledger, audit, checkpoints).
+    pub governance: Governance,
+    /// The store (also the device table).
+    pub store: SqliteStore,
+    /// The channel router.
+    pub events: ChannelRouter,
+    /// In `--demo`: the token a browser without credentials is signed in with.
+    pub demo_token: Option<Arc<String>>,
+    /// Leptos settings (site root, pkg dir, output name).
+    pub leptos: LeptosOptions,
+    /// Settings as loaded.
+    pub settings: Arc<Settings>,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos.clone()
+    }
+}
+
+fn maildir_account(name: &str, address: &str, path: PathBuf) -> AccountConfig {
+    AccountConfig {
+        name: name.to_string(),
+        address: address.to_string(),
+        kind: AccountKind::Maildir { path },
+    }
+}
+
+/// Where the demo keeps its files: `./data/`.
+fn demo_dir() -> PathBuf {
+    PathBuf::from("data")
+}
+
+/// Builds the state: connects the database (running migrations), marks ledger entries left
+/// `executing` by a crash as `unknown`, syncs the mail accounts, and, with `demo`, writes the
+/// demo mailbox and signs in a demo owner device.
+///
+/// # Errors
+/// When the database, a mail account or the model setting cannot be used; the message names it.
+pub async fn build(
+    mut settings: Settings,
+    demo: bool,
+    leptos: LeptosOptions,
+) -> anyhow::Result<AppState> {
+    if demo {
+        if std::env::var_os("IRIS_DATABASE_URL").is_none() {
+            settings.database_url = "sqlite://data/demo.db".into();
+        }
+        if settings.maildir.is_none() && settings.email.accounts.is_empty() {
+            settings.maildir = Some(demo_dir().join("demo-maildir"));
+        }
+    }
+    let store = SqliteStore::connect(&settings.database_url)
+        .await
+        .with_context(|| format!("opening the database {}", settings.database_url))?;
+
+    let mut accounts = Vec::new();
+    if let Some(path) = &settings.maildir {
+        if demo {
+            let written = iris_email::demo::write_demo_maildir(path, Utc::now())
+                .with_context(|| format!("writing the demo mailbox at {}", path.display()))?;
+            if written > 0 {
+                tracing::info!(written, path = %path.display(), "wrote the demo mailbox");
+            }
+        }
+        accounts.push(maildir_account(
+            "maildir",
+            "owner@example.org",
+            path.clone(),
+        ));
+    }
+    for a in &settings.email.accounts {
+        match (a.kind.as_str(), &a.path) {
+            ("maildir", Some(path)) => {
+                accounts.push(maildir_account(&a.name, &a.address, path.clone()))
+            }
+            ("maildir", None) => anyhow::bail!(
+                "email account `{}`: kind maildir needs `path` (DESIGN §7)",
+                a.name
+            ),
+            (kind, _) => anyhow::bail!(
+                "email account `{}`: kind `{kind}` is not supported yet (maildir works today; IMAP comes next)",
+                a.name
+            ),
+        }
+    }
+    let email =
+        EmailPlugin::new(accounts, store.pool().clone()).context("loading the email plugin")?;
+    email
+        .sync()
+        .await
+        .context("syncing mail into the local store")?;
+
+    let model = crate::model::from_setting(
+        settings.model.as_deref(),
+        settings.model_name.as_deref(),
+        settings.model_api_key.as_deref(),
+        demo,
+    )?;
+
+    let events = ChannelRouter::new();
+    let store_arc = Arc::new(store.clone());
+    let governance = Governance {
+        queue: store_arc.clone(),
+        ledger: store_arc.clone(),
+        audit: store_arc.clone(),
+        checkpoints: Some(store_arc.clone()),
+        notifier: Arc::new(events.clone()),
+        clock: Arc::new(SystemClock),
+        ttl: Ttl {
+            destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
+            evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
+        },
+        enabled: settings.approvals_enabled,
+    };
+    let plugins: Vec<Arc<dyn Plugin>> = vec![Arc::new(email)];
+    let agent = Agent::new(
+        model,
+        plugins,
+        store_arc.clone(),
+        Some(governance.clone()),
+        Vec::new(),
+    )
+    .context("loading the manifests")?;
+
+    // A crash may have left calls between `executing` and their outcome: they become
+    // `unknown` and are never retried by themselves (DESIGN §2 "side-effect ledger").
+    let unknown = iris_core::ports::Ledger::mark_unknown(&store).await?;
+    for id in unknown {
+        tracing::warn!(approval = %id, "a pinned call was executing when the server stopped; its outcome is unknown and it will not be run again");
+    }
+
+    let demo_token = if demo {
+        let token = auth::new_token();
+        store.revoke(DEMO_DEVICE).await?;
+        store
+            .add(
+                &Device {
+                    name: DEMO_DEVICE.into(),
+                    scope: Scope::Control,
+                    created_at: Utc::now(),
+                    last_used_at: None,
+                },
+                &auth::token_hash(&token),
+            )
+            .await?;
+        Some(Arc::new(token))
+    } else {
+        None
+    };
+
+    Ok(AppState {
+        agent: Arc::new(agent),
+        governance,
+        store,
+        events,
+        demo_token,
+        leptos,
+        settings: Arc::new(settings),
+    })
+}

@@ -1,0 +1,61 @@
+//! Server-side sweeps (DESIGN §3 steps 6 and 9): expire lapsed rows and resume every decided
+//! row whose run has not resumed, exactly once. Resuming is separate from deciding, so a crash
+//! between the two is picked up here at start-up and on every tick.
+
+use std::time::Duration;
+
+use iris_core::ports::QueueStore;
+
+use crate::state::AppState;
+
+/// Resumes the run paused on `approval_id` in the background; a failure is recorded on the row
+/// (shown on the card).
+pub fn spawn_resume(state: AppState, approval_id: String) {
+    tokio::spawn(async move { resume_one(&state, &approval_id).await });
+}
+
+/// Resumes one run now. The checkpoint's compare-and-set makes a second call a no-op.
+pub async fn resume_one(state: &AppState, approval_id: &str) {
+    match state.agent.resume(approval_id).await {
+        Ok(_) => {}
+        Err(e) => {
+            tracing::error!(approval = %approval_id, error = %e, "resuming the paused run failed");
+            let _ = state
+                .store
+                .set_resume_error(approval_id, Some(&e.to_string()))
+                .await;
+        }
+    }
+}
+
+/// One sweep: expire lapsed rows, then resume every decided, unresumed row.
+pub async fn sweep_once(state: &AppState) {
+    match state.governance.expire_lapsed().await {
+        Ok(ids) => {
+            for id in ids {
+                tracing::info!(approval = %id, "approval lapsed; nothing was changed");
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
+    }
+    match state.store.unresumed().await {
+        Ok(ids) => {
+            for id in ids {
+                resume_one(state, &id).await;
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "resume sweep failed"),
+    }
+}
+
+/// Runs [`sweep_once`] now and then every `IRIS_SWEEP_SECS` seconds, forever.
+pub fn spawn_sweeps(state: AppState) {
+    let every = Duration::from_secs(state.settings.sweep_secs.max(1));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            sweep_once(&state).await;
+        }
+    });
+}

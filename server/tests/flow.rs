@@ -1,0 +1,343 @@
+//! The main job end to end over real HTTP (issue 2): the real `iris` binary on port 0 with a temp
+//! SQLite database and a real Maildir, the chat driven through a scripted OpenAI-compatible
+//! server on loopback. A trash request halts, nothing moves, a read device gets 403, reject moves
+//! nothing, the pending approval survives a restart, approve moves exactly the pinned files to
+//! `.Trash` once, the audit has one entry per item, and a second answer is 409.
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{copy_messages, eventually, snapshot, ModelServer, World};
+
+fn script(search_args: Value) -> String {
+    format!(
+        r#"
+rules:
+  - when: "(?i)trash"
+    steps:
+      - call: search_inbox
+        args: {search_args}
+      - call: trash_email
+        args: {{ids: "$ids"}}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {{trashed}} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+fallback: "?"
+"#
+    )
+}
+
+struct Client {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+        let mut r = self.http.post(format!("{}{path}", self.url)).json(&body);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str, token: &str) -> Value {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
+        resp.json().await.unwrap()
+    }
+
+    async fn last_reply(&self, conversation: &str, token: &str) -> String {
+        let c = self
+            .get(&format!("/api/conversations/{conversation}"), token)
+            .await;
+        c["lines"]
+            .as_array()
+            .unwrap()
+            .last()
+            .map(|l| l["text"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    }
+}
+
+async fn trash_flow(world: World, model: ModelServer, request: &str) {
+    let control = world.add_device("phone", "control");
+    let read = world.add_device("wall", "read");
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let original = snapshot(&world.maildir);
+
+    // 401 without credentials, 403 for a read device on a state-changing route.
+    let (s, _) = client
+        .post("/api/chat", None, json!({"message": request}))
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post("/api/chat", Some(&read), json!({"message": request}))
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+
+    // --- Reject: nothing moves, the reply says nothing was changed.
+    let (s, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": request}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    assert_eq!(halted["effects_executed"], json!([]));
+    assert_eq!(halted["resumed"], false);
+    let rejected_id = halted["approval_id"].as_str().unwrap().to_string();
+    assert!(halted["reply"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("/activity/{rejected_id}")));
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "a halted call moved mail"
+    );
+
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{rejected_id}/respond"),
+            Some(&control),
+            json!({"decision": "reject", "reason": "not these"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["approval"]["status"], "rejected");
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let reply = eventually("the rejected run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.contains("Nothing was changed").then_some(r)
+        }
+    })
+    .await;
+    assert!(reply.contains("Nothing was changed"), "{reply}");
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "a rejected call moved mail"
+    );
+    let row = client
+        .get(&format!("/governance/approvals/{rejected_id}"), &control)
+        .await;
+    assert_eq!(row["execution"], "none");
+    assert_eq!(row["reason"], "not these");
+
+    // --- Halt again, then restart the server between halt and approve.
+    let (_, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": request}))
+        .await;
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    drop(server);
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(
+        row["status"], "pending",
+        "the approval did not survive a restart"
+    );
+    assert_eq!(row["kind"], "destructive");
+    assert_eq!(row["tool"], "trash_email");
+    let items: Vec<String> = serde_json::from_value(row["items"].clone()).unwrap();
+    assert!(!items.is_empty());
+    assert_eq!(row["args"]["ids"], json!(items));
+    assert_eq!(row["card"]["lines"].as_array().unwrap().len(), items.len());
+    let n = items.len();
+    let plural = if n == 1 { "email" } else { "emails" };
+    assert_eq!(row["card"]["action"], format!("Trash {n} {plural}"));
+    assert_eq!(row["card"]["undo_tool"], "restore_email");
+    assert_eq!(row["card"]["undo_window_days"], 30);
+    assert_eq!(row["card"]["request"], request);
+    assert_eq!(row["call_hash"].as_str().unwrap().len(), 64);
+    let listed = client
+        .get("/governance/approvals?status=pending", &read)
+        .await;
+    assert_eq!(listed["approvals"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["approvals"][0]["id"], id.as_str());
+
+    // A read device may look but not answer; a missing token is 401. Nothing moves.
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&read),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            None,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "maybe"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(snapshot(&world.maildir), original);
+
+    // --- Approve, with a forged tool and args in the body: they are ignored.
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve", "tool": "restore_email", "args": {"ids": ["forged"]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["approval"]["status"], "approved");
+    assert_eq!(body["approval"]["responded_by"], "phone");
+    let row = eventually("the pinned call to execute", || {
+        let client = &client;
+        let (id, t) = (id.clone(), control.clone());
+        async move {
+            let row = client.get(&format!("/governance/approvals/{id}"), &t).await;
+            (row["execution"] == "executed").then_some(row)
+        }
+    })
+    .await;
+    assert_eq!(row["result"]["trashed"], n);
+
+    // Exactly the pinned files moved to .Trash, byte for byte; nothing was deleted.
+    let after = snapshot(&world.maildir);
+    assert_eq!(after.len(), original.len(), "a file was lost");
+    let gone: Vec<&String> = original
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .collect();
+    let arrived: Vec<&String> = after
+        .keys()
+        .filter(|k| !original.contains_key(*k))
+        .collect();
+    assert_eq!(gone.len(), n, "not exactly the pinned messages moved");
+    assert!(
+        arrived.iter().all(|k| k.starts_with(".Trash/cur/")),
+        "{arrived:?}"
+    );
+    let mut gone_bytes: Vec<&Vec<u8>> = gone.iter().map(|k| &original[*k]).collect();
+    let mut arrived_bytes: Vec<&Vec<u8>> = arrived.iter().map(|k| &after[*k]).collect();
+    gone_bytes.sort();
+    arrived_bytes.sort();
+    assert_eq!(gone_bytes, arrived_bytes, "trashed files changed");
+
+    // The audit: one decision, one execution entry per item, each with an undo.
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &control)
+        .await;
+    let entries = audit["entries"].as_array().unwrap();
+    let executions: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "execution")
+        .collect();
+    assert_eq!(executions.len(), n);
+    let mut audited: Vec<String> = executions
+        .iter()
+        .map(|e| e["item"].as_str().unwrap().to_string())
+        .collect();
+    audited.sort();
+    let mut pinned = items.clone();
+    pinned.sort();
+    assert_eq!(audited, pinned);
+    assert!(executions.iter().all(|e| e["undo_available"] == true));
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+
+    // A second answer is 409 and says who decided, where and when.
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "reject"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    assert!(body["error"].as_str().unwrap().contains("phone"), "{body}");
+    assert_eq!(body["approval"]["responded_by"], "phone");
+    assert_eq!(body["approval"]["surface"], "api");
+
+    // The resumed run continued from the real result.
+    let reply = eventually("the resumed run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.starts_with("Done").then_some(r)
+        }
+    })
+    .await;
+    assert_eq!(reply, format!("Done: moved {n} emails to Trash."));
+    assert_eq!(snapshot(&world.maildir), after, "something ran twice");
+
+    // The model saw the manifests' tools as functions and JSON-object tool results.
+    let requests = model.requests.lock().unwrap().clone();
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"trash_email") && tools.contains(&"search_inbox"));
+    assert!(requests.iter().any(|r| r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "tool")));
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trash_flow_on_the_demo_mailbox() {
+    let model =
+        ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
+    let world = World::new(&model.base_url);
+    let written = iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    assert!(written > 0);
+    trash_flow(world, model, "trash the promo emails from this week").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_trash_flow_on_real_mail() {
+    let Some(corpora) = std::env::var_os("IRIS_CORPORA") else {
+        eprintln!("skipped: IRIS_CORPORA is not set (the test command sets it when ../shared/corpora exists)");
+        return;
+    };
+    let model = ModelServer::start(&script(json!({"query": "notmuch", "limit": 3}))).await;
+    let world = World::new(&model.base_url);
+    let copied = copy_messages(
+        &std::path::Path::new(&corpora).join("notmuch-default/cur"),
+        &world.maildir,
+    );
+    assert_eq!(copied, 53);
+    trash_flow(world, model, "trash the three newest notmuch emails").await;
+}

@@ -1,0 +1,276 @@
+//! Test support: a scripted OpenAI-compatible model server on loopback, the real `iris` binary
+//! started on port 0 against a temp SQLite database and a Maildir, and small HTTP helpers.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use iris_core::model::{Message, ToolCall};
+use iris_core::scripted::ScriptedModel;
+use serde_json::{json, Value};
+
+/// A scripted model served over the OpenAI chat-completions protocol.
+pub struct ModelServer {
+    /// `http://127.0.0.1:PORT/v1`.
+    pub base_url: String,
+    /// Every request body received, in order.
+    pub requests: Arc<Mutex<Vec<Value>>>,
+}
+
+#[derive(Clone)]
+struct ModelState {
+    script: Arc<ScriptedModel>,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+/// OpenAI messages back into the core's transcript (the inverse of the server's adapter).
+fn to_core(messages: &[Value]) -> Vec<Message> {
+    messages
+        .iter()
+        .map(|m| {
+            let text = m["content"].as_str().map(str::to_string);
+            match m["role"].as_str().unwrap_or_default() {
+                "system" => Message::System {
+                    content: text.unwrap_or_default(),
+                },
+                "user" => Message::User {
+                    content: text.unwrap_or_default(),
+                },
+                "assistant" => Message::Assistant {
+                    content: text,
+                    tool_calls: m["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| ToolCall {
+                            id: c["id"].as_str().unwrap_or_default().to_string(),
+                            name: c["function"]["name"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_string(),
+                            arguments: serde_json::from_str(
+                                c["function"]["arguments"].as_str().unwrap_or("{}"),
+                            )
+                            .expect("arguments are JSON text"),
+                        })
+                        .collect(),
+                },
+                "tool" => Message::Tool {
+                    tool_call_id: m["tool_call_id"].as_str().unwrap_or_default().to_string(),
+                    content: serde_json::from_str(
+                        m["content"].as_str().expect("tool content is text"),
+                    )
+                    .expect("tool content is JSON"),
+                },
+                other => panic!("unexpected role {other}"),
+            }
+        })
+        .collect()
+}
+
+async fn completions(State(state): State<ModelState>, Json(body): Json<Value>) -> Json<Value> {
+    state.requests.lock().unwrap().push(body.clone());
+    let messages = to_core(body["messages"].as_array().expect("messages"));
+    let turn = state.script.next_turn(&messages);
+    let tool_calls: Vec<Value> = turn
+        .tool_calls
+        .iter()
+        .map(|c| {
+            json!({"id": c.id, "type": "function",
+                   "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": turn.content});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    Json(json!({
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    }))
+}
+
+impl ModelServer {
+    /// Starts the scripted server on a free loopback port.
+    pub async fn start(script_yaml: &str) -> ModelServer {
+        let state = ModelState {
+            script: Arc::new(ScriptedModel::from_yaml(script_yaml).expect("script parses")),
+            requests: Arc::new(Mutex::new(Vec::new())),
+        };
+        let requests = state.requests.clone();
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        ModelServer {
+            base_url: format!("http://{addr}/v1"),
+            requests,
+        }
+    }
+}
+
+/// A running `iris serve` process.
+pub struct Iris {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Drop for Iris {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Everything a test server needs on disk.
+pub struct World {
+    /// Temp root.
+    pub dir: tempfile::TempDir,
+    /// The Maildir.
+    pub maildir: PathBuf,
+    /// `sqlite://…`.
+    pub database_url: String,
+    /// `openai:…`.
+    pub model: String,
+}
+
+impl World {
+    /// A temp world with an empty Maildir and a database path.
+    pub fn new(model_base: &str) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let maildir = dir.path().join("Maildir");
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(maildir.join(sub)).unwrap();
+        }
+        let database_url = format!("sqlite://{}", dir.path().join("iris.db").display());
+        World {
+            dir,
+            maildir,
+            database_url,
+            model: format!("openai:{model_base}"),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_iris"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("IRIS_DATABASE_URL", &self.database_url)
+            .env("IRIS_MAILDIR", &self.maildir)
+            .env("IRIS_MODEL", &self.model)
+            .env("IRIS_MODEL_NAME", "scripted")
+            .env("IRIS_BIND", "127.0.0.1:0")
+            .env("IRIS_CONFIG", self.dir.path().join("iris.toml"))
+            .env("RUST_LOG", "warn");
+        c
+    }
+
+    /// Starts `iris serve` and waits for its "listening" line.
+    pub fn start(&self) -> Iris {
+        let mut child = self
+            .command(&["serve"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("iris starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("iris printed its address before exiting")
+                .unwrap();
+            if let Some(rest) = line.strip_prefix("iris listening on ") {
+                break rest.trim().to_string();
+            }
+        };
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Iris { child, url }
+    }
+
+    /// `iris devices add`; returns the token (the last line).
+    pub fn add_device(&self, name: &str, scope: &str) -> String {
+        let out = self
+            .command(&["devices", "add", "--name", name, "--scope", scope])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+}
+
+/// Copies a Maildir's `cur/` messages into `dest` (a Maildir with cur/new/tmp).
+pub fn copy_messages(from_cur: &Path, dest: &Path) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(from_cur).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dest.join("cur").join(entry.file_name())).unwrap();
+        n += 1;
+    }
+    n
+}
+
+/// Every message file under a Maildir (in a `cur/` or `new/` folder), relative path → bytes.
+pub fn snapshot(maildir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else if matches!(
+                p.parent()
+                    .and_then(|d| d.file_name())
+                    .and_then(|n| n.to_str()),
+                Some("cur" | "new")
+            ) {
+                out.insert(
+                    p.strip_prefix(root).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(maildir, maildir, &mut out);
+    out
+}
+
+/// Polls `check` until it returns `Some`, up to 30 s (the server resumes runs in the
+/// background; this waits on observable state, with a deadline, not a fixed sleep).
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
