@@ -9,7 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/setup.sh"
 cd "$IRIS_ROOT"
 
-# Builds must not see a LEPTOS_OUTPUT_NAME (see build-site.sh); the browser tests get it below.
+# Builds must not see a LEPTOS_OUTPUT_NAME (see build-site.sh); the server gets it at run time.
 unset LEPTOS_OUTPUT_NAME
 
 # The shared mail corpora, when they are beside the repo (tests named corpus_* skip without).
@@ -56,12 +56,8 @@ step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 
 if step "site build" bash "$here/build-site.sh"; then
   if [ -f end2end/package.json ]; then
-    # The server that playwright.config starts gets the site's location from these.
-    e2e() (
-      cd "$IRIS_ROOT/end2end"
-      LEPTOS_SITE_ROOT="$IRIS_ROOT/target/site" LEPTOS_SITE_PKG_DIR=pkg LEPTOS_OUTPUT_NAME=iris \
-        npx playwright test
-    )
+    # end2end/playwright.config.ts starts target/debug/iris serve --demo on its own port.
+    e2e() (cd "$IRIS_ROOT/end2end" && npx playwright test)
     step "playwright" e2e || true
   else
     skip "playwright" "no end2end/package.json"

@@ -125,6 +125,9 @@ pub fn ApprovalCard(
     });
 
     let undo = undo_sentence(&card);
+    // The undo sentence matters while the call may still run or after it ran, not after a "no".
+    let undo_applies = pending
+        || (approval.status == ApprovalStatus::Approved && approval.execution != Execution::Failed);
     let args = exact_args(&approval);
     let expires_at = approval.expires_at;
     let created_at = approval.created_at;
@@ -158,7 +161,9 @@ pub fn ApprovalCard(
                 state.show_call.set(details.open());
             }
         >
-            <summary data-testid="exact-call-toggle">"Show exact call"</summary>
+            <summary data-testid="exact-call-toggle">
+                {move || if state.show_call.get() { "Hide exact call" } else { "Show exact call" }}
+            </summary>
             <div class="exact-call-body" data-testid="exact-call">
                 <p class="exact-tool"><span class="label">"Tool "</span><code>{approval.tool.clone()}</code></p>
                 <pre class="exact-args"><code>{args}</code></pre>
@@ -273,7 +278,7 @@ pub fn ApprovalCard(
                 <h3 class="card-title" id=title_id>{card.title.clone()}</h3>
             </header>
             {lines}
-            {undo.map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
+            {undo.clone().filter(|_| undo_applies).map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
             <p class="card-asked" data-testid="card-asked">
                 <span class="label">"You asked: "</span>
                 <q>{card.request.clone()}</q>

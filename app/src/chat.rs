@@ -204,7 +204,7 @@ fn line_body(line: &ChatLine) -> AnyView {
     let link = move || {
         view! {
             <A href=href.clone() attr:class="card-link" attr:data-testid="chat-approval-link">
-                "Review the card"
+                "open the card"
             </A>
         }
     };

@@ -48,7 +48,28 @@ fn how_many(value: &Value) -> Option<usize> {
 pub fn result_summary(result: &Value) -> Option<String> {
     let object = result.as_object()?;
     if let Some(n) = object.get("trashed").and_then(how_many) {
-        return Some(format!("Moved {} to Trash", count(n, "email", "emails")));
+        let mut sentence = format!("Moved {} to Trash", count(n, "email", "emails"));
+        let not_moved = object
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|i| {
+                        i.get("status")
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| s != "trashed")
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if not_moved > 0 {
+            sentence.push_str(&format!(
+                "; {} not moved",
+                count(not_moved, "email was", "emails were")
+            ));
+        }
+        return Some(sentence);
     }
     if let Some(n) = object.get("restored").and_then(how_many) {
         return Some(format!(
@@ -179,6 +200,15 @@ mod tests {
         assert_eq!(
             result_summary(&json!({"trashed": 1})).as_deref(),
             Some("Moved 1 email to Trash")
+        );
+        assert_eq!(
+            result_summary(&json!({"trashed": 2, "items": [
+                {"id": "a", "status": "trashed"},
+                {"id": "b", "status": "trashed"},
+                {"id": "c", "status": "missing"}
+            ]}))
+            .as_deref(),
+            Some("Moved 2 emails to Trash; 1 email was not moved")
         );
         assert_eq!(result_summary(&json!({"other": true})), None);
         assert_eq!(result_summary(&json!([1])), None);

@@ -119,12 +119,13 @@ impl Settings {
     ///
     /// # Errors
     /// A figment error naming the bad key and value.
-    pub fn load() -> Result<Settings, figment::Error> {
+    pub fn load() -> Result<Settings, Box<figment::Error>> {
         let path = std::env::var("IRIS_CONFIG").unwrap_or_else(|_| "iris.toml".into());
         Figment::new()
             .merge(Toml::file(path))
             .merge(Env::prefixed("IRIS_").ignore(&["CONFIG", "URL", "TOKEN"]))
             .extract()
+            .map_err(Box::new)
     }
 }
 
@@ -133,6 +134,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::result_large_err)]
     fn file_then_environment() {
         figment::Jail::expect_with(|jail| {
             jail.create_file(
@@ -141,7 +143,7 @@ mod tests {
             )?;
             jail.set_env("IRIS_DESTRUCTIVE_TTL_SECS", "120");
             jail.set_env("IRIS_APPROVALS_ENABLED", "false");
-            let s = Settings::load()?;
+            let s = Settings::load().map_err(|e| *e)?;
             assert_eq!(s.bind, "127.0.0.1:4000");
             assert_eq!(s.destructive_ttl_secs, 120);
             assert!(!s.approvals_enabled);

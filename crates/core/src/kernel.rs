@@ -37,12 +37,12 @@ pub enum RespondError {
     #[error("approval `{0}` does not exist")]
     NotFound(String),
     /// Someone answered first (409); carries the row as it stands.
-    #[error("approval `{}` was already {} by {} via {} at {}", .0.id, .0.status.as_str(),
-        .0.responded_by.as_deref().unwrap_or("?"), .0.surface.as_deref().unwrap_or("?"),
-        .0.responded_at.map(|t| t.to_rfc3339()).unwrap_or_default())]
+    #[error("This was already {} by {} via {} at {}.", .0.status.as_str(),
+        .0.responded_by.as_deref().unwrap_or("someone"), .0.surface.as_deref().unwrap_or("an unknown surface"),
+        .0.responded_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default())]
     AlreadyDecided(Box<Approval>),
     /// The row lapsed unanswered (410).
-    #[error("approval `{}` expired at {}; nothing was changed", .0.id, .0.expires_at.to_rfc3339())]
+    #[error("This approval expired at {} and can no longer be answered; nothing was changed.", .0.expires_at.format("%Y-%m-%d %H:%M:%S UTC"))]
     Expired(Box<Approval>),
     /// Storage failed; nothing was decided (500).
     #[error(transparent)]

@@ -595,7 +595,8 @@ fn folder_dir(dir: &Path, folder: &str) -> std::path::PathBuf {
     }
 }
 
-/// Subjects of the demo promotions dated within 7 days of `now` (for tests and the demo model).
+/// Subjects of the demo promotions dated within 7 days of `now`, newest first (for tests and
+/// the demo model's script): the first five entries of the mailbox.
 pub fn promotions_this_week() -> Vec<&'static str> {
-    MAILBOX[..5].iter().map(|m| m.subject).collect()
+    MAILBOX.iter().take(5).map(|m| m.subject).collect()
 }

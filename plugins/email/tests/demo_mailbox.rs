@@ -75,18 +75,22 @@ async fn demo_promotions_this_week() {
         .collect();
     assert_eq!(threads.len(), 1, "{t}");
 
-    // Trash this week's promotions and get them back.
-    let ids: Vec<String> = hits(&r).into_iter().map(|(i, _)| i).collect();
-    let promo_ids: Vec<String> =
-        hits(&search(&p, json!({"category": "promotions", "since_days": 7})).await)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
-    let d =
-        iris_core::plugin::Plugin::describe(&p, "trash_email", &json!({"ids": promo_ids}), &ctx())
-            .await
-            .unwrap();
+    // The card for "trash this week's promos" names all five, sender first.
+    let promo_ids: Vec<String> = hits(&r).into_iter().map(|(i, _)| i).collect();
+    let d = iris_core::plugin::Plugin::describe(
+        &p,
+        "trash_email",
+        &json!({ "ids": promo_ids }),
+        &ctx(),
+    )
+    .await
+    .unwrap();
     assert_eq!(d.title, "Trash 5 emails");
-    assert!(d.lines[0].contains("Northwind Outfitters"), "{:?}", d.lines);
-    assert!(!ids.is_empty());
+    assert_eq!(d.items, promo_ids);
+    assert!(
+        d.lines[0]
+            .starts_with("20% off winter jackets — this weekend only — Northwind Outfitters, "),
+        "{:?}",
+        d.lines
+    );
 }

@@ -91,8 +91,8 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
     }
     let title = count_phrase("Trash", ids.len());
     let undo_note = format!(
-        "You can restore {} from Trash for {UNDO_WINDOW_DAYS} days (restore_email).",
-        if ids.len() == 1 { "it" } else { "them" }
+        "You can restore {} from Trash for {UNDO_WINDOW_DAYS} days.",
+        if ids.len() == 1 { "it" } else { "these" }
     );
     Ok(Description {
         action: title.clone(),

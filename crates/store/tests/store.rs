@@ -1,6 +1,13 @@
-//! `SqliteStore` against real SQLite files: the database itself refuses changing what was
-//! approved (DESIGN §2, §6), compare-and-set writes have exactly one winner (DESIGN §3, §8),
-//! and corrupt rows fail closed.
+//! The store suite, run against both engines: every test body below is written once over the
+//! engine-neutral [`Store`] and run twice, as `sqlite::NAME` (a fresh SQLite file) and
+//! `postgres::NAME` (a fresh PostgreSQL database). Together they show that the database itself
+//! refuses changing what was approved (DESIGN §2, §6), that compare-and-set writes have exactly
+//! one winner (DESIGN §3, §8), that corrupt rows fail closed, and that both engines behave alike.
+//!
+//! PostgreSQL: each test creates its own database `iris_test_<random>` through the admin url in
+//! `IRIS_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) and drops it
+//! at the end (best effort). When the server is unreachable the PostgreSQL tests fail, saying how
+//! to start it; they never pass silently.
 
 use std::sync::Arc;
 
@@ -12,25 +19,243 @@ use iris_core::ports::{
     Ledger, NewApproval, NewAuditEntry, QueueStore, Response, Scope, StoreError,
 };
 use iris_core::wire::{ApprovalKind, ApprovalStatus, AuditKind, Card, ChatLine, Effect, Execution};
-use iris_store::SqliteStore;
+use iris_store::{PgStore, SqliteStore, Store};
 use serde_json::json;
+use sqlx::{Connection, PgConnection};
 use tempfile::TempDir;
 use tokio::sync::Barrier;
+
+// ---------------------------------------------------------------------------------------------
+// The two engines.
+// ---------------------------------------------------------------------------------------------
+
+/// Where the PostgreSQL tests create their databases when `IRIS_TEST_POSTGRES_URL` is unset.
+const DEFAULT_POSTGRES_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// Which engine a test body runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh, empty database of one engine, removed when dropped.
+struct TestDb {
+    /// The store on it (schema migrated).
+    store: Store,
+    /// Its url, to connect again.
+    url: String,
+    /// Removes the database: the temporary directory of the SQLite file, or the PostgreSQL
+    /// database. Declared last, so it is dropped after the store.
+    _cleanup: Cleanup,
+}
+
+/// What removes a test database when dropped (held only for its `Drop`).
+#[allow(dead_code)]
+enum Cleanup {
+    Dir(TempDir),
+    Database(DropDatabase),
+}
+
+impl Engine {
+    /// A fresh database: for SQLite a file in its own temporary directory (a nested path, so the
+    /// parent directories are created by `connect`); for PostgreSQL a new database.
+    async fn open(self) -> TestDb {
+        match self {
+            Engine::Sqlite => {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let url = format!("sqlite://{}/nested/data/iris.db", dir.path().display());
+                let store = Store::connect(&url).await.expect("connect");
+                assert!(store.as_sqlite().is_some());
+                TestDb {
+                    store,
+                    url,
+                    _cleanup: Cleanup::Dir(dir),
+                }
+            }
+            Engine::Postgres => {
+                let (url, guard) = fresh_postgres_database().await;
+                let store = Store::connect(&url).await.expect("connect");
+                assert!(store.as_postgres().is_some());
+                TestDb {
+                    store,
+                    url,
+                    _cleanup: Cleanup::Database(guard),
+                }
+            }
+        }
+    }
+
+    /// The SQL spelling for this engine, where the two differ.
+    fn pick(self, sqlite: &'static str, postgres: &'static str) -> &'static str {
+        match self {
+            Engine::Sqlite => sqlite,
+            Engine::Postgres => postgres,
+        }
+    }
+}
+
+/// The admin url the PostgreSQL tests create databases through.
+fn postgres_admin_url() -> String {
+    std::env::var("IRIS_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| DEFAULT_POSTGRES_ADMIN_URL.to_owned())
+}
+
+/// `url` naming database `name` instead of its own (query parameters kept).
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority = base.find("://").map_or(0, |i| i + 3);
+    let path = base[authority..]
+        .find('/')
+        .map_or(base.len(), |i| authority + i);
+    let mut named = format!("{}/{name}", &base[..path]);
+    if let Some(query) = query {
+        named.push('?');
+        named.push_str(query);
+    }
+    named
+}
+
+/// Connects to the admin database, failing the test with how to start PostgreSQL.
+async fn admin_connection(admin_url: &str) -> PgConnection {
+    match PgConnection::connect(admin_url).await {
+        Ok(conn) => conn,
+        Err(e) => panic!(
+            "PostgreSQL is not reachable at {admin_url}: {e}\n\
+             The PostgreSQL half of the store suite needs a running server. Start it with\n    \
+             pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n\
+             or set IRIS_TEST_POSTGRES_URL to the admin url of a server where this user may \
+             CREATE DATABASE."
+        ),
+    }
+}
+
+/// Creates `iris_test_<random>` and returns its url and the guard that drops it.
+async fn fresh_postgres_database() -> (String, DropDatabase) {
+    let admin_url = postgres_admin_url();
+    let mut admin = admin_connection(&admin_url).await;
+    let name = format!("iris_test_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("creating the test database {name} via {admin_url}: {e}"));
+    let _ = admin.close().await;
+    let url = with_database(&admin_url, &name);
+    (url, DropDatabase { admin_url, name })
+}
+
+/// Drops a test database when the test ends, passed or failed (best effort: a failure to drop
+/// is ignored, and leaves an `iris_test_…` database behind).
+struct DropDatabase {
+    admin_url: String,
+    name: String,
+}
+
+impl Drop for DropDatabase {
+    fn drop(&mut self) {
+        let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
+        // The test's own runtime is shutting down or blocked in this drop: use a thread with a
+        // runtime of its own. `WITH (FORCE)` ends the connections the store's pool still holds.
+        let dropper = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut conn = PgConnection::connect(&admin_url).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()?;
+                conn.close().await.ok()
+            })
+        });
+        let _ = dropper.join();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw SQL on either engine (for what the store's API cannot do: forging and corrupting rows).
+// ---------------------------------------------------------------------------------------------
+
+/// Runs one raw statement; the number of rows it changed.
+async fn exec(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
+    match store {
+        Store::Sqlite(s) => sqlx::query(sql)
+            .execute(s.pool())
+            .await
+            .map(|d| d.rows_affected()),
+        Store::Postgres(s) => sqlx::query(sql)
+            .execute(s.pool())
+            .await
+            .map(|d| d.rows_affected()),
+    }
+}
+
+/// Runs raw inserts with the `approvals.kind` check constraint lifted, to plant a corrupt row.
+async fn exec_without_check_constraints(store: &Store, statements: &[String]) {
+    match store {
+        Store::Sqlite(s) => {
+            let mut conn = s.pool().acquire().await.expect("conn");
+            sqlx::query("PRAGMA ignore_check_constraints = ON")
+                .execute(&mut *conn)
+                .await
+                .expect("pragma");
+            for sql in statements {
+                sqlx::query(sql)
+                    .execute(&mut *conn)
+                    .await
+                    .expect("raw insert");
+            }
+            sqlx::query("PRAGMA ignore_check_constraints = OFF")
+                .execute(&mut *conn)
+                .await
+                .expect("pragma");
+        }
+        Store::Postgres(s) => {
+            let mut tx = s.pool().begin().await.expect("begin");
+            sqlx::query("ALTER TABLE approvals DROP CONSTRAINT approvals_kind_check")
+                .execute(&mut *tx)
+                .await
+                .expect("drop check");
+            for sql in statements {
+                sqlx::query(sql)
+                    .execute(&mut *tx)
+                    .await
+                    .expect("raw insert");
+            }
+            sqlx::query(
+                "ALTER TABLE approvals ADD CONSTRAINT approvals_kind_check \
+                 CHECK (kind IN ('destructive', 'pinned_write', 'evaluator')) NOT VALID",
+            )
+            .execute(&mut *tx)
+            .await
+            .expect("restore check");
+            tx.commit().await.expect("commit");
+        }
+    }
+}
+
+/// Closes the store's pool (every clone shares it).
+async fn close(store: &Store) {
+    match store {
+        Store::Sqlite(s) => s.pool().close().await,
+        Store::Postgres(s) => s.pool().close().await,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures.
+// ---------------------------------------------------------------------------------------------
 
 /// A fixed "now" for the tests (no wall clock in the assertions).
 fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0)
         .single()
         .expect("valid time")
-}
-
-/// A fresh database file in its own temporary directory (a nested path, so the parent
-/// directories are created by `connect`).
-async fn open() -> (SqliteStore, TempDir, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}/nested/data/iris.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.expect("connect");
-    (store, dir, url)
 }
 
 /// A destructive `trash_email` request for `ids`, written at `t0`, lapsing an hour later.
@@ -75,7 +300,7 @@ fn response(status: ApprovalStatus, by: &str, at: DateTime<Utc>) -> Response {
 }
 
 /// Inserts a request and approves it at `t0 + 1 min`.
-async fn approved(store: &SqliteStore, id: &str) -> NewApproval {
+async fn approved(store: &Store, id: &str) -> NewApproval {
     let row = trash_request(id, &["m1", "m2"]);
     store.insert(&row).await.expect("insert");
     let won = store
@@ -123,25 +348,28 @@ fn checkpoint(approval_id: &str) -> Checkpoint {
 }
 
 /// Runs raw SQL and returns the database's refusal message, failing the test if it ran.
-async fn refused(store: &SqliteStore, sql: &str) -> String {
-    match sqlx::query(sql).execute(store.pool()).await {
-        Ok(done) => panic!(
-            "the database accepted `{sql}` ({} rows)",
-            done.rows_affected()
-        ),
+async fn refused(store: &Store, sql: &str) -> String {
+    match exec(store, sql).await {
+        Ok(rows) => panic!("the database accepted `{sql}` ({rows} rows)"),
         Err(e) => e.to_string(),
     }
 }
 
 /// The raw text of one column of an approval row.
-async fn raw_column(store: &SqliteStore, id: &str, column: &str) -> Option<String> {
-    sqlx::query_scalar::<_, Option<String>>(&format!(
-        "SELECT CAST({column} AS TEXT) FROM approvals WHERE id = ?"
-    ))
-    .bind(id)
-    .fetch_one(store.pool())
-    .await
-    .expect("read column")
+async fn raw_column(store: &Store, id: &str, column: &str) -> Option<String> {
+    let sql = format!("SELECT CAST({column} AS TEXT) FROM approvals WHERE id = $1");
+    match store {
+        Store::Sqlite(s) => sqlx::query_scalar::<_, Option<String>>(&sql)
+            .bind(id)
+            .fetch_one(s.pool())
+            .await
+            .expect("read column"),
+        Store::Postgres(s) => sqlx::query_scalar::<_, Option<String>>(&sql)
+            .bind(id)
+            .fetch_one(s.pool())
+            .await
+            .expect("read column"),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,8 +378,9 @@ async fn raw_column(store: &SqliteStore, id: &str, column: &str) -> Option<Strin
 
 /// Asserts that `UPDATE approvals SET {column} = {value}` is refused on a pending row and on an
 /// approved one, naming the rule and the column, and that the stored value did not change.
-async fn assert_column_immutable(column: &str, value: &str) {
-    let (store, _dir, _) = open().await;
+async fn assert_column_immutable(engine: Engine, column: &str, value: &str) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("a1", &["m1"]))
         .await
@@ -173,78 +402,72 @@ async fn assert_column_immutable(column: &str, value: &str) {
     }
 }
 
-#[tokio::test]
-async fn id_is_immutable() {
-    assert_column_immutable("id", "'forged'").await;
+async fn id_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "id", "'forged'").await;
 }
 
-#[tokio::test]
-async fn kind_is_immutable() {
-    assert_column_immutable("kind", "'evaluator'").await;
+async fn kind_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "kind", "'evaluator'").await;
 }
 
-#[tokio::test]
-async fn tool_is_immutable() {
-    assert_column_immutable("tool", "'delete_everything'").await;
+async fn tool_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "tool", "'delete_everything'").await;
 }
 
-#[tokio::test]
-async fn args_are_immutable() {
-    assert_column_immutable("args", r#"'{"ids":["m1","m9"]}'"#).await;
+async fn args_are_immutable(engine: Engine) {
+    assert_column_immutable(engine, "args", r#"'{"ids":["m1","m9"]}'"#).await;
 }
 
-#[tokio::test]
-async fn args_canonical_is_immutable() {
-    assert_column_immutable("args_canonical", r#"'{"ids":["m9"]}'"#).await;
+async fn args_canonical_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "args_canonical", r#"'{"ids":["m9"]}'"#).await;
 }
 
-#[tokio::test]
-async fn call_hash_is_immutable() {
-    assert_column_immutable("call_hash", "'00'").await;
+async fn call_hash_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "call_hash", "'00'").await;
 }
 
-#[tokio::test]
-async fn items_are_immutable() {
-    assert_column_immutable("items", r#"'["m9"]'"#).await;
+async fn items_are_immutable(engine: Engine) {
+    assert_column_immutable(engine, "items", r#"'["m9"]'"#).await;
 }
 
-#[tokio::test]
-async fn card_is_immutable() {
-    assert_column_immutable("card", "json_set(card, '$.title', 'Trash 1 email')").await;
+async fn card_is_immutable(engine: Engine) {
+    let edit = engine.pick(
+        "json_set(card, '$.title', 'Trash 1 email')",
+        "jsonb_set(card::jsonb, '{title}', '\"Trash 1 email\"')::text",
+    );
+    assert_column_immutable(engine, "card", edit).await;
 }
 
-#[tokio::test]
-async fn run_id_is_immutable() {
-    assert_column_immutable("run_id", "'run-other'").await;
+async fn run_id_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "run_id", "'run-other'").await;
 }
 
-#[tokio::test]
-async fn context_summary_is_immutable() {
-    assert_column_immutable("context_summary", "'delete everything'").await;
+async fn context_summary_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "context_summary", "'delete everything'").await;
 }
 
-#[tokio::test]
-async fn created_at_is_immutable() {
-    assert_column_immutable("created_at", "'2026-03-01T10:00:00.000000000Z'").await;
+async fn created_at_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "created_at", "'2026-03-01T10:00:00.000000000Z'").await;
 }
 
-#[tokio::test]
-async fn expires_at_is_immutable() {
-    assert_column_immutable("expires_at", "'2099-01-01T00:00:00.000000000Z'").await;
+async fn expires_at_is_immutable(engine: Engine) {
+    assert_column_immutable(engine, "expires_at", "'2099-01-01T00:00:00.000000000Z'").await;
 }
 
-#[tokio::test]
-async fn mutable_bookkeeping_columns_still_update() {
+async fn mutable_bookkeeping_columns_still_update(engine: Engine) {
     // Control for the tests above: the refusal is specific to request terms.
-    let (store, _dir, _) = open().await;
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("a1", &["m1"]))
         .await
         .expect("insert");
-    sqlx::query("UPDATE approvals SET resume_error = 'boom' WHERE id = 'a1'")
-        .execute(store.pool())
-        .await
-        .expect("resume_error is not a request term");
+    exec(
+        &store,
+        "UPDATE approvals SET resume_error = 'boom' WHERE id = 'a1'",
+    )
+    .await
+    .expect("resume_error is not a request term");
     store.set_resume_error("a1", None).await.expect("clear");
     let row = store.get("a1").await.expect("get").expect("row");
     assert_eq!(row.resume_error, None);
@@ -254,9 +477,9 @@ async fn mutable_bookkeeping_columns_still_update() {
 // The response is written once; nothing is deleted; the audit log is append-only.
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn response_is_written_once() {
-    let (store, _dir, _) = open().await;
+async fn response_is_written_once(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     approved(&store, "a1").await;
     for assignment in [
         "status = 'rejected'",
@@ -292,9 +515,9 @@ async fn response_is_written_once() {
     assert!(!late);
 }
 
-#[tokio::test]
-async fn a_pending_row_takes_a_response_only_with_its_decision() {
-    let (store, _dir, _) = open().await;
+async fn a_pending_row_takes_a_response_only_with_its_decision(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("a1", &["m1"]))
         .await
@@ -336,9 +559,9 @@ async fn a_pending_row_takes_a_response_only_with_its_decision() {
     );
 }
 
-#[tokio::test]
-async fn approvals_are_never_deleted() {
-    let (store, _dir, _) = open().await;
+async fn approvals_are_never_deleted(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("a1", &["m1"]))
         .await
@@ -354,9 +577,9 @@ async fn approvals_are_never_deleted() {
     }
 }
 
-#[tokio::test]
-async fn audit_log_is_append_only() {
-    let (store, _dir, _) = open().await;
+async fn audit_log_is_append_only(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     approved(&store, "a1").await;
     let entry = NewAuditEntry {
         approval_id: "a1".to_owned(),
@@ -414,9 +637,9 @@ async fn audit_log_is_append_only() {
 // Queue behaviour.
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn insert_and_get_round_trip() {
-    let (store, _dir, _) = open().await;
+async fn insert_and_get_round_trip(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let request = trash_request("a1", &["m1", "m2", "m3"]);
     store.insert(&request).await.expect("insert");
     let row = store.get("a1").await.expect("get").expect("row");
@@ -440,9 +663,9 @@ async fn insert_and_get_round_trip() {
     );
 }
 
-#[tokio::test]
-async fn insert_refuses_args_that_are_not_what_is_hashed() {
-    let (store, _dir, _) = open().await;
+async fn insert_refuses_args_that_are_not_what_is_hashed(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let mut request = trash_request("a1", &["m1"]);
     request.args_canonical = r#"{"ids":["m2"]}"#.to_owned();
     assert!(matches!(
@@ -459,9 +682,9 @@ async fn insert_refuses_args_that_are_not_what_is_hashed() {
     assert!(store.get("a2").await.expect("get").is_none());
 }
 
-#[tokio::test]
-async fn decide_records_the_response_and_refuses_lapsed_rows() {
-    let (store, _dir, _) = open().await;
+async fn decide_records_the_response_and_refuses_lapsed_rows(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("a1", &["m1"]))
         .await
@@ -526,9 +749,9 @@ async fn decide_records_the_response_and_refuses_lapsed_rows() {
         .is_err());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn fifty_concurrent_decides_have_exactly_one_winner() {
-    let (store, _dir, _) = open().await;
+async fn fifty_concurrent_decides_have_exactly_one_winner(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     // Several rounds, so a lucky interleaving cannot hide a broken compare-and-set.
     for round in 0..3 {
         let id = format!("a{round}");
@@ -569,9 +792,9 @@ async fn fifty_concurrent_decides_have_exactly_one_winner() {
     }
 }
 
-#[tokio::test]
-async fn list_puts_pending_first_oldest_first_then_newest_answer_first() {
-    let (store, _dir, _) = open().await;
+async fn list_puts_pending_first_oldest_first_then_newest_answer_first(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     for (i, id) in ["p-old", "p-new", "d-early", "d-late", "d-mid"]
         .iter()
         .enumerate()
@@ -634,9 +857,9 @@ fn denied(outcome: ClaimOutcome) -> String {
     }
 }
 
-#[tokio::test]
-async fn claim_is_granted_once_for_exactly_the_approved_call() {
-    let (store, _dir, _) = open().await;
+async fn claim_is_granted_once_for_exactly_the_approved_call(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let row = approved(&store, "a1").await;
     let at = t0() + Duration::minutes(2);
     assert_eq!(
@@ -657,9 +880,9 @@ async fn claim_is_granted_once_for_exactly_the_approved_call() {
     assert_eq!(got.execution, Execution::Executing);
 }
 
-#[tokio::test]
-async fn claim_denials_name_the_rule() {
-    let (store, _dir, _) = open().await;
+async fn claim_denials_name_the_rule(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let at = t0() + Duration::minutes(2);
     let row = approved(&store, "approved").await;
     let args = row.args_canonical.clone();
@@ -756,9 +979,9 @@ async fn claim_denials_name_the_rule() {
     assert!(reason.contains("already claimed"), "{reason}");
 }
 
-#[tokio::test]
-async fn the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule() {
-    let (store, _dir, _) = open().await;
+async fn the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("pending", &["m1"]))
         .await
@@ -775,9 +998,9 @@ async fn the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn twenty_concurrent_claims_have_exactly_one_winner() {
-    let (store, _dir, _) = open().await;
+async fn twenty_concurrent_claims_have_exactly_one_winner(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let row = approved(&store, "a1").await;
     let barrier = Arc::new(Barrier::new(20));
     let mut tasks = Vec::new();
@@ -801,9 +1024,9 @@ async fn twenty_concurrent_claims_have_exactly_one_winner() {
     assert_eq!(claimed, 1);
 }
 
-#[tokio::test]
-async fn ledger_outcomes_show_on_the_approval_and_crashes_become_unknown() {
-    let (store, _dir, _) = open().await;
+async fn ledger_outcomes_show_on_the_approval_and_crashes_become_unknown(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let done = approved(&store, "done").await;
     let crashed = approved(&store, "crashed").await;
     let failed = approved(&store, "failed").await;
@@ -891,9 +1114,9 @@ async fn ledger_outcomes_show_on_the_approval_and_crashes_become_unknown() {
 // Checkpoints and resuming exactly once.
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn take_for_resume_has_exactly_one_winner() {
-    let (store, _dir, _) = open().await;
+async fn take_for_resume_has_exactly_one_winner(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     approved(&store, "a1").await;
     let saved = checkpoint("a1");
     store.save(&saved).await.expect("save");
@@ -930,9 +1153,9 @@ async fn take_for_resume_has_exactly_one_winner() {
     assert!(raw_column(&store, "a1", "resumed_at").await.is_some());
 }
 
-#[tokio::test]
-async fn unresumed_lists_only_decided_rows_with_a_waiting_checkpoint() {
-    let (store, _dir, _) = open().await;
+async fn unresumed_lists_only_decided_rows_with_a_waiting_checkpoint(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("pending", &["m1"]))
         .await
@@ -987,20 +1210,20 @@ async fn unresumed_lists_only_decided_rows_with_a_waiting_checkpoint() {
 // Corrupt rows fail closed.
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn a_corrupt_card_is_reported_not_panicked_on() {
-    let (store, _dir, _) = open().await;
+async fn a_corrupt_card_is_reported_not_panicked_on(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("good", &["m1"]))
         .await
         .expect("insert");
-    sqlx::query(
+    exec(
+        &store,
         "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, card, \
          run_id, context_summary, created_at, expires_at) \
          SELECT 'bad', kind, tool, args, args_canonical, call_hash, items, '{\"title\": ', \
          run_id, context_summary, created_at, expires_at FROM approvals WHERE id = 'good'",
     )
-    .execute(store.pool())
     .await
     .expect("raw insert");
     match store.get("bad").await {
@@ -1017,37 +1240,28 @@ async fn a_corrupt_card_is_reported_not_panicked_on() {
     assert!(store.get("good").await.expect("get").is_some());
 }
 
-#[tokio::test]
-async fn unknown_kind_or_bad_times_are_corrupt() {
-    let (store, _dir, _) = open().await;
+async fn unknown_kind_or_bad_times_are_corrupt(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("good", &["m1"]))
         .await
         .expect("insert");
-    let mut conn = store.pool().acquire().await.expect("conn");
-    sqlx::query("PRAGMA ignore_check_constraints = ON")
-        .execute(&mut *conn)
-        .await
-        .expect("pragma");
-    for (id, kind, created) in [
+    let inserts: Vec<String> = [
         ("odd-kind", "'launch_missiles'", "created_at"),
         ("odd-time", "kind", "'yesterday'"),
-    ] {
-        sqlx::query(&format!(
+    ]
+    .iter()
+    .map(|(id, kind, created)| {
+        format!(
             "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, card, \
              run_id, context_summary, created_at, expires_at) \
              SELECT '{id}', {kind}, tool, args, args_canonical, call_hash, items, card, run_id, \
              context_summary, {created}, expires_at FROM approvals WHERE id = 'good'"
-        ))
-        .execute(&mut *conn)
-        .await
-        .expect("raw insert");
-    }
-    sqlx::query("PRAGMA ignore_check_constraints = OFF")
-        .execute(&mut *conn)
-        .await
-        .expect("pragma");
-    drop(conn);
+        )
+    })
+    .collect();
+    exec_without_check_constraints(&store, &inserts).await;
     match store.get("odd-kind").await {
         Err(StoreError::Corrupt { id, reason }) => {
             assert_eq!(id, "odd-kind");
@@ -1064,15 +1278,15 @@ async fn unknown_kind_or_bad_times_are_corrupt() {
     }
 }
 
-#[tokio::test]
-async fn a_corrupt_checkpoint_is_taken_but_never_returned() {
-    let (store, _dir, _) = open().await;
+async fn a_corrupt_checkpoint_is_taken_but_never_returned(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     approved(&store, "a1").await;
-    sqlx::query(
+    exec(
+        &store,
         "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, created_at) \
          VALUES ('cp-bad', 'a1', 'run-a1', 'conv-1', '{\"messages\": [', 'x')",
     )
-    .execute(store.pool())
     .await
     .expect("raw insert");
     match store.take_for_resume("a1").await {
@@ -1088,9 +1302,9 @@ async fn a_corrupt_checkpoint_is_taken_but_never_returned() {
 // Conversations and devices.
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn conversations_keep_transcript_and_lines_in_order() {
-    let (store, _dir, _) = open().await;
+async fn conversations_keep_transcript_and_lines_in_order(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     assert!(store.transcript("c1").await.expect("transcript").is_empty());
     let first = vec![Message::User {
         content: "hello".to_owned(),
@@ -1148,19 +1362,21 @@ async fn conversations_keep_transcript_and_lines_in_order() {
     );
     assert_eq!(lines[1].approval_id.as_deref(), Some("a1"));
 
-    sqlx::query("UPDATE conversations SET transcript = '[{\"role\": \"wizard\"}]' WHERE id = 'c1'")
-        .execute(store.pool())
-        .await
-        .expect("raw update");
+    exec(
+        &store,
+        "UPDATE conversations SET transcript = '[{\"role\": \"wizard\"}]' WHERE id = 'c1'",
+    )
+    .await
+    .expect("raw update");
     assert!(matches!(
         store.transcript("c1").await,
         Err(StoreError::Corrupt { id, .. }) if id == "c1"
     ));
 }
 
-#[tokio::test]
-async fn devices_add_authenticate_list_revoke() {
-    let (store, _dir, _) = open().await;
+async fn devices_add_authenticate_list_revoke(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     let phone = Device {
         name: "phone".to_owned(),
         scope: Scope::Control,
@@ -1249,12 +1465,12 @@ async fn devices_add_authenticate_list_revoke() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Nothing is lost: reopening the same file.
+// Nothing is lost: reopening the same database.
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
-async fn rows_survive_reopening_the_file() {
-    let (store, _dir, url) = open().await;
+async fn rows_survive_reopening_the_database(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
     store
         .insert(&trash_request("pending", &["m1"]))
         .await
@@ -1304,10 +1520,10 @@ async fn rows_survive_reopening_the_file() {
         )
         .await
         .expect("save");
-    store.pool().close().await;
+    close(&store).await;
     drop(store);
 
-    let reopened = SqliteStore::connect(&url).await.expect("reconnect");
+    let reopened = Store::connect(&db.url).await.expect("reconnect");
     let pending = reopened.get("pending").await.expect("get").expect("row");
     assert_eq!(pending.status, ApprovalStatus::Pending);
     let approved_row = reopened.get("approved").await.expect("get").expect("row");
@@ -1334,19 +1550,266 @@ async fn rows_survive_reopening_the_file() {
     );
 }
 
-#[tokio::test]
-async fn in_memory_database_works_with_one_connection() {
-    let store = SqliteStore::connect("sqlite::memory:")
+// ---------------------------------------------------------------------------------------------
+// Both engines behave alike where their defaults differ.
+// ---------------------------------------------------------------------------------------------
+
+async fn instants_round_trip_to_the_nanosecond(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    let mut request = trash_request("a1", &["m1"]);
+    request.created_at = t0() + Duration::nanoseconds(123_456_789);
+    request.expires_at = request.created_at + Duration::hours(1);
+    store.insert(&request).await.expect("insert");
+    let answered = request.created_at + Duration::nanoseconds(1);
+    assert!(store
+        .decide("a1", &response(ApprovalStatus::Approved, "web", answered))
         .await
-        .expect("connect");
+        .expect("decide"));
+    let row = store.get("a1").await.expect("get").expect("row");
+    assert_eq!(row.created_at, request.created_at);
+    assert_eq!(row.responded_at, Some(answered));
+    assert_eq!(
+        raw_column(&store, "a1", "created_at").await.as_deref(),
+        Some("2026-03-01T09:00:00.123456789Z")
+    );
+    // One nanosecond before expiry still counts as in time.
     store
-        .insert(&trash_request("a1", &["m1"]))
+        .insert(&trash_request("a2", &["m2"]))
         .await
         .expect("insert");
-    assert!(store.get("a1").await.expect("get").is_some());
-    let other = SqliteStore::connect("sqlite::memory:")
+    let expiry = t0() + Duration::hours(1);
+    assert!(store
+        .decide(
+            "a2",
+            &response(
+                ApprovalStatus::Approved,
+                "web",
+                expiry - Duration::nanoseconds(1)
+            )
+        )
         .await
-        .expect("connect");
-    assert!(other.get("a1").await.expect("get").is_none());
-    assert_eq!(store.pool().size(), 1);
+        .expect("decide"));
+}
+
+async fn text_orders_by_bytes(engine: Engine) {
+    // Ids and names sort in byte order on both engines, whatever PostgreSQL's default collation.
+    let db = engine.open().await;
+    let store = db.store.clone();
+    for (i, name) in ["alpha", "Émile", "Zed", "bravo"].iter().enumerate() {
+        store
+            .add(
+                &Device {
+                    name: (*name).to_owned(),
+                    scope: Scope::Read,
+                    created_at: t0(),
+                    last_used_at: None,
+                },
+                &format!("hash-{i}"),
+            )
+            .await
+            .expect("add");
+    }
+    let names: Vec<String> = DeviceStore::list(&store)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(names, ["Zed", "alpha", "bravo", "Émile"]);
+    let expiry = t0() + Duration::hours(1);
+    for id in ["b", "B", "a"] {
+        store
+            .insert(&trash_request(id, &["m1"]))
+            .await
+            .expect("insert");
+    }
+    assert_eq!(store.lapsed(expiry).await.expect("lapsed"), ["B", "a", "b"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The suite, once per engine.
+// ---------------------------------------------------------------------------------------------
+
+/// Defines one `#[tokio::test]` per listed body, running it on `$engine`.
+macro_rules! engine_tests {
+    ($engine:expr; $( $(#[$attr:meta])* $name:ident ),* $(,)?) => {
+        $(
+            $(#[$attr])*
+            async fn $name() {
+                super::$name($engine).await;
+            }
+        )*
+    };
+}
+
+/// Every engine-generic test body, with its runtime.
+macro_rules! suite {
+    ($engine:expr) => {
+        engine_tests! { $engine;
+            #[tokio::test] id_is_immutable,
+            #[tokio::test] kind_is_immutable,
+            #[tokio::test] tool_is_immutable,
+            #[tokio::test] args_are_immutable,
+            #[tokio::test] args_canonical_is_immutable,
+            #[tokio::test] call_hash_is_immutable,
+            #[tokio::test] items_are_immutable,
+            #[tokio::test] card_is_immutable,
+            #[tokio::test] run_id_is_immutable,
+            #[tokio::test] context_summary_is_immutable,
+            #[tokio::test] created_at_is_immutable,
+            #[tokio::test] expires_at_is_immutable,
+            #[tokio::test] mutable_bookkeeping_columns_still_update,
+            #[tokio::test] response_is_written_once,
+            #[tokio::test] a_pending_row_takes_a_response_only_with_its_decision,
+            #[tokio::test] approvals_are_never_deleted,
+            #[tokio::test] audit_log_is_append_only,
+            #[tokio::test] insert_and_get_round_trip,
+            #[tokio::test] insert_refuses_args_that_are_not_what_is_hashed,
+            #[tokio::test] decide_records_the_response_and_refuses_lapsed_rows,
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            fifty_concurrent_decides_have_exactly_one_winner,
+            #[tokio::test] list_puts_pending_first_oldest_first_then_newest_answer_first,
+            #[tokio::test] claim_is_granted_once_for_exactly_the_approved_call,
+            #[tokio::test] claim_denials_name_the_rule,
+            #[tokio::test] the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule,
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            twenty_concurrent_claims_have_exactly_one_winner,
+            #[tokio::test] ledger_outcomes_show_on_the_approval_and_crashes_become_unknown,
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            take_for_resume_has_exactly_one_winner,
+            #[tokio::test] unresumed_lists_only_decided_rows_with_a_waiting_checkpoint,
+            #[tokio::test] a_corrupt_card_is_reported_not_panicked_on,
+            #[tokio::test] unknown_kind_or_bad_times_are_corrupt,
+            #[tokio::test] a_corrupt_checkpoint_is_taken_but_never_returned,
+            #[tokio::test] conversations_keep_transcript_and_lines_in_order,
+            #[tokio::test] devices_add_authenticate_list_revoke,
+            #[tokio::test] rows_survive_reopening_the_database,
+            #[tokio::test] instants_round_trip_to_the_nanosecond,
+            #[tokio::test] text_orders_by_bytes,
+        }
+    };
+}
+
+/// The suite on SQLite files, plus what only SQLite has.
+mod sqlite {
+    use super::*;
+
+    suite!(Engine::Sqlite);
+
+    #[tokio::test]
+    async fn in_memory_database_works_with_one_connection() {
+        let store = SqliteStore::connect("sqlite::memory:")
+            .await
+            .expect("connect");
+        store
+            .insert(&trash_request("a1", &["m1"]))
+            .await
+            .expect("insert");
+        assert!(store.get("a1").await.expect("get").is_some());
+        let other = SqliteStore::connect("sqlite::memory:")
+            .await
+            .expect("connect");
+        assert!(other.get("a1").await.expect("get").is_none());
+        assert_eq!(store.pool().size(), 1);
+    }
+
+    #[tokio::test]
+    async fn store_connect_chooses_sqlite_by_scheme() {
+        let store = Store::connect("sqlite::memory:").await.expect("connect");
+        assert_eq!(store.engine(), "sqlite");
+        assert!(store.as_sqlite().is_some());
+        assert!(store.as_postgres().is_none());
+    }
+}
+
+/// The suite on PostgreSQL databases, plus what only PostgreSQL has.
+mod postgres {
+    use super::*;
+
+    suite!(Engine::Postgres);
+
+    #[tokio::test]
+    async fn truncate_is_refused_like_delete() {
+        let db = Engine::Postgres.open().await;
+        approved(&db.store, "a1").await;
+        for (table, rule) in [
+            ("audit_log", "the audit log is append-only"),
+            ("checkpoints", "checkpoints are never deleted"),
+            ("ledger", "ledger entries are never deleted"),
+            ("approvals", "approval rows are never deleted"),
+        ] {
+            let message = refused(&db.store, &format!("TRUNCATE {table} CASCADE")).await;
+            assert!(message.contains(rule), "{table}: {message}");
+        }
+        assert!(db.store.get("a1").await.expect("get").is_some());
+    }
+
+    #[tokio::test]
+    async fn store_connect_chooses_postgres_by_either_scheme() {
+        let (url, _guard) = fresh_postgres_database().await;
+        let store = Store::connect(&url).await.expect("connect");
+        assert_eq!(store.engine(), "postgres");
+        assert!(store.as_postgres().is_some());
+        assert!(store.as_sqlite().is_none());
+        let long = url.replacen("postgres://", "postgresql://", 1);
+        assert!(long.starts_with("postgresql://"), "{long}");
+        let again = Store::connect(&long).await.expect("connect postgresql://");
+        again
+            .insert(&trash_request("a1", &["m1"]))
+            .await
+            .expect("insert");
+        // Migrations ran once: the second connect found the schema in place.
+        assert!(store.get("a1").await.expect("get").is_some());
+        close(&store).await;
+        close(&again).await;
+    }
+
+    #[tokio::test]
+    async fn a_missing_database_is_a_clear_error() {
+        // Reachability first, so an absent server fails with the start-it message.
+        let admin_url = postgres_admin_url();
+        let _ = admin_connection(&admin_url).await.close().await;
+        let url = with_database(&admin_url, "iris_test_does_not_exist");
+        match PgStore::connect(&url).await {
+            Err(StoreError::Backend(message)) => {
+                assert!(message.contains("does not exist"), "{message}");
+                assert!(message.contains("create the database"), "{message}");
+            }
+            other => panic!("expected Backend, got {other:?}"),
+        }
+    }
+}
+
+/// Choosing the engine, without any database.
+mod connect {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unknown_scheme_names_the_setting_and_not_the_password() {
+        for url in ["mysql://iris:s3cret@db/iris", "./data/iris.db", ""] {
+            match Store::connect(url).await {
+                Err(StoreError::Backend(message)) => {
+                    assert!(message.contains("IRIS_DATABASE_URL"), "{message}");
+                    assert!(message.contains("sqlite:"), "{message}");
+                    assert!(message.contains("postgres:"), "{message}");
+                    assert!(!message.contains("s3cret"), "{message}");
+                }
+                other => panic!("{url}: expected Backend, got {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn postgres_errors_never_show_the_password() {
+        // Port 1: nothing listens, the connection is refused at once.
+        match Store::connect("postgres://iris:s3cret@127.0.0.1:1/iris").await {
+            Err(StoreError::Backend(message)) => {
+                assert!(message.contains("connecting to PostgreSQL"), "{message}");
+                assert!(message.contains("iris:***@127.0.0.1:1"), "{message}");
+                assert!(!message.contains("s3cret"), "{message}");
+            }
+            other => panic!("expected Backend, got {other:?}"),
+        }
+    }
 }

@@ -1,0 +1,66 @@
+// Playwright for IRIS approvals: the real Debian Chromium (/usr/bin/chromium), never a
+// downloaded browser (do not run `npx playwright install`), against the built `iris` server in
+// `--demo` mode with a fresh database and Maildir each run.
+//
+// Before running: build the server (`cargo build -p server`) and the site
+// (wasm + wasm-bindgen into target/site/pkg, plus style/iris.css); see the README.
+import { defineConfig } from '@playwright/test';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const PORT = 3210;
+const BASE_URL = `http://127.0.0.1:${PORT}`;
+
+// One fresh folder per run; worker processes inherit it through the environment.
+const runDir =
+  process.env.IRIS_E2E_RUN_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'iris-e2e-'));
+process.env.IRIS_E2E_RUN_DIR = runDir;
+
+export default defineConfig({
+  testDir: './tests',
+  // One server and one demo mailbox shared by every spec: run them one at a time.
+  workers: 1,
+  fullyParallel: false,
+  retries: 0,
+  timeout: 90_000,
+  expect: { timeout: 15_000 },
+  reporter: [['list']],
+  outputDir: './test-results',
+  use: {
+    baseURL: BASE_URL,
+    viewport: { width: 1280, height: 900 },
+    trace: 'retain-on-failure',
+    launchOptions: {
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    },
+  },
+  projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
+  webServer: {
+    command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
+    url: `${BASE_URL}/activity`,
+    reuseExistingServer: false,
+    timeout: 120_000,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: {
+      IRIS_BIND: `127.0.0.1:${PORT}`,
+      IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'iris.db')}`,
+      IRIS_MAILDIR: path.join(runDir, 'Maildir'),
+      LEPTOS_SITE_ROOT: '../target/site',
+      LEPTOS_SITE_PKG_DIR: 'pkg',
+      LEPTOS_OUTPUT_NAME: 'iris',
+      LEPTOS_SITE_ADDR: `127.0.0.1:${PORT}`,
+    },
+  },
+});

@@ -1,0 +1,91 @@
+// Approve: ask in chat, follow the link to the card, read it, confirm in the centred dialog,
+// then see what ran and the assistant's follow-up. Finally "undo that" puts the mail back, so
+// the next spec finds the same promos.
+import { test, expect } from '@playwright/test';
+import {
+  askAndOpenCard,
+  expectDestructiveCard,
+  expectExactCall,
+  shotBothWidths,
+  pageShots,
+  PHONE,
+  DESKTOP,
+  WEEK_PROMOS,
+  watchConsole,
+} from './helpers';
+
+test('approving runs exactly the call on the card and the chat follows up', async ({ page }) => {
+  const problems = watchConsole(page);
+  const { card } = await askAndOpenCard(page);
+  await expectDestructiveCard(card);
+  await expectExactCall(card);
+  await shotBothWidths(page, () => card, 'approve-card');
+  await pageShots(page, 'approve-page');
+
+  const words = `Trash ${WEEK_PROMOS.length} emails`;
+  const action = card.getByTestId('action-button');
+
+  // Escape cancels; focus returns to the action button; nothing was answered.
+  await action.click();
+  const dialog = page.getByRole('dialog');
+  await expect(dialog).toBeVisible();
+  await expect(page.getByTestId('dialog-cancel')).toBeFocused();
+  await page.keyboard.press('Escape');
+  await expect(dialog).toBeHidden();
+  await expect(action).toBeFocused();
+  await expect(card.getByTestId('card-status')).toHaveText('Waiting for you');
+
+  // The dialog repeats the same words, is modal and centred.
+  await action.click();
+  await expect(dialog).toBeVisible();
+  await expect(dialog).toHaveAttribute('aria-modal', 'true');
+  await expect(dialog.getByRole('heading')).toHaveText(`${words}?`);
+  await expect(dialog.getByTestId('dialog-confirm')).toHaveText(words);
+  await expect(dialog.getByRole('listitem')).toHaveCount(WEEK_PROMOS.length);
+  for (const size of [DESKTOP, PHONE]) {
+    await page.setViewportSize(size);
+    const box = (await dialog.boundingBox())!;
+    expect(Math.abs(box.x + box.width / 2 - size.width / 2)).toBeLessThan(4);
+    expect(Math.abs(box.y + box.height / 2 - size.height / 2)).toBeLessThan(4);
+  }
+  await page.setViewportSize(DESKTOP);
+  await shotBothWidths(page, () => page, 'approve-dialog');
+
+  // Only the dialog's confirm approves.
+  await dialog.getByTestId('dialog-confirm').click();
+  await expect(dialog).toBeHidden();
+
+  const outcome = card.getByTestId('outcome');
+  await expect(outcome).toHaveAttribute('data-status', 'approved');
+  await expect(outcome).toContainText('Approved');
+  await expect(outcome).toContainText('via web');
+  const execution = card.getByTestId('outcome-execution');
+  await expect(execution).toHaveAttribute('data-execution', 'executed');
+  await expect(execution).toHaveText(`Moved ${WEEK_PROMOS.length} emails to Trash`);
+  await expect(card.getByTestId('action-button')).toHaveCount(0);
+  await expect(card.getByTestId('reject-button')).toHaveCount(0);
+  await shotBothWidths(page, () => card, 'approve-outcome');
+  await expect(card.getByTestId('card-undo')).toContainText('restore');
+
+  // The resumed run's reply arrives in the chat.
+  await expect(page.getByTestId('chat-line').last()).toContainText(
+    `moved ${WEEK_PROMOS.length} emails to Trash`,
+  );
+  await expect(page.getByTestId('chat-line').last()).toHaveAttribute('data-role', 'assistant');
+
+  // A reload keeps the conversation and the answered card.
+  await page.reload();
+  await expect(page.getByTestId('chat-line').filter({ hasText: 'emails to Trash' })).toHaveCount(1);
+  await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
+
+  // Undo (restore_email: write, no approval) puts them back.
+  const input = page.getByTestId('chat-input');
+  await expect(input).toBeEditable();
+  await input.fill('undo that');
+  await page.getByTestId('chat-send').click();
+  await expect(page.getByTestId('chat-line').last()).toContainText(
+    `Restored ${WEEK_PROMOS.length} emails`,
+  );
+
+  expect(problems, 'no console errors or warnings').toEqual([]);
+});
