@@ -7,7 +7,7 @@ use chrono::Utc;
 use clap::Subcommand;
 use iris_core::ports::{Device, DeviceStore, Scope};
 use iris_core::wire::{Approval, ApprovalList, ChatResponse, ErrorBody, RespondResponse};
-use iris_store::SqliteStore;
+use iris_store::Store;
 use serde_json::json;
 
 use crate::auth;
@@ -63,9 +63,9 @@ pub enum ApprovalsCommand {
     },
 }
 
-async fn open_store() -> anyhow::Result<SqliteStore> {
+async fn open_store() -> anyhow::Result<Store> {
     let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
-    SqliteStore::connect(&settings.database_url)
+    Store::connect(&settings.database_url)
         .await
         .with_context(|| format!("opening the database {}", settings.database_url))
 }

@@ -13,7 +13,7 @@ use iris_core::kernel::Governance;
 use iris_core::plugin::Plugin;
 use iris_core::ports::{Device, DeviceStore, Scope, SystemClock};
 use iris_email::{AccountConfig, AccountKind, EmailPlugin};
-use iris_store::SqliteStore;
+use iris_store::Store;
 use leptos::config::LeptosOptions;
 
 use crate::auth;
@@ -31,7 +31,7 @@ pub struct AppState {
     /// The governance kernel (queue, ledger, audit, checkpoints).
     pub governance: Governance,
     /// The store (also the device table).
-    pub store: SqliteStore,
+    pub store: Store,
     /// The channel router.
     pub events: ChannelRouter,
     /// In `--demo`: the token a browser without credentials is signed in with.
@@ -80,7 +80,7 @@ pub async fn build(
             settings.maildir = Some(demo_dir().join("demo-maildir"));
         }
     }
-    let store = SqliteStore::connect(&settings.database_url)
+    let store = Store::connect(&settings.database_url)
         .await
         .with_context(|| format!("opening the database {}", settings.database_url))?;
 
@@ -114,8 +114,7 @@ pub async fn build(
             ),
         }
     }
-    let email =
-        EmailPlugin::new(accounts, store.pool().clone()).context("loading the email plugin")?;
+    let email = EmailPlugin::new(accounts, &store).context("loading the email plugin")?;
     email
         .sync()
         .await

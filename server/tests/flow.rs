@@ -341,3 +341,114 @@ async fn corpus_trash_flow_on_real_mail() {
     assert_eq!(copied, 53);
     trash_flow(world, model, "trash the three newest notmuch emails").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trash_flow_on_postgres() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let model =
+        ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
+    let mut world = World::new(&model.base_url);
+    world.database_url = url;
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    trash_flow(world, model, "trash the promo emails from this week").await;
+}
+
+/// DESIGN §8 "one pinned call executes at most once, whatever … two surfaces answering at
+/// once": two servers on one PostgreSQL database share the queue; concurrent approves through
+/// both give one decision and one execution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_postgres_database_execute_once() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let model =
+        ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
+    let mut world = World::new(&model.base_url);
+    world.database_url = url;
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let tokens: Vec<String> = (0..4)
+        .map(|i| world.add_device(&format!("device-{i}"), "control"))
+        .collect();
+    let a = world.start();
+    let b = world.start();
+    let http = reqwest::Client::new();
+    let client_a = Client {
+        http: http.clone(),
+        url: a.url.clone(),
+    };
+    let original = snapshot(&world.maildir);
+    let (_, halted) = client_a
+        .post(
+            "/api/chat",
+            Some(&tokens[0]),
+            json!({"message": "trash the promo emails from this week"}),
+        )
+        .await;
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+
+    // 24 answers at once, alternating servers and devices.
+    let mut answers = Vec::new();
+    for i in 0..24 {
+        let url = if i % 2 == 0 {
+            a.url.clone()
+        } else {
+            b.url.clone()
+        };
+        let token = tokens[i % tokens.len()].clone();
+        let http = http.clone();
+        let id = id.clone();
+        answers.push(tokio::spawn(async move {
+            http.post(format!("{url}/governance/approvals/{id}/respond"))
+                .bearer_auth(token)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for a in answers {
+        statuses.push(a.await.unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == StatusCode::OK).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::CONFLICT)
+            .count(),
+        23
+    );
+
+    let row = eventually("one execution", || {
+        let client = &client_a;
+        let (id, t) = (id.clone(), tokens[0].clone());
+        async move {
+            let row = client.get(&format!("/governance/approvals/{id}"), &t).await;
+            (row["execution"] == "executed").then_some(row)
+        }
+    })
+    .await;
+    let n = row["items"].as_array().unwrap().len();
+    let audit = client_a
+        .get(&format!("/api/audit?approval_id={id}"), &tokens[0])
+        .await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "execution").count(),
+        n
+    );
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+    let after = snapshot(&world.maildir);
+    assert_eq!(
+        original.keys().filter(|k| !after.contains_key(*k)).count(),
+        n,
+        "not exactly the pinned mail moved"
+    );
+    drop((a, b));
+}

@@ -25,3 +25,6 @@ pub use any::Store;
 pub use engine::timestamp_text;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+
+#[cfg(feature = "testing")]
+pub mod testing;

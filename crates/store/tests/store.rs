@@ -19,18 +19,18 @@ use iris_core::ports::{
     Ledger, NewApproval, NewAuditEntry, QueueStore, Response, Scope, StoreError,
 };
 use iris_core::wire::{ApprovalKind, ApprovalStatus, AuditKind, Card, ChatLine, Effect, Execution};
+use iris_store::testing::{
+    admin_connection, fresh_postgres_database, postgres_admin_url, with_database, DropDatabase,
+};
 use iris_store::{PgStore, SqliteStore, Store};
 use serde_json::json;
-use sqlx::{Connection, PgConnection};
+use sqlx::Connection;
 use tempfile::TempDir;
 use tokio::sync::Barrier;
 
 // ---------------------------------------------------------------------------------------------
 // The two engines.
 // ---------------------------------------------------------------------------------------------
-
-/// Where the PostgreSQL tests create their databases when `IRIS_TEST_POSTGRES_URL` is unset.
-const DEFAULT_POSTGRES_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 /// Which engine a test body runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,88 +92,6 @@ impl Engine {
             Engine::Sqlite => sqlite,
             Engine::Postgres => postgres,
         }
-    }
-}
-
-/// The admin url the PostgreSQL tests create databases through.
-fn postgres_admin_url() -> String {
-    std::env::var("IRIS_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| DEFAULT_POSTGRES_ADMIN_URL.to_owned())
-}
-
-/// `url` naming database `name` instead of its own (query parameters kept).
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let authority = base.find("://").map_or(0, |i| i + 3);
-    let path = base[authority..]
-        .find('/')
-        .map_or(base.len(), |i| authority + i);
-    let mut named = format!("{}/{name}", &base[..path]);
-    if let Some(query) = query {
-        named.push('?');
-        named.push_str(query);
-    }
-    named
-}
-
-/// Connects to the admin database, failing the test with how to start PostgreSQL.
-async fn admin_connection(admin_url: &str) -> PgConnection {
-    match PgConnection::connect(admin_url).await {
-        Ok(conn) => conn,
-        Err(e) => panic!(
-            "PostgreSQL is not reachable at {admin_url}: {e}\n\
-             The PostgreSQL half of the store suite needs a running server. Start it with\n    \
-             pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n\
-             or set IRIS_TEST_POSTGRES_URL to the admin url of a server where this user may \
-             CREATE DATABASE."
-        ),
-    }
-}
-
-/// Creates `iris_test_<random>` and returns its url and the guard that drops it.
-async fn fresh_postgres_database() -> (String, DropDatabase) {
-    let admin_url = postgres_admin_url();
-    let mut admin = admin_connection(&admin_url).await;
-    let name = format!("iris_test_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap_or_else(|e| panic!("creating the test database {name} via {admin_url}: {e}"));
-    let _ = admin.close().await;
-    let url = with_database(&admin_url, &name);
-    (url, DropDatabase { admin_url, name })
-}
-
-/// Drops a test database when the test ends, passed or failed (best effort: a failure to drop
-/// is ignored, and leaves an `iris_test_…` database behind).
-struct DropDatabase {
-    admin_url: String,
-    name: String,
-}
-
-impl Drop for DropDatabase {
-    fn drop(&mut self) {
-        let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
-        // The test's own runtime is shutting down or blocked in this drop: use a thread with a
-        // runtime of its own. `WITH (FORCE)` ends the connections the store's pool still holds.
-        let dropper = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
-            runtime.block_on(async {
-                let mut conn = PgConnection::connect(&admin_url).await.ok()?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn)
-                    .await
-                    .ok()?;
-                conn.close().await.ok()
-            })
-        });
-        let _ = dropper.join();
     }
 }
 

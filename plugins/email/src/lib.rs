@@ -5,9 +5,11 @@
 //!   in [`tools`].
 //! - [`backend`] holds the provider side: the [`MailBackend`] trait (shaped for Maildir, IMAP
 //!   and Gmail) and [`MaildirBackend`] for a real Maildir++ folder.
-//! - The local store (tables `email_messages` and `email_trashed`, migration
-//!   `migrations/sqlite/0002_email.sql`) holds the synced headers searches and cards read, and
-//!   the trashed ledger restore uses; [`EmailPlugin::sync`] brings it in line with the mailboxes.
+//! - The local store (tables `email_messages` and `email_trashed` in the project's database,
+//!   SQLite or PostgreSQL: migrations `migrations/sqlite/0002_email.sql` and
+//!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
+//!   synced headers searches and cards read, and the trashed ledger restore uses;
+//!   [`EmailPlugin::sync`] brings it in line with the mailboxes.
 //! - [`id`] is the email id rule; [`category`] the category rules; [`demo`] writes the demo
 //!   mailbox (`iris serve --demo`).
 //!
@@ -84,7 +86,8 @@ pub enum EmailError {
         #[source]
         source: BackendError,
     },
-    /// The local store failed (are the migrations in `migrations/sqlite` applied?).
+    /// The local store failed (are the migrations of `migrations/sqlite` or
+    /// `migrations/postgres` applied? [`iris_store::Store::connect`] runs them).
     #[error("email local store (tables email_messages, email_trashed from 0002_email.sql): {0}")]
     Store(#[from] sqlx::Error),
 }
@@ -96,7 +99,8 @@ pub struct EmailPlugin {
     store: store::LocalStore,
     clock: Arc<dyn Clock>,
     /// Serialises sync, trash and restore: a sync that lists a folder while a trash moves a file
-    /// out of it could otherwise put the trashed message back into the store.
+    /// out of it could otherwise put the trashed message back into the store. In-process, on
+    /// either engine: one server per database (as the server runs), not across processes.
     lock: tokio::sync::Mutex<()>,
 }
 
@@ -110,14 +114,19 @@ impl std::fmt::Debug for EmailPlugin {
 }
 
 impl EmailPlugin {
-    /// Builds the plugin for configured accounts over the project's SQLite pool (migrated, e.g.
-    /// by `iris_store::SqliteStore::connect`). Does not sync: call [`EmailPlugin::sync`].
+    /// Builds the plugin for configured accounts over the project's database, SQLite or
+    /// PostgreSQL: `store` as opened by [`iris_store::Store::connect`], which also runs this
+    /// plugin's migration. The plugin keeps a clone of the store's pool (cheap, shared). Does
+    /// not sync: call [`EmailPlugin::sync`].
     ///
     /// # Errors
     /// [`EmailError::AccountName`] for an empty or repeated name; [`EmailError::Backend`] when a
     /// Maildir path is not a Maildir (no `cur/`); [`EmailError::Manifest`] never in a released
     /// build.
-    pub fn new(accounts: Vec<AccountConfig>, pool: sqlx::SqlitePool) -> Result<Self, EmailError> {
+    pub fn new(
+        accounts: Vec<AccountConfig>,
+        store: &iris_store::Store,
+    ) -> Result<Self, EmailError> {
         let mut backends: Vec<Arc<dyn MailBackend>> = Vec::with_capacity(accounts.len());
         for a in accounts {
             let info = AccountInfo {
@@ -135,16 +144,17 @@ impl EmailPlugin {
                 }
             }
         }
-        Self::with_backends(backends, pool)
+        Self::with_backends(backends, store)
     }
 
-    /// Builds the plugin over ready backends (other providers, test doubles).
+    /// Builds the plugin over ready backends (other providers, test doubles) and the project's
+    /// database (see [`EmailPlugin::new`]).
     ///
     /// # Errors
     /// As [`EmailPlugin::new`].
     pub fn with_backends(
         backends: Vec<Arc<dyn MailBackend>>,
-        pool: sqlx::SqlitePool,
+        store: &iris_store::Store,
     ) -> Result<Self, EmailError> {
         let mut names: Vec<&str> = Vec::new();
         for b in &backends {
@@ -157,7 +167,7 @@ impl EmailPlugin {
         Ok(EmailPlugin {
             manifest: Manifest::from_yaml(MANIFEST_YAML)?,
             backends,
-            store: store::LocalStore::new(pool),
+            store: store::LocalStore::new(store::Db::of(store)),
             clock: Arc::new(SystemClock),
             lock: tokio::sync::Mutex::new(()),
         })

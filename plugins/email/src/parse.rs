@@ -50,9 +50,17 @@ pub struct ParsedHeaders {
     pub complete: bool,
 }
 
-/// Collapses every run of white space (including header folding) into one space and trims.
+/// Collapses every run of white space (including header folding) into one space and trims; drops
+/// NUL characters (PostgreSQL text cannot hold them).
 pub fn collapse_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    drop_nul(&s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// `s` without NUL characters. A message may carry them (raw, or decoded from an encoded word or
+/// a quoted-printable body), but PostgreSQL text cannot hold them, so no stored string has one,
+/// on either engine (the same rows on both; a NUL never fails a sync).
+fn drop_nul(s: &str) -> String {
+    s.replace('\0', "")
 }
 
 fn truncate_chars(s: &str, max: usize) -> String {
@@ -63,6 +71,7 @@ fn truncate_chars(s: &str, max: usize) -> String {
 }
 
 fn strip_brackets(s: &str) -> Option<String> {
+    let s = drop_nul(s);
     let t = s
         .trim()
         .trim_start_matches('<')
@@ -86,7 +95,7 @@ fn people(a: Option<&Address<'_>>) -> Vec<Person> {
                 name: p.name().map(collapse_ws).filter(|n| !n.is_empty()),
                 address: p
                     .address()
-                    .map(|s| s.trim().to_string())
+                    .map(|s| drop_nul(s.trim()).trim().to_string())
                     .filter(|s| !s.is_empty()),
             })
             .filter(|p| p.name.is_some() || p.address.is_some())
@@ -163,6 +172,21 @@ mod tests {
         );
         assert_eq!(p.snippet, "Yes, see you there!");
         assert_eq!(p.category, Category::Personal);
+    }
+
+    #[test]
+    fn nul_characters_are_dropped() {
+        let raw = b"From: \"An\0na\" <an\0na@example.net>\r\nTo: b\0@example.net\r\nSubject: Din\0ner =?utf-8?q?on=00_Saturday?=\r\nMessage-ID: <b\0@example.net>\r\nIn-Reply-To: <a\0@example.org>\r\nReferences: <r\0@example.org>\r\nDate: Sat, 28 Nov 2026 10:15:00 +0100\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nYes=00 see you\0 there\r\n";
+        let p = parse_message(raw);
+        let all = format!("{p:?}");
+        assert!(!all.contains('\0') && !all.contains("\\0"), "{all}");
+        assert_eq!(p.subject, "Dinner on Saturday");
+        assert_eq!(p.from.name.as_deref(), Some("Anna"));
+        assert_eq!(p.from.address.as_deref(), Some("anna@example.net"));
+        assert_eq!(p.message_id.as_deref(), Some("b@example.net"));
+        assert_eq!(p.in_reply_to.as_deref(), Some("a@example.org"));
+        assert_eq!(p.references, vec!["r@example.org"]);
+        assert_eq!(p.snippet, "Yes see you there");
     }
 
     #[test]

@@ -1,14 +1,20 @@
 //! The local store: the synced headers searches and cards read, and the trashed ledger
-//! (tables `email_messages` and `email_trashed`, migration `migrations/sqlite/0002_email.sql`).
+//! (tables `email_messages` and `email_trashed`, migrations `migrations/sqlite/0002_email.sql`
+//! and `migrations/postgres/0002_email.sql`).
 //!
-//! Everything here is SQL over the project's SQLite pool; the rules of what goes in live in
-//! `sync.rs` (which messages) and the tool modules (trash and restore).
+//! Everything here is SQL over the project's database, SQLite or PostgreSQL: every statement is
+//! written once, with `$1`-style placeholders (which sqlx accepts on both engines), and run on
+//! whichever pool the plugin was given ([`on_engine!`] expands a body once per engine). The one
+//! spelling that differs is the substring test of the word search ([`Db::position_fn`]). Each
+//! multi-statement change runs in one transaction on either engine. The rules of what goes in
+//! live in `sync.rs` (which messages) and the tool modules (trash and restore).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use iris_store::timestamp_text;
 use serde::{Deserialize, Serialize};
-use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+use sqlx::{PgPool, QueryBuilder, SqlitePool};
 
 use crate::category::Category;
 use crate::id;
@@ -96,35 +102,131 @@ pub(crate) struct SearchQuery {
     pub limit: u32,
 }
 
+/// The project's database as the plugin sees it: the pool of whichever engine it runs on.
+///
+/// Cloning is cheap and shares the pool.
+#[derive(Debug, Clone)]
+pub(crate) enum Db {
+    /// SQLite (`sqlite://PATH`, `sqlite::memory:`), schema `migrations/sqlite/0002_email.sql`.
+    Sqlite(SqlitePool),
+    /// PostgreSQL (`postgres://…`), schema `migrations/postgres/0002_email.sql`.
+    Postgres(PgPool),
+}
+
+impl Db {
+    /// The pool of the project's store (the migrations, this plugin's included, ran on connect).
+    pub fn of(store: &iris_store::Store) -> Self {
+        match store {
+            iris_store::Store::Sqlite(s) => Db::Sqlite(s.pool().clone()),
+            iris_store::Store::Postgres(s) => Db::Postgres(s.pool().clone()),
+        }
+    }
+
+    /// The SQL function giving the 1-based position of a substring (0 when absent): SQLite's
+    /// `instr(haystack, needle)`, PostgreSQL's `strpos(haystack, needle)` (same arguments, same
+    /// result, both byte-exact on the "C"/binary collations the schemas use).
+    fn position_fn(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "instr",
+            Db::Postgres(_) => "strpos",
+        }
+    }
+}
+
+/// Runs `$body` on whichever engine `$db` holds, with `$pool` bound to that engine's pool (and,
+/// in the second form, `$DB` naming its `sqlx::Database`). The body is written once and compiled
+/// once per engine, so both engines run the same statements.
+macro_rules! on_engine {
+    ($db:expr, |$pool:ident| $body:block) => {
+        match $db {
+            Db::Sqlite($pool) => $body,
+            Db::Postgres($pool) => $body,
+        }
+    };
+    ($db:expr, |$pool:ident, $DB:ident| $body:block) => {
+        match $db {
+            Db::Sqlite($pool) => {
+                type $DB = sqlx::Sqlite;
+                $body
+            }
+            Db::Postgres($pool) => {
+                type $DB = sqlx::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// Inserts one `email_messages` row through `$executor` (a transaction, `&mut *tx`).
+macro_rules! insert_message {
+    ($executor:expr, $r:expr) => {{
+        let r: &MessageRow = $r;
+        sqlx::query(
+            "INSERT INTO email_messages (id, account, folder, provider_key, location, message_id, \
+             in_reply_to, refs, thread_id, subject, from_name, from_address, to_addrs, cc_addrs, \
+             date_unix, snippet, category, search_text, synced_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19)",
+        )
+        .bind(&r.id)
+        .bind(&r.account)
+        .bind(&r.folder)
+        .bind(&r.provider_key)
+        .bind(&r.location)
+        .bind(&r.message_id)
+        .bind(&r.in_reply_to)
+        .bind(&r.refs)
+        .bind(&r.thread_id)
+        .bind(&r.subject)
+        .bind(&r.from_name)
+        .bind(&r.from_address)
+        .bind(&r.to_addrs)
+        .bind(&r.cc_addrs)
+        .bind(r.date_unix)
+        .bind(&r.snippet)
+        .bind(&r.category)
+        .bind(&r.search_text)
+        .bind(&r.synced_at)
+        .execute($executor)
+        .await
+    }};
+}
+
 /// The SQL side of the plugin.
 #[derive(Debug, Clone)]
 pub(crate) struct LocalStore {
-    pool: SqlitePool,
+    db: Db,
 }
 
 const ACTIVE_STATES: &str = "('trashing', 'trashed')";
 
 impl LocalStore {
-    pub fn new(pool: SqlitePool) -> Self {
-        LocalStore { pool }
+    pub fn new(db: Db) -> Self {
+        LocalStore { db }
     }
 
-    /// Every message of an account, as keys.
+    /// Every message of an account, as keys, by id (a fixed order, so a sync decides alike on
+    /// both engines).
     pub async fn known_keys(&self, account: &str) -> Result<Vec<KnownKey>, sqlx::Error> {
-        sqlx::query_as(
-            "SELECT id, folder, provider_key, location FROM email_messages WHERE account = ?",
-        )
-        .bind(account)
-        .fetch_all(&self.pool)
-        .await
+        on_engine!(&self.db, |pool| {
+            sqlx::query_as(
+                "SELECT id, folder, provider_key, location FROM email_messages WHERE account = $1 \
+                 ORDER BY id",
+            )
+            .bind(account)
+            .fetch_all(pool)
+            .await
+        })
     }
 
     /// Every id in use, all accounts (ids are one namespace).
     pub async fn all_ids(&self) -> Result<HashSet<String>, sqlx::Error> {
-        let ids: Vec<(String,)> = sqlx::query_as("SELECT id FROM email_messages")
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(ids.into_iter().map(|(i,)| i).collect())
+        let ids: Vec<String> = on_engine!(&self.db, |pool| {
+            sqlx::query_scalar("SELECT id FROM email_messages")
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(ids.into_iter().collect())
     }
 
     /// Applies one account's sync in one transaction.
@@ -134,25 +236,27 @@ impl LocalStore {
         removes: &[String],
         moves: &[(String, String, String)],
     ) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        for id in removes {
-            sqlx::query("DELETE FROM email_messages WHERE id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        for (id, folder, location) in moves {
-            sqlx::query("UPDATE email_messages SET folder = ?, location = ? WHERE id = ?")
-                .bind(folder)
-                .bind(location)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        for r in inserts {
-            insert_row(&mut tx, r).await?;
-        }
-        tx.commit().await
+        on_engine!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
+            for id in removes {
+                sqlx::query("DELETE FROM email_messages WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for (id, folder, location) in moves {
+                sqlx::query("UPDATE email_messages SET folder = $1, location = $2 WHERE id = $3")
+                    .bind(folder)
+                    .bind(location)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for r in inserts {
+                insert_message!(&mut *tx, r)?;
+            }
+            tx.commit().await
+        })
     }
 
     /// Records where a listing found messages that did not change otherwise (new/ → cur/).
@@ -160,15 +264,17 @@ impl LocalStore {
         if locs.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
-        for (id, location) in locs {
-            sqlx::query("UPDATE email_messages SET location = ? WHERE id = ?")
-                .bind(location)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await
+        on_engine!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
+            for (id, location) in locs {
+                sqlx::query("UPDATE email_messages SET location = $1 WHERE id = $2")
+                    .bind(location)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        })
     }
 
     /// Recomputes an account's thread ids.
@@ -187,12 +293,15 @@ impl LocalStore {
             thread_id: String,
             date_unix: Option<i64>,
         }
-        let rows: Vec<T> = sqlx::query_as(
-            "SELECT id, message_id, in_reply_to, refs, thread_id, date_unix FROM email_messages WHERE account = ?",
-        )
-        .bind(account)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<T> = on_engine!(&self.db, |pool| {
+            sqlx::query_as(
+                "SELECT id, message_id, in_reply_to, refs, thread_id, date_unix FROM email_messages \
+                 WHERE account = $1",
+            )
+            .bind(account)
+            .fetch_all(pool)
+            .await?
+        });
         let mut uf = UnionFind::default();
         let node_of = |t: &T| t.message_id.clone().unwrap_or_else(|| format!("@{}", t.id));
         for t in &rows {
@@ -230,211 +339,245 @@ impl LocalStore {
         if changes.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
-        for (id, tid) in changes {
-            sqlx::query("UPDATE email_messages SET thread_id = ? WHERE id = ?")
-                .bind(tid)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await
+        on_engine!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
+            for (id, tid) in &changes {
+                sqlx::query("UPDATE email_messages SET thread_id = $1 WHERE id = $2")
+                    .bind(tid)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        })
     }
 
     /// Number of messages an account has in the store.
     pub async fn count(&self, account: &str) -> Result<i64, sqlx::Error> {
-        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM email_messages WHERE account = ?")
-            .bind(account)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(n)
+        on_engine!(&self.db, |pool| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM email_messages WHERE account = $1")
+                .bind(account)
+                .fetch_one(pool)
+                .await
+        })
     }
 
     /// One message by id.
     pub async fn get(&self, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {
-        sqlx::query_as("SELECT * FROM email_messages WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
+        on_engine!(&self.db, |pool| {
+            sqlx::query_as("SELECT * FROM email_messages WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })
     }
 
-    /// Newest first, at most `limit`; with the number of all matches.
+    /// Newest first (undated last, ties by id in byte order), at most `limit`; with the number
+    /// of all matches.
     pub async fn search(&self, q: &SearchQuery) -> Result<(Vec<MessageRow>, i64), sqlx::Error> {
-        fn filters(b: &mut QueryBuilder<'_, Sqlite>, q: &SearchQuery) {
-            b.push(" WHERE 1 = 1");
-            if let Some(c) = q.category {
-                b.push(" AND category = ").push_bind(c.as_str());
-            }
-            if let Some(since) = q.since_unix {
-                b.push(" AND date_unix >= ").push_bind(since);
-            }
-            for w in &q.words {
-                b.push(" AND instr(search_text, ")
-                    .push_bind(w.clone())
-                    .push(") > 0");
-            }
-        }
-        let mut b = QueryBuilder::<Sqlite>::new("SELECT * FROM email_messages");
-        filters(&mut b, q);
-        b.push(" ORDER BY date_unix IS NULL, date_unix DESC, id LIMIT ")
-            .push_bind(i64::from(q.limit));
-        let rows: Vec<MessageRow> = b.build_query_as().fetch_all(&self.pool).await?;
-        let mut c = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM email_messages");
-        filters(&mut c, q);
-        let (total,): (i64,) = c.build_query_as().fetch_one(&self.pool).await?;
-        Ok((rows, total))
+        let position = self.db.position_fn();
+        on_engine!(&self.db, |pool, DB| {
+            let filters = |b: &mut QueryBuilder<'_, DB>| {
+                b.push(" WHERE 1 = 1");
+                if let Some(c) = q.category {
+                    b.push(" AND category = ").push_bind(c.as_str());
+                }
+                if let Some(since) = q.since_unix {
+                    b.push(" AND date_unix >= ").push_bind(since);
+                }
+                for w in &q.words {
+                    b.push(format_args!(" AND {position}(search_text, "))
+                        .push_bind(w.clone())
+                        .push(") > 0");
+                }
+            };
+            let mut b = QueryBuilder::<DB>::new("SELECT * FROM email_messages");
+            filters(&mut b);
+            b.push(" ORDER BY date_unix IS NULL, date_unix DESC, id LIMIT ")
+                .push_bind(i64::from(q.limit));
+            let rows: Vec<MessageRow> = b.build_query_as().fetch_all(pool).await?;
+            let mut c = QueryBuilder::<DB>::new("SELECT COUNT(*) FROM email_messages");
+            filters(&mut c);
+            let total: i64 = c.build_query_scalar().fetch_one(pool).await?;
+            Ok((rows, total))
+        })
     }
 
     /// The newest ledger row of an id that is still in Trash (or on its way), if any.
     pub async fn trashed_row(&self, email_id: &str) -> Result<Option<TrashedRow>, sqlx::Error> {
-        sqlx::query_as(&format!(
-            "SELECT * FROM email_trashed WHERE email_id = ? AND state IN {ACTIVE_STATES} AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
-        ))
-        .bind(email_id)
-        .fetch_optional(&self.pool)
-        .await
+        let sql = format!(
+            "SELECT * FROM email_trashed WHERE email_id = $1 AND state IN {ACTIVE_STATES} \
+             AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
+        );
+        on_engine!(&self.db, |pool| {
+            sqlx::query_as(&sql)
+                .bind(email_id)
+                .fetch_optional(pool)
+                .await
+        })
     }
 
-    /// Writes the ledger rows of a batch before anything moves (state `trashing`).
+    /// Writes the ledger rows of a batch before anything moves (state `trashing`), in one
+    /// transaction committed before this returns; their `seq`s, in the order of `rows`.
     pub async fn ledger_begin(
         &self,
         batch: &str,
         rows: &[MessageRow],
         now: DateTime<Utc>,
     ) -> Result<Vec<i64>, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        let mut seqs = Vec::with_capacity(rows.len());
-        for r in rows {
-            let json = serde_json::to_string(r).unwrap_or_default();
-            let res = sqlx::query(
-                "INSERT INTO email_trashed (email_id, account, batch_id, state, provider_key, original_folder, original_location, message_id, subject, from_name, from_address, date_unix, row_json, trashed_at)
-                 VALUES (?, ?, ?, 'trashing', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&r.id)
-            .bind(&r.account)
-            .bind(batch)
-            .bind(&r.provider_key)
-            .bind(&r.folder)
-            .bind(&r.location)
-            .bind(&r.message_id)
-            .bind(&r.subject)
-            .bind(&r.from_name)
-            .bind(&r.from_address)
-            .bind(r.date_unix)
-            .bind(json)
-            .bind(now.to_rfc3339())
-            .execute(&mut *tx)
-            .await?;
-            seqs.push(res.last_insert_rowid());
-        }
-        tx.commit().await?;
-        Ok(seqs)
+        let trashed_at = timestamp_text(now);
+        on_engine!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
+            let mut seqs = Vec::with_capacity(rows.len());
+            for r in rows {
+                let json = serde_json::to_string(r).unwrap_or_default();
+                let seq: i64 = sqlx::query_scalar(
+                    "INSERT INTO email_trashed (email_id, account, batch_id, state, provider_key, \
+                     original_folder, original_location, message_id, subject, from_name, \
+                     from_address, date_unix, row_json, trashed_at) \
+                     VALUES ($1, $2, $3, 'trashing', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+                     RETURNING seq",
+                )
+                .bind(&r.id)
+                .bind(&r.account)
+                .bind(batch)
+                .bind(&r.provider_key)
+                .bind(&r.folder)
+                .bind(&r.location)
+                .bind(&r.message_id)
+                .bind(&r.subject)
+                .bind(&r.from_name)
+                .bind(&r.from_address)
+                .bind(r.date_unix)
+                .bind(json)
+                .bind(&trashed_at)
+                .fetch_one(&mut *tx)
+                .await?;
+                seqs.push(seq);
+            }
+            tx.commit().await?;
+            Ok(seqs)
+        })
     }
 
-    /// Records a trash outcome: the ledger row's state, and the message leaves `email_messages`
-    /// when it is no longer in its folder (moved, or already gone).
+    /// Records trash outcomes in one transaction: each ledger row's state, and the message
+    /// leaves `email_messages` when it is no longer in its folder (moved, or already gone).
     pub async fn ledger_trash_done(
         &self,
         done: &[(i64, String, TrashDone)],
     ) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        for (seq, email_id, outcome) in done {
-            let (state, trash_location, leaves) = match outcome {
-                TrashDone::Trashed {
-                    original_location,
-                    trash_location,
-                } => {
-                    sqlx::query("UPDATE email_trashed SET original_location = ? WHERE seq = ?")
+        on_engine!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
+            for (seq, email_id, outcome) in done {
+                let (state, trash_location, leaves) = match outcome {
+                    TrashDone::Trashed {
+                        original_location,
+                        trash_location,
+                    } => {
+                        sqlx::query(
+                            "UPDATE email_trashed SET original_location = $1 WHERE seq = $2",
+                        )
                         .bind(original_location)
                         .bind(seq)
                         .execute(&mut *tx)
                         .await?;
-                    ("trashed", trash_location.as_str(), true)
-                }
-                TrashDone::Missing => ("missing", "", true),
-                TrashDone::Failed => ("failed", "", false),
-            };
-            sqlx::query("UPDATE email_trashed SET state = ?, trash_location = ? WHERE seq = ?")
+                        ("trashed", trash_location.as_str(), true)
+                    }
+                    TrashDone::Missing => ("missing", "", true),
+                    TrashDone::Failed => ("failed", "", false),
+                };
+                sqlx::query(
+                    "UPDATE email_trashed SET state = $1, trash_location = $2 WHERE seq = $3",
+                )
                 .bind(state)
                 .bind(trash_location)
                 .bind(seq)
                 .execute(&mut *tx)
                 .await?;
-            if leaves {
-                sqlx::query("DELETE FROM email_messages WHERE id = ?")
-                    .bind(email_id)
-                    .execute(&mut *tx)
-                    .await?;
+                if leaves {
+                    sqlx::query("DELETE FROM email_messages WHERE id = $1")
+                        .bind(email_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
             }
-        }
-        tx.commit().await
+            tx.commit().await
+        })
     }
 
     /// The most recent batch with a message still in Trash.
     pub async fn last_batch(&self) -> Result<Option<String>, sqlx::Error> {
-        let row: Option<(String,)> = sqlx::query_as(&format!(
-            "SELECT batch_id FROM email_trashed WHERE state IN {ACTIVE_STATES} AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
-        ))
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|(b,)| b))
+        let sql = format!(
+            "SELECT batch_id FROM email_trashed WHERE state IN {ACTIVE_STATES} \
+             AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
+        );
+        on_engine!(&self.db, |pool| {
+            sqlx::query_scalar(&sql).fetch_optional(pool).await
+        })
     }
 
     /// A batch's rows still in Trash, in trash order.
     pub async fn batch_rows(&self, batch: &str) -> Result<Vec<TrashedRow>, sqlx::Error> {
-        sqlx::query_as(&format!(
-            "SELECT * FROM email_trashed WHERE batch_id = ? AND state IN {ACTIVE_STATES} AND restored_at IS NULL ORDER BY seq"
-        ))
-        .bind(batch)
-        .fetch_all(&self.pool)
-        .await
+        let sql = format!(
+            "SELECT * FROM email_trashed WHERE batch_id = $1 AND state IN {ACTIVE_STATES} \
+             AND restored_at IS NULL ORDER BY seq"
+        );
+        on_engine!(&self.db, |pool| {
+            sqlx::query_as(&sql).bind(batch).fetch_all(pool).await
+        })
     }
 
-    /// Records a restore outcome; a restored message's row comes back into `email_messages`
-    /// exactly as it was (same id), at its new location.
+    /// Records restore outcomes in one transaction; a restored message's row comes back into
+    /// `email_messages` exactly as it was (same id), at its new location.
     pub async fn ledger_restore_done(
         &self,
         done: &[(TrashedRow, RestoreDone)],
         now: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        for (row, outcome) in done {
-            match outcome {
-                RestoreDone::Restored { location } => {
-                    sqlx::query(
-                        "UPDATE email_trashed SET state = 'restored', restored_at = ? WHERE seq = ?",
-                    )
-                    .bind(now.to_rfc3339())
-                    .bind(row.seq)
-                    .execute(&mut *tx)
-                    .await?;
-                    if let Ok(mut msg) = serde_json::from_str::<MessageRow>(&row.row_json) {
-                        msg.location = location.clone();
-                        msg.folder = row.original_folder.clone();
-                        // A sync may have picked the file up already (another client restored
-                        // it first): replace that row so the id stays the one the model knows.
+        let restored_at = timestamp_text(now);
+        on_engine!(&self.db, |pool| {
+            let mut tx = pool.begin().await?;
+            for (row, outcome) in done {
+                match outcome {
+                    RestoreDone::Restored { location } => {
                         sqlx::query(
-                            "DELETE FROM email_messages WHERE id = ? OR (account = ? AND folder = ? AND provider_key = ?)",
+                            "UPDATE email_trashed SET state = 'restored', restored_at = $1 \
+                             WHERE seq = $2",
                         )
-                        .bind(&msg.id)
-                        .bind(&msg.account)
-                        .bind(&msg.folder)
-                        .bind(&msg.provider_key)
-                        .execute(&mut *tx)
-                        .await?;
-                        insert_row(&mut tx, &msg).await?;
-                    }
-                }
-                RestoreDone::Missing => {
-                    sqlx::query("UPDATE email_trashed SET state = 'missing' WHERE seq = ?")
+                        .bind(&restored_at)
                         .bind(row.seq)
                         .execute(&mut *tx)
                         .await?;
+                        if let Ok(mut msg) = serde_json::from_str::<MessageRow>(&row.row_json) {
+                            msg.location = location.clone();
+                            msg.folder = row.original_folder.clone();
+                            // A sync may have picked the file up already (another client
+                            // restored it first): replace that row so the id stays the one the
+                            // model knows.
+                            sqlx::query(
+                                "DELETE FROM email_messages WHERE id = $1 \
+                                 OR (account = $2 AND folder = $3 AND provider_key = $4)",
+                            )
+                            .bind(&msg.id)
+                            .bind(&msg.account)
+                            .bind(&msg.folder)
+                            .bind(&msg.provider_key)
+                            .execute(&mut *tx)
+                            .await?;
+                            insert_message!(&mut *tx, &msg)?;
+                        }
+                    }
+                    RestoreDone::Missing => {
+                        sqlx::query("UPDATE email_trashed SET state = 'missing' WHERE seq = $1")
+                            .bind(row.seq)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    RestoreDone::Failed => {}
                 }
-                RestoreDone::Failed => {}
             }
-        }
-        tx.commit().await
+            tx.commit().await
+        })
     }
 }
 
@@ -455,38 +598,6 @@ pub(crate) enum RestoreDone {
     Restored { location: String },
     Missing,
     Failed,
-}
-
-async fn insert_row(
-    tx: &mut sqlx::Transaction<'_, Sqlite>,
-    r: &MessageRow,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO email_messages (id, account, folder, provider_key, location, message_id, in_reply_to, refs, thread_id, subject, from_name, from_address, to_addrs, cc_addrs, date_unix, snippet, category, search_text, synced_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&r.id)
-    .bind(&r.account)
-    .bind(&r.folder)
-    .bind(&r.provider_key)
-    .bind(&r.location)
-    .bind(&r.message_id)
-    .bind(&r.in_reply_to)
-    .bind(&r.refs)
-    .bind(&r.thread_id)
-    .bind(&r.subject)
-    .bind(&r.from_name)
-    .bind(&r.from_address)
-    .bind(&r.to_addrs)
-    .bind(&r.cc_addrs)
-    .bind(r.date_unix)
-    .bind(&r.snippet)
-    .bind(&r.category)
-    .bind(&r.search_text)
-    .bind(&r.synced_at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 /// Union-find over message-id strings.

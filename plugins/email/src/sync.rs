@@ -88,7 +88,7 @@ pub(crate) fn row_from(
         snippet: p.snippet.clone(),
         category: p.category.as_str().to_string(),
         search_text,
-        synced_at: now.to_rfc3339(),
+        synced_at: iris_store::timestamp_text(now),
     }
 }
 

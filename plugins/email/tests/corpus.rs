@@ -36,7 +36,7 @@ async fn corpus_all_messages_sync_and_thread() {
     let Some((_tmp, dir)) = corpus("corpus_all_messages_sync_and_thread") else {
         return;
     };
-    let p = plugin(&dir, pool().await);
+    let p = plugin(&dir, &memory_store().await);
     let report = p.sync().await.unwrap();
     let acc = &report.accounts[0];
     assert_eq!(acc.added, 53, "{report:?}");
@@ -86,7 +86,7 @@ async fn corpus_search_finds_a_known_subject() {
     let Some((_tmp, dir)) = corpus("corpus_search_finds_a_known_subject") else {
         return;
     };
-    let p = plugin(&dir, pool().await);
+    let p = plugin(&dir, &memory_store().await);
     p.sync().await.unwrap();
     let r = search(&p, json!({"query": "close MESSAGE file"})).await;
     assert!(r["count"].as_u64().unwrap() >= 1, "{r}");
@@ -102,7 +102,7 @@ async fn corpus_trash_and_restore_are_byte_identical() {
     let Some((_tmp, dir)) = corpus("corpus_trash_and_restore_are_byte_identical") else {
         return;
     };
-    let p = plugin(&dir, pool().await);
+    let p = plugin(&dir, &memory_store().await);
     p.sync().await.unwrap();
     let before = snapshot(&dir);
     let r = search(&p, json!({"query": "archive", "limit": 200})).await;

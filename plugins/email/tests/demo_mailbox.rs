@@ -1,4 +1,5 @@
-//! The demo mailbox: generated relative to now, synced, searchable by category and window.
+//! The demo mailbox: generated relative to now, synced, searchable by category and window; with
+//! the local store on SQLite (`sqlite::NAME`) and on PostgreSQL (`postgres::NAME`).
 
 mod common;
 
@@ -15,8 +16,7 @@ impl iris_core::ports::Clock for Fixed {
     }
 }
 
-#[tokio::test]
-async fn demo_promotions_this_week() {
+async fn demo_promotions_this_week(engine: Engine) {
     let now = Utc.with_ymd_and_hms(2026, 11, 28, 12, 0, 0).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("Maildir");
@@ -31,7 +31,8 @@ async fn demo_promotions_this_week() {
     write_demo_maildir(&other, now).unwrap();
     assert_eq!(snapshot(&other), before);
 
-    let p = plugin(&dir, pool().await).with_clock(Arc::new(Fixed(now)));
+    let db = engine.open().await;
+    let p = plugin(&dir, &db.store).with_clock(Arc::new(Fixed(now)));
     let report = p.sync().await.unwrap();
     assert_eq!(report.accounts[0].added, n, "{report:?}");
     assert_eq!(report.accounts[0].incomplete, 0, "{report:?}");
@@ -94,3 +95,5 @@ async fn demo_promotions_this_week() {
         d.lines
     );
 }
+
+on_both_engines!(demo_promotions_this_week,);

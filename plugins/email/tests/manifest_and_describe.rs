@@ -1,5 +1,6 @@
 //! The manifest loads with the declared effects and undo; describe gives the card; normalise
-//! gives the pinned form.
+//! gives the pinned form. The tests over a synced mailbox run with the local store on SQLite
+//! (`sqlite::NAME`) and on PostgreSQL (`postgres::NAME`).
 
 mod common;
 
@@ -55,7 +56,8 @@ fn manifest_declares_effects_and_undo() {
     }
 }
 
-async fn three_messages() -> (tempfile::TempDir, iris_email::EmailPlugin) {
+/// Three synced messages, with the local store on `engine`.
+async fn three_messages(engine: Engine) -> (tempfile::TempDir, TestDb, iris_email::EmailPlugin) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     make_maildir(dir);
@@ -88,14 +90,14 @@ async fn three_messages() -> (tempfile::TempDir, iris_email::EmailPlugin) {
         "cur/3.M3.h:2,S",
         b"From: Tom <tom@example.net>\r\n\r\nno subject, no date\r\n",
     );
-    let p = plugin(dir, pool().await);
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
     p.sync().await.unwrap();
-    (tmp, p)
+    (tmp, db, p)
 }
 
-#[tokio::test]
-async fn describe_gives_title_lines_and_items() {
-    let (_tmp, p) = three_messages().await;
+async fn describe_gives_title_lines_and_items(engine: Engine) {
+    let (_tmp, _db, p) = three_messages(engine).await;
     let a = id_of(&p, "Dinner on Saturday?").await;
     let b = id_of(&p, "Invoice INV-7").await;
     let all = hits(&search(&p, json!({})).await);
@@ -130,9 +132,8 @@ async fn describe_gives_title_lines_and_items() {
     assert_eq!(d.items, vec![b, c, a]);
 }
 
-#[tokio::test]
-async fn unknown_or_trashed_id_is_refused_by_name() {
-    let (_tmp, p) = three_messages().await;
+async fn unknown_or_trashed_id_is_refused_by_name(engine: Engine) {
+    let (_tmp, _db, p) = three_messages(engine).await;
     let a = id_of(&p, "Dinner on Saturday?").await;
     let err = p
         .describe("trash_email", &json!({"ids": [a, "m000000000000"]}), &ctx())
@@ -156,9 +157,8 @@ async fn unknown_or_trashed_id_is_refused_by_name() {
     assert!(err.to_string().contains("already in Trash"), "{err}");
 }
 
-#[tokio::test]
-async fn normalise_dedupes_and_refuses_empty() {
-    let (_tmp, p) = three_messages().await;
+async fn normalise_dedupes_and_refuses_empty(engine: Engine) {
+    let (_tmp, _db, p) = three_messages(engine).await;
     let n = p
         .normalise(
             "trash_email",
@@ -189,3 +189,9 @@ async fn normalise_dedupes_and_refuses_empty() {
         Err(ToolError::UnknownTool(_))
     ));
 }
+
+on_both_engines!(
+    describe_gives_title_lines_and_items,
+    unknown_or_trashed_id_is_refused_by_name,
+    normalise_dedupes_and_refuses_empty,
+);

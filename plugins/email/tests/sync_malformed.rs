@@ -1,12 +1,12 @@
-//! A malformed message never stops a sync: what parses is stored.
+//! A malformed message never stops a sync: what parses is stored. Each test runs with the local
+//! store on SQLite (`sqlite::NAME`) and on PostgreSQL (`postgres::NAME`).
 
 mod common;
 
 use common::*;
 use serde_json::json;
 
-#[tokio::test]
-async fn malformed_messages_do_not_stop_sync() {
+async fn malformed_messages_do_not_stop_sync(engine: Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     make_maildir(dir);
@@ -38,7 +38,8 @@ async fn malformed_messages_do_not_stop_sync() {
     // A nonsense date.
     put(dir, "cur/7.baddate:2,S", b"From: d@example.net\r\nSubject: Bad date\r\nDate: Thu, 45 Smarch 20x6 99:99:99 +9999\r\nMessage-ID: <d@x>\r\n\r\nbody\r\n");
 
-    let p = plugin(dir, pool().await);
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
     let report = p.sync().await.unwrap();
     let acc = &report.accounts[0];
     assert_eq!(acc.added, 7, "{report:?}");
@@ -69,8 +70,7 @@ async fn malformed_messages_do_not_stop_sync() {
     assert_eq!(hits(&search(&p, json!({"limit": 200})).await), all);
 }
 
-#[tokio::test]
-async fn sync_follows_flag_changes_moves_and_deletions() {
+async fn sync_follows_flag_changes_moves_and_deletions(engine: Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     make_maildir(dir);
@@ -111,7 +111,8 @@ async fn sync_follows_flag_changes_moves_and_deletions() {
         )
         .as_bytes(),
     );
-    let p = plugin(dir, pool().await);
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
     p.sync().await.unwrap();
     let first = id_of(&p, "First").await;
     let second = id_of(&p, "Second").await;
@@ -143,3 +144,71 @@ async fn sync_follows_flag_changes_moves_and_deletions() {
     .unwrap();
     assert_eq!(out.result["trashed"], 2, "{}", out.result);
 }
+
+/// NUL characters (raw, or decoded from an encoded word or a quoted-printable body) cannot be
+/// stored in PostgreSQL text: they are dropped on both engines, and the message is stored.
+async fn nul_characters_do_not_stop_sync(engine: Engine) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    make_maildir(dir);
+    put(
+        dir,
+        "cur/1.good:2,S",
+        message(
+            "A good one",
+            "a@example.net",
+            "Sat, 28 Nov 2026 10:15:00 +0000",
+            "good@x",
+            "",
+        )
+        .as_bytes(),
+    );
+    put(
+        dir,
+        "cur/2.nul:2,S",
+        b"From: \"Nu\0ll\" <n\0l@example.net>\r\nTo: o\0@example.org\r\n\
+          Subject: Zero\0byte =?utf-8?q?enc=00oded?=\r\nDate: Sat, 28 Nov 2026 09:00:00 +0000\r\n\
+          Message-ID: <n\0ul@x>\r\nIn-Reply-To: <good\0@x>\r\nReferences: <good@x> <r\0@x>\r\n\
+          Content-Type: text/plain\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n\
+          bo\0dy =00qp\r\n",
+    );
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
+    let report = p.sync().await.unwrap();
+    let acc = &report.accounts[0];
+    assert_eq!((acc.added, acc.messages), (2, 2), "{report:?}");
+    assert!(
+        acc.unreadable.is_empty() && acc.errors.is_empty(),
+        "{report:?}"
+    );
+
+    let r = search(&p, json!({"query": "zerobyte"})).await;
+    assert_eq!(r["count"], 1, "{r}");
+    let found = &r["results"][0];
+    let text = found.to_string();
+    assert!(!text.contains("\\u0000"), "no NUL is stored: {found}");
+    assert!(
+        found["subject"].as_str().unwrap().starts_with("Zerobyte"),
+        "{found}"
+    );
+
+    // A second sync changes nothing; the message can be trashed and restored.
+    let again = p.sync().await.unwrap();
+    assert_eq!((again.accounts[0].added, again.accounts[0].removed), (0, 0));
+    let id = found["id"].as_str().unwrap().to_string();
+    let out = iris_core::plugin::Plugin::execute(&p, "trash_email", &json!({"ids": [id]}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.result["trashed"], 1, "{}", out.result);
+    let out = iris_core::plugin::Plugin::execute(&p, "restore_email", &json!({}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.result["restored"], 1, "{}", out.result);
+    assert_eq!(search(&p, json!({"query": "zerobyte"})).await["count"], 1);
+}
+
+on_both_engines!(
+    nul_characters_do_not_stop_sync,
+    malformed_messages_do_not_stop_sync,
+    sync_follows_flag_changes_moves_and_deletions,
+);

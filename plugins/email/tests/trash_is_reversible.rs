@@ -1,5 +1,7 @@
 //! Plugin contract test (DESIGN §4, last rule): `trash_email` uses the reversible form. It moves
 //! files into `.Trash/cur` byte-identical, deletes nothing, and `restore_email` puts them back.
+//! Every test runs with the local store on SQLite (`sqlite::NAME`) and on PostgreSQL
+//! (`postgres::NAME`, a fresh database; see `common/mod.rs`).
 
 mod common;
 
@@ -61,12 +63,12 @@ fn mailbox(dir: &std::path::Path) {
     make_maildir(&dir.join(".Archive"));
 }
 
-#[tokio::test]
-async fn trash_is_reversible() {
+async fn trash_is_reversible(engine: Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     mailbox(dir);
-    let p = plugin(dir, pool().await);
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
     let report = p.sync().await.unwrap();
     assert_eq!(report.accounts[0].added, 4, "{report:?}");
 
@@ -170,12 +172,12 @@ async fn trash_is_reversible() {
     assert_eq!(hits(&search(&p, json!({})).await).len(), 4);
 }
 
-#[tokio::test]
-async fn a_missing_file_does_not_fail_the_batch() {
+async fn a_missing_file_does_not_fail_the_batch(engine: Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     mailbox(dir);
-    let p = plugin(dir, pool().await);
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
     p.sync().await.unwrap();
     let keep = id_of(&p, "Keep me").await;
     let dinner = id_of(&p, "Dinner on Saturday?").await;
@@ -201,12 +203,12 @@ async fn a_missing_file_does_not_fail_the_batch() {
     assert_eq!(out.items.len(), 1);
 }
 
-#[tokio::test]
-async fn restore_does_not_overwrite() {
+async fn restore_does_not_overwrite(engine: Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     mailbox(dir);
-    let p = plugin(dir, pool().await);
+    let db = engine.open().await;
+    let p = plugin(dir, &db.store);
     p.sync().await.unwrap();
     let keep = id_of(&p, "Keep me").await;
     p.execute("trash_email", &json!({"ids": [keep]}), &ctx())
@@ -225,3 +227,9 @@ async fn restore_does_not_overwrite() {
     );
     assert!(dir.join(".Trash/cur/1700000004.M4P1.host:2,").exists());
 }
+
+on_both_engines!(
+    trash_is_reversible,
+    a_missing_file_does_not_fail_the_batch,
+    restore_does_not_overwrite,
+);

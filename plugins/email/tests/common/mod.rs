@@ -1,4 +1,9 @@
-//! Shared test helpers: a migrated in-memory database, Maildir builders, file snapshots.
+//! Shared test helpers: a migrated database of either engine, Maildir builders, file snapshots.
+//!
+//! PostgreSQL: [`Engine::Postgres`] creates its own database `iris_test_<uuid>` through the admin
+//! url in `IRIS_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`) and
+//! drops it when the test ends (as `crates/store/tests/store.rs` does). An unreachable server
+//! fails the test with how to start it; it never passes silently.
 #![allow(dead_code, missing_docs)]
 
 use std::collections::BTreeMap;
@@ -7,16 +12,77 @@ use std::path::{Path, PathBuf};
 
 use iris_core::plugin::{CallContext, Plugin};
 use iris_email::{AccountConfig, AccountKind, EmailPlugin};
+use iris_store::testing::{fresh_postgres_database, DropDatabase};
+use iris_store::Store;
 use serde_json::Value;
-use sqlx::SqlitePool;
 
-/// A fresh in-memory database with every migration of `migrations/sqlite` applied.
-pub async fn pool() -> SqlitePool {
-    iris_store::SqliteStore::connect("sqlite::memory:")
+/// Which engine a test body runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh database of one engine with every migration applied, removed when dropped.
+pub struct TestDb {
+    /// The store on it.
+    pub store: Store,
+    /// Drops the PostgreSQL database (declared last, so it is dropped after the store).
+    _cleanup: Option<DropDatabase>,
+}
+
+impl Engine {
+    /// A fresh database: SQLite in memory, or a new PostgreSQL database.
+    pub async fn open(self) -> TestDb {
+        match self {
+            Engine::Sqlite => TestDb {
+                store: memory_store().await,
+                _cleanup: None,
+            },
+            Engine::Postgres => {
+                let (url, guard) = fresh_postgres_database().await;
+                let store = Store::connect(&url)
+                    .await
+                    .unwrap_or_else(|e| panic!("connecting to the test database: {e}"));
+                assert!(store.as_postgres().is_some());
+                TestDb {
+                    store,
+                    _cleanup: Some(guard),
+                }
+            }
+        }
+    }
+}
+
+/// A fresh in-memory SQLite database with every migration of `migrations/sqlite` applied.
+pub async fn memory_store() -> Store {
+    Store::connect("sqlite::memory:")
         .await
         .expect("migrated in-memory store")
-        .pool()
-        .clone()
+}
+
+/// Defines `mod sqlite` and `mod postgres`, each with one `#[tokio::test]` per listed body
+/// (`async fn NAME(engine: Engine)` in the test file), run on that engine.
+#[macro_export]
+macro_rules! on_both_engines {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::common::Engine::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::common::Engine::Postgres).await;
+                }
+            )*
+        }
+    };
 }
 
 /// Creates `cur/ new/ tmp/` under `dir`.
@@ -60,7 +126,7 @@ pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// The plugin over one Maildir account named "personal".
-pub fn plugin(dir: &Path, pool: SqlitePool) -> EmailPlugin {
+pub fn plugin(dir: &Path, store: &Store) -> EmailPlugin {
     EmailPlugin::new(
         vec![AccountConfig {
             name: "personal".into(),
@@ -69,7 +135,7 @@ pub fn plugin(dir: &Path, pool: SqlitePool) -> EmailPlugin {
                 path: dir.to_path_buf(),
             },
         }],
-        pool,
+        store,
     )
     .unwrap()
 }
