@@ -5,7 +5,7 @@
 //!
 //! Reads need any signed-in viewer; answering and chatting need `can_answer`.
 
-use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision};
+use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision, PluginList};
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
@@ -117,4 +117,11 @@ pub async fn approval_audit(
 ) -> Result<Vec<AuditEntry>, AppError> {
     let (backend, _viewer) = on_server::signed_in().await?;
     backend.audit(&approval_id).await.map_err(AppError::Backend)
+}
+
+/// Every loaded plugin with its tools' effect, gate and undo (the Plugins page).
+#[server(prefix = "/ui", input = Json)]
+pub async fn load_plugins() -> Result<PluginList, AppError> {
+    let (backend, _viewer) = on_server::signed_in().await?;
+    backend.plugins().await.map_err(AppError::Backend)
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
-use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision};
+use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision, PluginList};
 
 /// The signed-in device or browser session looking at the app.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -47,4 +47,6 @@ pub trait AppBackend: Send + Sync + 'static {
     async fn conversation(&self, id: &str) -> Result<Conversation, String>;
     /// The audit entries of one approval, oldest first.
     async fn audit(&self, approval_id: &str) -> Result<Vec<AuditEntry>, String>;
+    /// Every loaded plugin with its tools' effect, gate and undo (the Plugins page).
+    async fn plugins(&self) -> Result<PluginList, String>;
 }

@@ -9,6 +9,7 @@
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
 //!   implements to answer them.
 //! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
+//! - [`plugins`] is the Plugins page: each plugin's tools with effect, gate and undo.
 //! - [`format`] holds the pure wording helpers (undo sentence, result summary, times).
 //!
 //! Features: `ssr` (server rendering and the server functions' bodies) and `hydrate` (the
@@ -24,6 +25,7 @@ pub mod chat;
 pub mod error;
 pub mod format;
 pub mod live;
+pub mod plugins;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
@@ -35,6 +37,7 @@ use leptos_router::{
 use crate::activity::ActivityPage;
 use crate::chat::{ChatPanel, ChatState};
 use crate::live::{ClientClock, Hydrated, Live};
+use crate::plugins::PluginsPage;
 
 #[cfg(feature = "ssr")]
 pub use backend::AppBackend;
@@ -64,8 +67,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// The application: app-wide state, the header, the routes (`/`, `/activity`,
-/// `/activity/:id` all show the Activity page) and the chat beside them.
+/// The application: app-wide state, the header with its page links, the routes (`/`,
+/// `/activity`, `/activity/:id` show the Activity page, `/plugins` the Plugins page) and the
+/// chat beside them.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -102,6 +106,10 @@ pub fn App() -> impl IntoView {
                     " IRIS"
                 </A>
                 <span class="topbar-sub">"Approvals"</span>
+                <nav class="topnav" aria-label="Pages">
+                    <A href="/activity">"Activity"</A>
+                    <A href="/plugins">"Plugins"</A>
+                </nav>
             </header>
             <main class="layout">
                 <aside class="chat-col" aria-label="Chat">
@@ -112,6 +120,7 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("/") view=ActivityPage/>
                         <Route path=path!("/activity") view=ActivityPage/>
                         <Route path=path!("/activity/:id") view=ActivityPage/>
+                        <Route path=path!("/plugins") view=PluginsPage/>
                     </Routes>
                 </div>
             </main>

@@ -14,7 +14,7 @@ use iris_core::kernel::Actor;
 use iris_core::ports::{AuditLog, ConversationStore, QueueStore};
 use iris_core::wire::{
     Approval, ApprovalList, ApprovalStatus, AuditList, ChatRequest, ChatResponse, Conversation,
-    RespondRequest, RespondResponse,
+    PluginList, RespondRequest, RespondResponse, ResumeResponse,
 };
 use serde::Deserialize;
 use tokio_stream::wrappers::BroadcastStream;
@@ -32,10 +32,12 @@ pub fn routes() -> Router<AppState> {
         .route("/api/audit", get(audit))
         .route("/api/events", get(events))
         .route("/api/conversations/{id}", get(conversation))
+        .route("/api/plugins", get(plugins))
         .route("/api/health", get(|| async { "ok" }))
         .route("/governance/approvals", get(list_approvals))
         .route("/governance/approvals/{id}", get(get_approval))
         .route("/governance/approvals/{id}/respond", post(respond))
+        .route("/governance/approvals/{id}/resume", post(retry_resume))
 }
 
 /// An authenticated device (401 without credentials).
@@ -102,12 +104,36 @@ async fn chat(
             "the message is empty; nothing was done".into(),
         ));
     }
-    Ok(Json(
-        state
-            .agent
-            .run_turn(request.conversation_id, request.message.trim())
-            .await?,
-    ))
+    let message = request.message.trim();
+    let response = state
+        .agent
+        .run_turn(request.conversation_id, message)
+        .await?;
+    // IRIS_ESCALATION (DESIGN §2 "escalation"): judge the finished turn with the rule judge,
+    // record the verdict in the curator table and, in enforce mode, re-run the turn through the
+    // same agent with a note when the rules allow (never a resumed run, never one that ran a
+    // non-read call or did not report).
+    let mode = state.settings.escalation;
+    if mode == iris_core::escalation::EscalationMode::Off {
+        return Ok(Json(response));
+    }
+    let escalator = iris_core::escalation::Escalator {
+        mode,
+        judge: std::sync::Arc::new(iris_core::escalation::RuleJudge),
+        curator: std::sync::Arc::new(state.store.clone()),
+        runner: state.agent.clone(),
+        clock: std::sync::Arc::new(iris_core::ports::SystemClock),
+        max_hops: state.settings.escalation_max_hops,
+    };
+    let outcome = escalator
+        .maybe_escalate(iris_core::escalation::FinishedTurn::from_response(
+            message, &response,
+        ))
+        .await;
+    if let Some(error) = &outcome.error {
+        tracing::warn!(run = %response.run_id, %error, "escalation stopped early");
+    }
+    Ok(Json(outcome.turn.to_response()))
 }
 
 #[derive(Deserialize)]
@@ -165,6 +191,26 @@ async fn respond(
     Ok(Json(RespondResponse { approval }))
 }
 
+/// `POST /governance/approvals/{id}/resume` (control only): the owner retries a resume that
+/// failed (`resume_error` on the card). Runs the continuation now and answers with it; the
+/// pinned call is never executed again (the ledger's result is reused). 404 unknown; 409 still
+/// pending, or no failed resume to retry (failed resumes are retried only on this request, never
+/// by the sweep).
+async fn retry_resume(
+    State(state): State<AppState>,
+    Controller(actor): Controller,
+    Path(id): Path<String>,
+) -> Result<Json<ResumeResponse>, ApiError> {
+    tracing::info!(approval = %id, by = %actor.name, "retrying a failed resume");
+    let run = state.agent.retry_resume(&id).await?;
+    let approval = state
+        .store
+        .get(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("approval `{id}` does not exist")))?;
+    Ok(Json(ResumeResponse { approval, run }))
+}
+
 #[derive(Deserialize)]
 struct AuditQuery {
     approval_id: Option<String>,
@@ -187,6 +233,11 @@ async fn conversation(
 ) -> Result<Json<Conversation>, ApiError> {
     let lines = state.store.lines(&id).await?;
     Ok(Json(Conversation { id, lines }))
+}
+
+/// `GET /api/plugins`: every loaded plugin's tools with effect, gate and undo (any device).
+async fn plugins(State(state): State<AppState>, _authed: Authed) -> Json<PluginList> {
+    Json(state.agent.registry().plugin_list())
 }
 
 async fn events(

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
+use iris_core::escalation::EscalationMode;
 use serde::Deserialize;
 
 /// One mail account of `[[email.accounts]]`, in the fixed order used to choose a sender.
@@ -63,6 +64,18 @@ pub struct Settings {
     /// `IRIS_MODEL_API_KEY`.
     #[serde(default)]
     pub model_api_key: Option<String>,
+    /// `IRIS_MODEL_STREAM` (default false): with `true`, the `openai:` adapter asks for a
+    /// streamed answer (`"stream": true`) and assembles the chunks into the same turn.
+    #[serde(default)]
+    pub model_stream: bool,
+    /// `IRIS_ESCALATION`: `off` (default), `shadow` (the judge's verdict on every `/api/chat`
+    /// turn is recorded in the curator table, nothing acts) or `enforce` (recorded, and an
+    /// `escalate` verdict re-runs the turn when the rules of DESIGN §2 "escalation" allow).
+    #[serde(default)]
+    pub escalation: EscalationMode,
+    /// `IRIS_ESCALATION_MAX_HOPS` (default 1): at most this many re-runs per owner turn.
+    #[serde(default = "default_escalation_max_hops")]
+    pub escalation_max_hops: u32,
     /// `IRIS_EMAIL_DEFAULT_SENDER`.
     #[serde(default)]
     pub email_default_sender: Option<String>,
@@ -75,6 +88,10 @@ pub struct Settings {
     /// `IRIS_EVALUATOR_TTL_SECS` (default 600).
     #[serde(default = "default_evaluator_ttl")]
     pub evaluator_ttl_secs: u64,
+    /// `IRIS_EVALUATOR_RULES`: a YAML file of PostStep evaluator rules
+    /// (`iris_core::evaluator::RuleEvaluator`); unset: no evaluator runs.
+    #[serde(default)]
+    pub evaluator_rules: Option<PathBuf>,
     /// `IRIS_SMTP_URL`.
     #[serde(default)]
     pub smtp_url: Option<String>,
@@ -110,6 +127,9 @@ fn default_destructive_ttl() -> u64 {
 fn default_evaluator_ttl() -> u64 {
     600
 }
+fn default_escalation_max_hops() -> u32 {
+    iris_core::escalation::DEFAULT_MAX_HOPS
+}
 fn default_sweep_secs() -> u64 {
     15
 }
@@ -135,6 +155,21 @@ mod tests {
 
     #[test]
     #[allow(clippy::result_large_err)]
+    fn evaluator_rules_path_from_the_environment() {
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(Settings::load().map_err(|e| *e)?.evaluator_rules, None);
+            jail.set_env("IRIS_EVALUATOR_RULES", "rules/evaluators.yaml");
+            let s = Settings::load().map_err(|e| *e)?;
+            assert_eq!(
+                s.evaluator_rules,
+                Some(PathBuf::from("rules/evaluators.yaml"))
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
     fn file_then_environment() {
         figment::Jail::expect_with(|jail| {
             jail.create_file(
@@ -150,6 +185,18 @@ mod tests {
             assert_eq!(s.evaluator_ttl_secs, 600);
             assert_eq!(s.email.accounts[0].port, Some(143));
             assert_eq!(s.database_url, "sqlite://data/iris.db");
+            assert!(!s.model_stream);
+            assert_eq!(s.escalation, EscalationMode::Off);
+            assert_eq!(s.escalation_max_hops, 1);
+            jail.set_env("IRIS_MODEL_STREAM", "true");
+            jail.set_env("IRIS_ESCALATION", "shadow");
+            jail.set_env("IRIS_ESCALATION_MAX_HOPS", "2");
+            let s = Settings::load().map_err(|e| *e)?;
+            assert!(s.model_stream);
+            assert_eq!(s.escalation, EscalationMode::Shadow);
+            assert_eq!(s.escalation_max_hops, 2);
+            jail.set_env("IRIS_ESCALATION", "loud");
+            assert!(Settings::load().is_err());
             Ok(())
         });
     }

@@ -1,10 +1,11 @@
 //! Domain errors mapped to HTTP in one place (DESIGN §7: 401 no credentials, 403 read scope or
-//! cross-site, 404 unknown, 409 already decided with who/where/when, 410 expired).
+//! cross-site, 404 unknown, 409 already decided with who/where/when, 410 expired; for the
+//! resume retry, 409 still pending or nothing to retry).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use iris_core::agent::AgentError;
+use iris_core::agent::{AgentError, RetryError};
 use iris_core::kernel::RespondError;
 use iris_core::ports::StoreError;
 use iris_core::wire::{Approval, ErrorBody};
@@ -44,6 +45,20 @@ impl From<RespondError> for ApiError {
             RespondError::AlreadyDecided(row) => ApiError::Conflict(text, row),
             RespondError::Expired(row) => ApiError::Gone(text, row),
             RespondError::Store(s) => ApiError::from(s),
+        }
+    }
+}
+
+impl From<RetryError> for ApiError {
+    fn from(e: RetryError) -> Self {
+        let text = e.to_string();
+        match e {
+            RetryError::NotFound(_) => ApiError::NotFound(text),
+            RetryError::NotDecided(row) | RetryError::NotFailed(row) => {
+                ApiError::Conflict(text, row)
+            }
+            RetryError::Unavailable => ApiError::Internal(text),
+            RetryError::Agent(e) => ApiError::from(e),
         }
     }
 }

@@ -3,6 +3,12 @@
 //!
 //! DESIGN §7: `tools` are sent as function definitions built from the manifests, and tool
 //! results as `role: "tool"` messages whose content is a JSON object.
+//!
+//! With `IRIS_MODEL_STREAM=true` the OpenAI-compatible adapter asks for `"stream": true` and
+//! assembles the server-sent chunks ([`StreamAssembler`]: content deltas, and tool-call deltas by
+//! `index` with `id`, `name` and `arguments` fragments) into the same [`ModelTurn`] a plain
+//! answer gives, through the same [`parse_response`]. The loop cannot tell the two apart, so
+//! `effects_executed` and every governance rule behave the same on both paths.
 
 use std::sync::Arc;
 
@@ -10,6 +16,7 @@ use anyhow::Context;
 use async_openai::config::OpenAIConfig;
 use async_openai::Client;
 use async_trait::async_trait;
+use futures::StreamExt;
 use iris_core::manifest::ToolSpec;
 use iris_core::model::{Message, Model, ModelError, ModelTurn, ToolCall};
 use iris_core::scripted::{ScriptedModel, DEMO_SCRIPT};
@@ -19,10 +26,12 @@ use serde_json::{json, Value};
 pub struct OpenAiModel {
     client: Client<OpenAIConfig>,
     model: String,
+    stream: bool,
 }
 
 impl OpenAiModel {
     /// A client for `base_url` (e.g. `http://127.0.0.1:11434/v1`), model name and optional key.
+    /// It asks for plain (non-streamed) answers; see [`OpenAiModel::streaming`].
     pub fn new(base_url: &str, model: &str, api_key: Option<&str>) -> Self {
         let config = OpenAIConfig::new()
             .with_api_base(base_url.trim_end_matches('/'))
@@ -30,12 +39,21 @@ impl OpenAiModel {
         OpenAiModel {
             client: Client::with_config(config),
             model: model.to_string(),
+            stream: false,
         }
+    }
+
+    /// `IRIS_MODEL_STREAM`: with `true`, requests carry `"stream": true` and the streamed chunks
+    /// are assembled into one [`ModelTurn`] ([`StreamAssembler`]).
+    pub fn streaming(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
     }
 }
 
-/// The request body: messages in OpenAI's shape and the manifests' tools as functions.
-pub fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec]) -> Value {
+/// The request body: messages in OpenAI's shape, the manifests' tools as functions, and
+/// `"stream"` as asked.
+pub fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec], stream: bool) -> Value {
     let messages: Vec<Value> = messages
         .iter()
         .map(|m| match m {
@@ -70,7 +88,7 @@ pub fn request_body(model: &str, messages: &[Message], tools: &[ToolSpec]) -> Va
                 "name": t.name, "description": t.description, "parameters": t.parameters}})
         })
         .collect();
-    let mut body = json!({"model": model, "messages": messages, "stream": false});
+    let mut body = json!({"model": model, "messages": messages, "stream": stream});
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
@@ -127,6 +145,165 @@ pub fn parse_response(body: &Value) -> Result<ModelTurn, ModelError> {
     })
 }
 
+/// One tool call being assembled from stream deltas.
+#[derive(Debug, Default)]
+struct PartialCall {
+    index: u64,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a streamed chat completion (`chat.completion.chunk` objects) into the answer a
+/// plain request would have given.
+///
+/// Per chunk, only choice 0 counts (its `delta`): `content` fragments are appended in order;
+/// each entry of `tool_calls` names its call by `index` (a server that omits it continues the
+/// call with the same `id`, or the last one) and carries an `id` (kept), and `function.name`
+/// and `function.arguments` fragments (appended). Chunks without choices (usage) are skipped.
+/// [`StreamAssembler::finish`] orders the calls by index and reads the result with
+/// [`parse_response`], so both paths share every rule (arguments must be JSON, a missing id
+/// becomes `call_N`).
+#[derive(Debug, Default)]
+pub struct StreamAssembler {
+    chunks: usize,
+    content: String,
+    calls: Vec<PartialCall>,
+}
+
+impl StreamAssembler {
+    /// An empty assembler.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one chunk.
+    ///
+    /// # Errors
+    /// [`ModelError::Protocol`] when the chunk is an error object, or a call's fragments are not
+    /// text.
+    pub fn push(&mut self, chunk: &Value) -> Result<(), ModelError> {
+        self.chunks += 1;
+        if let Some(error) = chunk.get("error") {
+            return Err(ModelError::Protocol(format!(
+                "the model server sent an error in the stream: {error}"
+            )));
+        }
+        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+            return Ok(());
+        };
+        let Some(choice) = choices
+            .iter()
+            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        else {
+            return Ok(());
+        };
+        let Some(delta) = choice.get("delta") else {
+            return Ok(());
+        };
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            self.content.push_str(text);
+        }
+        for fragment in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.push_call(fragment)?;
+        }
+        Ok(())
+    }
+
+    fn push_call(&mut self, fragment: &Value) -> Result<(), ModelError> {
+        let id = fragment
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let index = match fragment.get("index").and_then(Value::as_u64) {
+            Some(i) => i,
+            None => match id.and_then(|id| self.calls.iter().find(|c| c.id.as_deref() == Some(id)))
+            {
+                Some(call) => call.index,
+                None if id.is_some() || self.calls.is_empty() => {
+                    self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0)
+                }
+                None => self.calls.last().map(|c| c.index).unwrap_or(0),
+            },
+        };
+        let position = match self.calls.iter().position(|c| c.index == index) {
+            Some(p) => p,
+            None => {
+                self.calls.push(PartialCall {
+                    index,
+                    ..PartialCall::default()
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[position];
+        if let Some(id) = id {
+            call.id = Some(id.to_string());
+        }
+        let Some(function) = fragment.get("function") else {
+            return Ok(());
+        };
+        match function.get("name") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(name)) => call.name.push_str(name),
+            Some(other) => {
+                return Err(ModelError::Protocol(format!(
+                    "a streamed tool call name is not text: {other}"
+                )))
+            }
+        }
+        match function.get("arguments") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(part)) => call.arguments.push_str(part),
+            // Some servers send the whole object at once.
+            Some(object @ Value::Object(_)) => call.arguments.push_str(&object.to_string()),
+            Some(other) => {
+                return Err(ModelError::Protocol(format!(
+                    "streamed arguments of `{}` are not text: {other}",
+                    call.name
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// The assembled answer.
+    ///
+    /// # Errors
+    /// [`ModelError::Protocol`] when the stream carried no chunk, or what [`parse_response`]
+    /// refuses (a call without a name, arguments that are not JSON).
+    pub fn finish(mut self) -> Result<ModelTurn, ModelError> {
+        if self.chunks == 0 {
+            return Err(ModelError::Protocol(
+                "the model's stream ended without a chunk".into(),
+            ));
+        }
+        self.calls.sort_by_key(|c| c.index);
+        let tool_calls: Vec<Value> = self
+            .calls
+            .iter()
+            .map(|c| {
+                let mut call = json!({"type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments}});
+                if let Some(id) = &c.id {
+                    call["id"] = json!(id);
+                }
+                call
+            })
+            .collect();
+        let mut message = json!({"role": "assistant", "content": self.content});
+        if !tool_calls.is_empty() {
+            message["tool_calls"] = Value::Array(tool_calls);
+        }
+        parse_response(&json!({"choices": [{"index": 0, "message": message}]}))
+    }
+}
+
 #[async_trait]
 impl Model for OpenAiModel {
     async fn complete(
@@ -134,19 +311,33 @@ impl Model for OpenAiModel {
         messages: &[Message],
         tools: &[ToolSpec],
     ) -> Result<ModelTurn, ModelError> {
-        let body = request_body(&self.model, messages, tools);
-        let answer: Value = self
+        let body = request_body(&self.model, messages, tools, self.stream);
+        if !self.stream {
+            let answer: Value = self
+                .client
+                .chat()
+                .create_byot(body)
+                .await
+                .map_err(|e| ModelError::Transport(e.to_string()))?;
+            return parse_response(&answer);
+        }
+        let mut chunks = self
             .client
             .chat()
-            .create_byot(body)
+            .create_stream_byot::<Value, Value>(body)
             .await
             .map_err(|e| ModelError::Transport(e.to_string()))?;
-        parse_response(&answer)
+        let mut assembler = StreamAssembler::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| ModelError::Transport(e.to_string()))?;
+            assembler.push(&chunk)?;
+        }
+        assembler.finish()
     }
 }
 
 /// Builds the model from `IRIS_MODEL` (`openai:BASE_URL` or `scripted:PATH`); `None` with
-/// `demo` gives the demo script.
+/// `demo` gives the demo script. `stream` (`IRIS_MODEL_STREAM`) applies to `openai:` only.
 ///
 /// # Errors
 /// When the setting is malformed or the script cannot be read or parsed.
@@ -154,14 +345,14 @@ pub fn from_setting(
     setting: Option<&str>,
     name: Option<&str>,
     api_key: Option<&str>,
+    stream: bool,
     demo: bool,
 ) -> anyhow::Result<Arc<dyn Model>> {
     match setting {
-        Some(s) if s.starts_with("openai:") => Ok(Arc::new(OpenAiModel::new(
-            &s["openai:".len()..],
-            name.unwrap_or("llama3.1"),
-            api_key,
-        ))),
+        Some(s) if s.starts_with("openai:") => Ok(Arc::new(
+            OpenAiModel::new(&s["openai:".len()..], name.unwrap_or("llama3.1"), api_key)
+                .streaming(stream),
+        )),
         Some(s) if s.starts_with("scripted:") => {
             let path = &s["scripted:".len()..];
             let text = std::fs::read_to_string(path)
@@ -201,7 +392,8 @@ mod tests {
                 content: json!({"results": []}),
             },
         ];
-        let body = request_body("m", &msgs, &[]);
+        let body = request_body("m", &msgs, &[], false);
+        assert_eq!(body["stream"], false);
         assert_eq!(body["messages"][2]["role"], "tool");
         let content: Value =
             serde_json::from_str(body["messages"][2]["content"].as_str().unwrap()).unwrap();
@@ -219,5 +411,179 @@ mod tests {
         .unwrap();
         assert_eq!(turn.tool_calls[0].arguments, json!({"ids": ["m1"]}));
         assert!(parse_response(&json!({"choices": []})).is_err());
+    }
+
+    fn chunk(delta: Value) -> Value {
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
+    }
+
+    #[test]
+    fn assembles_content_and_interleaved_tool_call_fragments() {
+        let mut a = StreamAssembler::new();
+        let chunks = vec![
+            chunk(json!({"role": "assistant", "content": ""})),
+            chunk(json!({"content": "Look"})),
+            chunk(json!({"content": "ing…"})),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "c0", "type": "function",
+                "function": {"name": "search_", "arguments": ""}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "id": "c1", "type": "function",
+                "function": {"name": "trash_email", "arguments": "{\"ids\":"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"name": "inbox", "arguments": "{\"que"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "function": {"arguments": "[\"m1\",\"m2\"]}"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "c0", "function": {"arguments": "ry\":\"é x\"}"}}]}),
+            ),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"total_tokens": 3}}),
+        ];
+        for c in &chunks {
+            a.push(c).unwrap();
+        }
+        let turn = a.finish().unwrap();
+        assert_eq!(turn.content.as_deref(), Some("Looking…"));
+        assert_eq!(
+            turn.tool_calls,
+            vec![
+                ToolCall {
+                    id: "c0".into(),
+                    name: "search_inbox".into(),
+                    arguments: json!({"query": "é x"}),
+                },
+                ToolCall {
+                    id: "c1".into(),
+                    name: "trash_email".into(),
+                    arguments: json!({"ids": ["m1", "m2"]}),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_streamed_answer_parses_like_the_plain_one() {
+        let plain = json!({"choices": [{"message": {"content": "Hi", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "trash_email", "arguments": "{\"ids\":[\"m1\"]}"}},
+            {"type": "function", "function": {"name": "search_inbox", "arguments": ""}}]}}]});
+        let mut a = StreamAssembler::new();
+        for c in [
+            chunk(json!({"content": "H"})),
+            chunk(json!({"content": "i"})),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "trash_email", "arguments": "{\"ids\""}}]}),
+            ),
+            chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": ":[\"m1\"]}"}}]})),
+            chunk(json!({"tool_calls": [{"index": 1, "function": {"name": "search_inbox"}}]})),
+        ] {
+            a.push(&c).unwrap();
+        }
+        assert_eq!(a.finish().unwrap(), parse_response(&plain).unwrap());
+    }
+
+    #[test]
+    fn calls_without_an_index_continue_by_id() {
+        let mut a = StreamAssembler::new();
+        for c in [
+            chunk(
+                json!({"tool_calls": [{"id": "x", "function": {"name": "restore_email", "arguments": "{"}}]}),
+            ),
+            chunk(json!({"tool_calls": [{"id": "x", "function": {"arguments": "}"}}]})),
+            chunk(
+                json!({"tool_calls": [{"id": "y", "function": {"name": "search_inbox", "arguments": {"limit": 2}}}]}),
+            ),
+        ] {
+            a.push(&c).unwrap();
+        }
+        let turn = a.finish().unwrap();
+        assert_eq!(turn.content, None);
+        assert_eq!(turn.tool_calls.len(), 2);
+        assert_eq!(turn.tool_calls[0].arguments, json!({}));
+        assert_eq!(turn.tool_calls[1].arguments, json!({"limit": 2}));
+    }
+
+    #[test]
+    fn a_broken_stream_is_a_protocol_error() {
+        assert!(matches!(
+            StreamAssembler::new().finish(),
+            Err(ModelError::Protocol(_))
+        ));
+        let mut a = StreamAssembler::new();
+        assert!(a
+            .push(&json!({"error": {"message": "overloaded"}}))
+            .is_err());
+        let mut a = StreamAssembler::new();
+        a.push(&chunk(json!({"tool_calls": [{"index": 0, "function": {"name": "trash_email", "arguments": "{\"ids\":["}}]})))
+            .unwrap();
+        assert!(matches!(a.finish(), Err(ModelError::Protocol(m)) if m.contains("not JSON")));
+    }
+
+    /// A loopback OpenAI-compatible server that streams one fixed answer as server-sent events.
+    async fn sse_server(chunks: Vec<Value>) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+        use axum::response::sse::{Event, Sse};
+        use axum::routing::post;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            post(move |axum::Json(body): axum::Json<Value>| {
+                let chunks = chunks.clone();
+                let seen = seen2.clone();
+                async move {
+                    seen.lock().unwrap().push(body);
+                    let mut events: Vec<Result<Event, std::convert::Infallible>> = chunks
+                        .iter()
+                        .map(|c| Ok(Event::default().data(c.to_string())))
+                        .collect();
+                    events.push(Ok(Event::default().data("[DONE]")));
+                    Sse::new(futures::stream::iter(events))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (format!("http://{addr}/v1"), seen)
+    }
+
+    #[tokio::test]
+    async fn the_adapter_streams_from_a_loopback_server() {
+        let args = r#"{"ids":["m1","m2","m3"]}"#;
+        let mut chunks = vec![chunk(json!({"role": "assistant", "content": null}))];
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+            "function": {"name": "trash_email", "arguments": ""}}]}),
+        ));
+        let chars: Vec<char> = args.chars().collect();
+        for piece in chars.chunks(3) {
+            chunks.push(chunk(json!({"tool_calls": [{"index": 0,
+                "function": {"arguments": piece.iter().collect::<String>()}}]})));
+        }
+        let (base, seen) = sse_server(chunks).await;
+        let model = OpenAiModel::new(&base, "m", None).streaming(true);
+        let turn = model
+            .complete(
+                &[Message::User {
+                    content: "trash them".into(),
+                }],
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            turn.tool_calls,
+            vec![ToolCall {
+                id: "call_9".into(),
+                name: "trash_email".into(),
+                arguments: json!({"ids": ["m1", "m2", "m3"]}),
+            }]
+        );
+        assert_eq!(turn.content, None);
+        assert_eq!(seen.lock().unwrap()[0]["stream"], true);
     }
 }

@@ -124,6 +124,7 @@ pub async fn build(
         settings.model.as_deref(),
         settings.model_name.as_deref(),
         settings.model_api_key.as_deref(),
+        settings.model_stream,
         demo,
     )?;
 
@@ -151,6 +152,17 @@ pub async fn build(
         Vec::new(),
     )
     .context("loading the manifests")?;
+    // PostStep evaluators (DESIGN §2 kind `evaluator`) from IRIS_EVALUATOR_RULES, if set.
+    let agent = match &settings.evaluator_rules {
+        None => agent,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading IRIS_EVALUATOR_RULES file {}", path.display()))?;
+            let rules = iris_core::evaluator::RuleEvaluator::from_yaml(&text)
+                .with_context(|| format!("IRIS_EVALUATOR_RULES file {}", path.display()))?;
+            agent.with_evaluators(vec![Arc::new(rules)])
+        }
+    };
 
     // A crash may have left calls between `executing` and their outcome: they become
     // `unknown` and are never retried by themselves (DESIGN §2 "side-effect ledger").

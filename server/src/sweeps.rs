@@ -1,6 +1,7 @@
 //! Server-side sweeps (DESIGN §3 steps 6 and 9): expire lapsed rows and resume every decided
 //! row whose run has not resumed, exactly once. Resuming is separate from deciding, so a crash
-//! between the two is picked up here at start-up and on every tick.
+//! between the two is picked up here at start-up and on every tick. A resume that failed is
+//! never retried here, only on the owner's request (see [`resume_one`]).
 
 use std::time::Duration;
 
@@ -9,22 +10,21 @@ use iris_core::ports::QueueStore;
 use crate::state::AppState;
 
 /// Resumes the run paused on `approval_id` in the background; a failure is recorded on the row
-/// (shown on the card).
+/// by the agent (shown on the card, retried on the owner's request).
 pub fn spawn_resume(state: AppState, approval_id: String) {
     tokio::spawn(async move { resume_one(&state, &approval_id).await });
 }
 
 /// Resumes one run now. The checkpoint's compare-and-set makes a second call a no-op.
+///
+/// A failed resume (model unreachable, store error) is recorded on the row by the agent
+/// (`resume_error`) and is **not** retried by the sweep: its checkpoint is taken, so
+/// [`QueueStore::unresumed`] no longer lists it. Only the owner retries it
+/// (`POST /governance/approvals/{id}/resume`), because a retry runs the model again and the
+/// owner should see why it failed first; the pinned call itself never runs twice either way.
 pub async fn resume_one(state: &AppState, approval_id: &str) {
-    match state.agent.resume(approval_id).await {
-        Ok(_) => {}
-        Err(e) => {
-            tracing::error!(approval = %approval_id, error = %e, "resuming the paused run failed");
-            let _ = state
-                .store
-                .set_resume_error(approval_id, Some(&e.to_string()))
-                .await;
-        }
+    if let Err(e) = state.agent.resume(approval_id).await {
+        tracing::error!(approval = %approval_id, error = %e, "resuming the paused run failed");
     }
 }
 

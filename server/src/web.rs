@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use iris_core::ports::{AuditLog, ConversationStore, QueueStore};
-use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision};
+use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision, PluginList};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
 
@@ -118,6 +118,10 @@ impl AppBackend for WebBackend {
             .entries(Some(approval_id))
             .await
             .map_err(text)
+    }
+
+    async fn plugins(&self) -> Result<PluginList, String> {
+        Ok(self.state.agent.registry().plugin_list())
     }
 }
 

@@ -68,6 +68,7 @@ impl Plugin for Files {
             lines: vec![format!("{tool} {path}")],
             items: vec![path],
             undo_note: None,
+            preconditions: vec![],
         })
     }
     async fn execute(

@@ -15,7 +15,7 @@ use crate::canonical::{call_hash, canonical_json};
 use crate::manifest::{Gate, ToolSpec};
 use crate::plugin::{CallContext, Plugin};
 use crate::ports::{Clock, NewApproval, Notifier, QueueStore};
-use crate::wire::{ApprovalStatus, Card, Event, Execution};
+use crate::wire::{Card, Event};
 
 /// A hook's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +100,17 @@ impl PreToolUseHook for DestructiveApprovalHook {
             Ok(d) => d,
             Err(e) => return HookDecision::Deny(format!("{e}; nothing was changed")),
         };
+        // Staleness (issue 3): one precondition per item, or none at all.
+        if !description.preconditions.is_empty()
+            && description.preconditions.len() != description.items.len()
+        {
+            return HookDecision::Deny(format!(
+                "the plugin described `{}` with {} preconditions for {} items (one per item is required); nothing was changed",
+                spec.name,
+                description.preconditions.len(),
+                description.items.len()
+            ));
+        }
         let kind = kind_for(spec);
         let created_at = self.clock.now();
         let row = NewApproval {
@@ -124,6 +135,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
             context_summary: call.ctx.request.clone(),
             created_at,
             expires_at: self.ttl.expires_at(kind, created_at),
+            preconditions: description.preconditions,
         };
         if let Err(e) = self.queue.insert(&row).await {
             return HookDecision::Deny(format!(
@@ -131,26 +143,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
             ));
         }
         self.notifier
-            .notify(Event::ApprovalRequested(crate::wire::Approval {
-                id: row.id.clone(),
-                kind: row.kind,
-                status: ApprovalStatus::Pending,
-                tool: row.tool.clone(),
-                args: row.args.clone(),
-                call_hash: row.call_hash.clone(),
-                items: row.items.clone(),
-                card: row.card.clone(),
-                run_id: row.run_id.clone(),
-                created_at: row.created_at,
-                expires_at: row.expires_at,
-                responded_at: None,
-                responded_by: None,
-                surface: None,
-                reason: None,
-                execution: Execution::None,
-                result: None,
-                resume_error: None,
-            }));
+            .notify(Event::ApprovalRequested(row.pending_view()));
         HookDecision::RequireApproval(Some(row.id))
     }
 }

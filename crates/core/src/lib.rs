@@ -2,8 +2,9 @@
 //!
 //! What lives here (DESIGN §6): the manifest and its refusals ([`manifest`]), canonical JSON and
 //! the call hash ([`canonical`]), the approval state machine and card ([`approval`], [`wire`]),
-//! PreToolUse hooks ([`hooks`]), the agent loop over traits ([`agent`]) and the capability every
-//! surface answers through, `respond_to_approval` ([`kernel`]).
+//! PreToolUse hooks ([`hooks`]), PostStep evaluators ([`evaluator`]), the agent loop over traits
+//! ([`agent`]) and the capability every surface answers through, `respond_to_approval`
+//! ([`kernel`]).
 //!
 //! Storage, models, plugins and notifications sit behind the traits of [`ports`], [`model`] and
 //! [`plugin`]; `crates/store` implements storage with sqlx, `server/` wires everything.
@@ -19,6 +20,10 @@ pub mod agent;
 pub mod approval;
 #[cfg(feature = "kernel")]
 pub mod canonical;
+#[cfg(feature = "kernel")]
+pub mod escalation;
+#[cfg(feature = "kernel")]
+pub mod evaluator;
 #[cfg(feature = "kernel")]
 pub mod hooks;
 #[cfg(feature = "kernel")]

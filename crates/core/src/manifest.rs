@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::wire::Effect;
+use crate::wire::{Effect, PluginInfo, PluginList, PluginTool, ToolGate};
 
 /// `confirm` on a write tool (DESIGN §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -411,6 +411,49 @@ impl Registry {
         }
         Err(ResolveError::Unknown(name.to_string()))
     }
+
+    /// What the Plugins panel and `GET /api/plugins` show: every plugin in load order, each
+    /// with its tools in declaration order, their effect, derived gate and undo.
+    pub fn plugin_list(&self) -> PluginList {
+        let mut plugins: Vec<PluginInfo> = Vec::new();
+        for t in &self.tools {
+            let tool = t.to_wire();
+            match plugins.iter_mut().find(|p| p.name == t.plugin) {
+                Some(p) => p.tools.push(tool),
+                None => plugins.push(PluginInfo {
+                    name: t.plugin.clone(),
+                    tools: vec![tool],
+                }),
+            }
+        }
+        PluginList { plugins }
+    }
+}
+
+impl From<Gate> for ToolGate {
+    fn from(gate: Gate) -> Self {
+        match gate {
+            Gate::None => ToolGate::None,
+            Gate::Confirm => ToolGate::Confirm,
+            Gate::Approval => ToolGate::Approval,
+        }
+    }
+}
+
+impl ToolSpec {
+    /// The tool as the wire lists it ([`PluginTool`]).
+    pub fn to_wire(&self) -> PluginTool {
+        PluginTool {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            effect: self.effect,
+            gate: self.gate().into(),
+            approved_per_call: self.approved_per_call(),
+            undo: self.undo.clone(),
+            undo_window_days: self.undo_window_days,
+            aliases: self.aliases.clone(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -620,6 +663,48 @@ mod tests {
             reg.resolve("wipe_email").unwrap_err(),
             ResolveError::Unknown("wipe_email".into())
         );
+    }
+
+    #[test]
+    fn plugin_list_groups_tools_with_their_gates() {
+        let a = Manifest::from_yaml(
+            "plugin: mail\ntools:\n  - name: look\n    effect: read\n  - name: wipe\n    effect: destructive\n    undo: restore\n    undo_window_days: 7\n    aliases: [erase]\n  - name: restore\n    effect: write\n    confirm: never\n",
+        )
+        .unwrap();
+        let b = Manifest::from_yaml(
+            "plugin: post\ntools:\n  - name: send\n    effect: write\n    approval: pinned\n  - name: draft\n    effect: write\n    confirm: once\n",
+        )
+        .unwrap();
+        let list = Registry::new([a, b]).unwrap().plugin_list();
+        let names: Vec<(&str, Vec<&str>)> = list
+            .plugins
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.tools.iter().map(|t| t.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("mail", vec!["look", "wipe", "restore"]),
+                ("post", vec!["send", "draft"])
+            ]
+        );
+        let wipe = &list.plugins[0].tools[1];
+        assert_eq!(wipe.gate, ToolGate::Approval);
+        assert!(wipe.approved_per_call);
+        assert_eq!(wipe.undo.as_deref(), Some("restore"));
+        assert_eq!(wipe.undo_window_days, Some(7));
+        assert_eq!(wipe.aliases, vec!["erase".to_string()]);
+        assert_eq!(list.plugins[0].tools[0].gate, ToolGate::None);
+        assert!(!list.plugins[0].tools[0].approved_per_call);
+        assert_eq!(list.plugins[1].tools[0].gate, ToolGate::Approval);
+        assert!(list.plugins[1].tools[0].approved_per_call);
+        assert_eq!(list.plugins[1].tools[1].gate, ToolGate::Confirm);
+        assert!(!list.plugins[1].tools[1].approved_per_call);
     }
 
     #[test]

@@ -23,7 +23,10 @@ pub struct CallContext {
 }
 
 /// A plugin's description of one call, frozen into the card (DESIGN §2 "card").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// `Default` is the empty description; build one with `..Default::default()` so a field added
+/// later (as `preconditions` was) does not break every plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Description {
     /// Card heading, e.g. "Trash 3 emails".
     pub title: String,
@@ -37,6 +40,13 @@ pub struct Description {
     /// Trash for 30 days"); `None` when there is no undo.
     #[serde(default)]
     pub undo_note: Option<String>,
+    /// Staleness (issue 3): one precondition per item, in `items` order, that must still hold
+    /// when the approved call executes (for mail: the message is still in the folder it was in,
+    /// with the same Message-ID). Opaque JSON only the plugin reads, pinned in the row
+    /// (immutable) and handed back to [`Plugin::check_precondition`]. Empty (the default): the
+    /// call pins none. Otherwise its length must equal `items`' or the call is refused.
+    #[serde(default)]
+    pub preconditions: Vec<Value>,
 }
 
 /// One item's outcome of an executed call (one audit entry each).
@@ -131,4 +141,48 @@ pub trait Plugin: Send + Sync {
         args: &Value,
         ctx: &CallContext,
     ) -> Result<ToolOutput, ToolError>;
+
+    /// Whether `item`'s pinned `precondition` (from [`Description::preconditions`]) still holds,
+    /// checked just before the approved call executes (issue 3 staleness). `false` means the
+    /// item is stale: it is skipped ("stale: nothing done") and the others proceed. A plugin
+    /// that cannot tell (its store unreachable, the precondition unreadable) answers `false`:
+    /// fail closed. The default, for plugins that pin no preconditions, is `true`.
+    async fn check_precondition(
+        &self,
+        tool: &str,
+        item: &str,
+        precondition: &Value,
+        ctx: &CallContext,
+    ) -> bool {
+        let _ = (tool, item, precondition, ctx);
+        true
+    }
+
+    /// Runs the approved call for every item except `stale` (a non-empty subset of the row's
+    /// items whose preconditions failed), returning outcomes for the items it acted on only.
+    /// The executor calls this instead of [`Plugin::execute`] when some items are stale; the
+    /// arguments are still the row's pinned ones, so the plugin can only act on fewer items
+    /// than were approved, never on others.
+    ///
+    /// The default refuses (nothing is done): a plugin that pins preconditions must implement
+    /// this for the tools that pin them.
+    ///
+    /// # Errors
+    /// [`ToolError::Failed`] from the default; otherwise as [`Plugin::execute`].
+    async fn execute_skipping(
+        &self,
+        tool: &str,
+        args: &Value,
+        stale: &[String],
+        ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let _ = (args, ctx);
+        Err(ToolError::Failed {
+            tool: tool.to_string(),
+            reason: format!(
+                "{} item(s) are stale and this plugin cannot leave items out of a call; nothing was done",
+                stale.len()
+            ),
+        })
+    }
 }

@@ -58,6 +58,38 @@ pub struct NewApproval {
     pub created_at: DateTime<Utc>,
     /// When it lapses.
     pub expires_at: DateTime<Utc>,
+    /// One precondition per item, in `items` order, as the plugin's `describe(args)` pinned
+    /// them (opaque JSON the plugin understands, checked by `Plugin::check_precondition` at
+    /// execution; issue 3 staleness). Empty: the call pins none. Immutable like the other terms.
+    #[serde(default)]
+    pub preconditions: Vec<Value>,
+}
+
+impl NewApproval {
+    /// The row as the API shows it right after it was written: pending, unanswered, nothing
+    /// executed (the payload of `approval.requested`).
+    pub fn pending_view(&self) -> Approval {
+        Approval {
+            id: self.id.clone(),
+            kind: self.kind,
+            status: ApprovalStatus::Pending,
+            tool: self.tool.clone(),
+            args: self.args.clone(),
+            call_hash: self.call_hash.clone(),
+            items: self.items.clone(),
+            card: self.card.clone(),
+            run_id: self.run_id.clone(),
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            responded_at: None,
+            responded_by: None,
+            surface: None,
+            reason: None,
+            execution: crate::wire::Execution::None,
+            result: None,
+            resume_error: None,
+        }
+    }
 }
 
 /// An answer to store (DESIGN §2 "response", written once).
@@ -131,11 +163,22 @@ pub trait QueueStore: Send + Sync {
     /// [`StoreError`].
     async fn unresumed(&self) -> Result<Vec<String>, StoreError>;
 
-    /// Records why resuming the row's run failed (`None` clears it).
+    /// Records why resuming the row's run failed (`None` clears it). A row with a resume
+    /// error and a taken checkpoint can be resumed again on the owner's request
+    /// ([`CheckpointStore::take_for_retry`]); the card shows the error (Approval
+    /// `resume_error`).
     ///
     /// # Errors
     /// [`StoreError`].
     async fn set_resume_error(&self, id: &str, error: Option<&str>) -> Result<(), StoreError>;
+
+    /// The row's pinned preconditions, one per item (empty when the call pins none, or for an
+    /// unknown id). Read at execution only (issue 3 staleness).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when the stored value is not a JSON array (the call never runs);
+    /// [`StoreError::Backend`].
+    async fn preconditions(&self, id: &str) -> Result<Vec<Value>, StoreError>;
 }
 
 /// The write-ahead side-effect ledger, one entry per executed pinned call.
@@ -249,6 +292,26 @@ pub trait CheckpointStore: Send + Sync {
     /// # Errors
     /// [`StoreError::Corrupt`] when the stored checkpoint does not parse (never executed).
     async fn take_for_resume(&self, approval_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+
+    /// Takes the checkpoint of `approval_id` again, for retrying a resume that failed: by
+    /// compare-and-set on the approval's `resume_error` (cleared here), only when the approval
+    /// is decided, its checkpoint was already taken and a resume error is recorded. Only the
+    /// first caller gets `Some`; `None` when there is nothing to retry (never failed, resumed
+    /// fine, still pending, no checkpoint, or another retry won). A retry never re-executes the
+    /// pinned call: the ledger already records it (DESIGN §8).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when the stored checkpoint does not parse (never executed);
+    /// [`StoreError::Backend`].
+    async fn take_for_retry(&self, approval_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+
+    /// The conversation of the run paused on `approval_id`, read from the checkpoint's own
+    /// column (not its body), so the owner can be told in the chat even when the body is
+    /// corrupt. `None` when there is no checkpoint.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn conversation_of(&self, approval_id: &str) -> Result<Option<String>, StoreError>;
 }
 
 /// Conversations: the model transcript and the lines the owner sees.
@@ -370,6 +433,48 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
+    }
+}
+
+/// A clock that moves only when told to: for tests and simulations (expiry, sweeps, TTLs),
+/// never for a running server (which uses [`SystemClock`]). Share it as `Arc<ManualClock>`
+/// and hand clones to the kernel as `Arc<dyn Clock>`; [`ManualClock::set`] and
+/// [`ManualClock::advance`] then move every holder's "now" at once.
+#[derive(Debug)]
+pub struct ManualClock {
+    now: std::sync::Mutex<DateTime<Utc>>,
+}
+
+impl ManualClock {
+    /// A clock standing at `start`.
+    pub fn new(start: DateTime<Utc>) -> ManualClock {
+        ManualClock {
+            now: std::sync::Mutex::new(start),
+        }
+    }
+
+    /// Moves the clock to `at` (backwards too: a test may replay an instant).
+    pub fn set(&self, at: DateTime<Utc>) {
+        *self.lock() = at;
+    }
+
+    /// Moves the clock forward by `by` (a negative duration moves it back).
+    pub fn advance(&self, by: chrono::Duration) {
+        let mut now = self.lock();
+        *now += by;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, DateTime<Utc>> {
+        // A poisoned lock still holds a valid instant: a panicking test must not hide it.
+        self.now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.lock()
     }
 }
 

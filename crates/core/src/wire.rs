@@ -244,6 +244,17 @@ pub struct RespondResponse {
     pub approval: Approval,
 }
 
+/// `POST /governance/approvals/{id}/resume` 200 body: the owner's retry of a failed resume
+/// (issue 3). The pinned call is never executed again: the run continues from the ledger's
+/// recorded result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumeResponse {
+    /// The row after the retry (`resume_error` cleared, or set again if the retry failed).
+    pub approval: Approval,
+    /// The resumed run's result (its reply is also published as `run.message`).
+    pub run: ChatResponse,
+}
+
 /// `POST /api/chat` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -403,4 +414,64 @@ pub struct RunMessage {
     pub text: String,
     /// The row this message concerns, if any.
     pub approval_id: Option<String>,
+}
+
+/// A tool's gate as the Plugins panel shows it (DESIGN §2 "gate"), derived from the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolGate {
+    /// Runs without asking.
+    None,
+    /// A write with `confirm: once`: advice only, no row, no halt.
+    Confirm,
+    /// Destructive, or a write with `approval: pinned`: the owner approves each call.
+    Approval,
+}
+
+impl ToolGate {
+    /// The manifest-side spelling: `none`, `confirm` or `approval`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolGate::None => "none",
+            ToolGate::Confirm => "confirm",
+            ToolGate::Approval => "approval",
+        }
+    }
+}
+
+/// One declared tool as `GET /api/plugins` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginTool {
+    /// Canonical name (what approval rows pin).
+    pub name: String,
+    /// What the model is told the tool does.
+    pub description: String,
+    /// Declared effect.
+    pub effect: Effect,
+    /// Derived gate.
+    pub gate: ToolGate,
+    /// DESIGN §2 "approved per call": every call waits for the owner's approval of that call.
+    pub approved_per_call: bool,
+    /// The tool that reverses this one (destructive tools only), if declared.
+    pub undo: Option<String>,
+    /// For how many days the undo stays possible, if declared.
+    pub undo_window_days: Option<u32>,
+    /// Other spellings that resolve to this tool.
+    pub aliases: Vec<String>,
+}
+
+/// One loaded plugin and its tools, in declaration order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginInfo {
+    /// The plugin's name (its manifest's `plugin`).
+    pub name: String,
+    /// Its tools.
+    pub tools: Vec<PluginTool>,
+}
+
+/// `GET /api/plugins` body: every loaded plugin, in load order.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PluginList {
+    /// The plugins.
+    pub plugins: Vec<PluginInfo>,
 }

@@ -133,6 +133,10 @@ impl QueueStore for Store {
     async fn set_resume_error(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
         delegate!(self, s => QueueStore::set_resume_error(s, id, error).await)
     }
+
+    async fn preconditions(&self, id: &str) -> Result<Vec<Value>, StoreError> {
+        delegate!(self, s => QueueStore::preconditions(s, id).await)
+    }
 }
 
 #[async_trait::async_trait]
@@ -181,6 +185,14 @@ impl CheckpointStore for Store {
 
     async fn take_for_resume(&self, approval_id: &str) -> Result<Option<Checkpoint>, StoreError> {
         delegate!(self, s => CheckpointStore::take_for_resume(s, approval_id).await)
+    }
+
+    async fn take_for_retry(&self, approval_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        delegate!(self, s => CheckpointStore::take_for_retry(s, approval_id).await)
+    }
+
+    async fn conversation_of(&self, approval_id: &str) -> Result<Option<String>, StoreError> {
+        delegate!(self, s => CheckpointStore::conversation_of(s, approval_id).await)
     }
 }
 

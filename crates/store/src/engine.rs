@@ -346,8 +346,9 @@ macro_rules! impl_storage_traits {
                 check_new_approval(row)?;
                 sqlx::query(
                     "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
-                     call_hash, items, card, run_id, context_summary, created_at, expires_at) \
-                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                     call_hash, items, card, run_id, context_summary, created_at, expires_at, \
+                     preconditions) \
+                     VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                 )
                 .bind(&row.id)
                 .bind(row.kind.as_str())
@@ -361,6 +362,7 @@ macro_rules! impl_storage_traits {
                 .bind(&row.context_summary)
                 .bind(timestamp_text(row.created_at))
                 .bind(timestamp_text(row.expires_at))
+                .bind(to_json(&row.preconditions, "approval preconditions")?)
                 .execute(&self.pool)
                 .await
                 .map_err(backend("writing an approval row"))?;
@@ -518,6 +520,24 @@ macro_rules! impl_storage_traits {
                     )));
                 }
                 Ok(())
+            }
+
+            /// Reads column `preconditions` (a JSON array, immutable like the other request
+            /// terms; migration 0003). Anything else stored there is [`StoreError::Corrupt`].
+            async fn preconditions(
+                &self,
+                id: &str,
+            ) -> Result<Vec<serde_json::Value>, iris_core::ports::StoreError> {
+                use $crate::engine::{backend, Cols};
+                let row = sqlx::query("SELECT id, preconditions FROM approvals WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(backend("reading an approval's preconditions"))?;
+                match row {
+                    None => Ok(Vec::new()),
+                    Some(row) => Cols::new(&row, "approvals", "id")?.json("preconditions"),
+                }
             }
         }
 
@@ -709,6 +729,51 @@ macro_rules! impl_storage_traits {
                 };
                 let c = Cols::new(row, "checkpoints", "id")?;
                 c.json("body").map(Some)
+            }
+
+            /// One compare-and-set statement clears the approval's `resume_error`, only when the
+            /// approval is decided, a resume error is recorded, the run was already taken for
+            /// resuming and a checkpoint exists; exactly one concurrent caller wins. The winner
+            /// then reads the checkpoint body (a body that does not parse is
+            /// [`StoreError::Corrupt`]: never executed).
+            async fn take_for_retry(
+                &self,
+                approval_id: &str,
+            ) -> Result<Option<iris_core::ports::Checkpoint>, iris_core::ports::StoreError>
+            {
+                use $crate::engine::{backend, Cols};
+                let won = sqlx::query(
+                    "UPDATE approvals SET resume_error = NULL \
+                     WHERE id = $1 AND status <> 'pending' AND resume_error IS NOT NULL \
+                     AND resumed_at IS NOT NULL \
+                     AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.approval_id = approvals.id)",
+                )
+                .bind(approval_id)
+                .execute(&self.pool)
+                .await
+                .map_err(backend("taking a failed resume for retrying"))?;
+                if won.rows_affected() != 1 {
+                    return Ok(None);
+                }
+                let row = sqlx::query("SELECT id, body FROM checkpoints WHERE approval_id = $1")
+                    .bind(approval_id)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(backend("reading a checkpoint for retrying"))?;
+                Cols::new(&row, "checkpoints", "id")?.json("body").map(Some)
+            }
+
+            async fn conversation_of(
+                &self,
+                approval_id: &str,
+            ) -> Result<Option<String>, iris_core::ports::StoreError> {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT conversation_id FROM checkpoints WHERE approval_id = $1",
+                )
+                .bind(approval_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err($crate::engine::backend("reading a checkpoint's conversation"))
             }
         }
 

@@ -6,6 +6,7 @@
 //! - [`postgres`]: [`PgStore`], schema in `migrations/postgres/`.
 //! - [`any`]: [`Store`], either engine chosen by the scheme of `IRIS_DATABASE_URL`, implementing
 //!   the same traits by delegation, so the server holds one type.
+//! - `curator.rs`: the curator table (`iris_core::escalation::CuratorStore`) on all three.
 //!
 //! Both engines share one implementation of the traits (same statements, same results) and
 //! enforce the approval row's invariants in the database itself (DESIGN §6): request terms are
@@ -15,6 +16,7 @@
 //! Every error is a [`iris_core::ports::StoreError`]; a row that does not parse is
 //! `StoreError::Corrupt` naming the row, never a panic (DESIGN §8, fail closed).
 
+mod curator;
 mod engine;
 
 pub mod any;

@@ -204,6 +204,10 @@ fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
         context_summary: "trash the promo emails from this week".to_owned(),
         created_at: t0(),
         expires_at: t0() + Duration::hours(1),
+        preconditions: ids
+            .iter()
+            .map(|s| json!({"folder": "INBOX", "message_id": format!("{s}@shop.example")}))
+            .collect(),
     }
 }
 
@@ -370,6 +374,10 @@ async fn created_at_is_immutable(engine: Engine) {
 
 async fn expires_at_is_immutable(engine: Engine) {
     assert_column_immutable(engine, "expires_at", "'2099-01-01T00:00:00.000000000Z'").await;
+}
+
+async fn preconditions_are_immutable(engine: Engine) {
+    assert_column_immutable(engine, "preconditions", r#"'[]'"#).await;
 }
 
 async fn mutable_bookkeeping_columns_still_update(engine: Engine) {
@@ -1124,6 +1132,214 @@ async fn unresumed_lists_only_decided_rows_with_a_waiting_checkpoint(engine: Eng
     ));
 }
 
+/// Approves `id` (with a checkpoint), takes its checkpoint for resuming, and records that the
+/// resume failed.
+async fn failed_resume(store: &Store, id: &str) -> Checkpoint {
+    approved(store, id).await;
+    let saved = checkpoint(id);
+    store.save(&saved).await.expect("save");
+    store.link_checkpoint(id, &saved.id).await.expect("link");
+    assert_eq!(
+        store.take_for_resume(id).await.expect("take"),
+        Some(saved.clone())
+    );
+    store
+        .set_resume_error(id, Some("the model could not be reached"))
+        .await
+        .expect("record");
+    saved
+}
+
+async fn a_failed_resume_is_taken_again_only_for_a_retry(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    // Nothing to retry: pending, decided but not yet taken, taken and resumed fine, no
+    // checkpoint at all, unknown id.
+    store
+        .insert(&trash_request("pending", &["m1"]))
+        .await
+        .expect("insert");
+    store.save(&checkpoint("pending")).await.expect("save");
+    store
+        .set_resume_error("pending", Some("boom"))
+        .await
+        .expect("record");
+    assert!(store
+        .take_for_retry("pending")
+        .await
+        .expect("retry")
+        .is_none());
+    approved(&store, "waiting").await;
+    store.save(&checkpoint("waiting")).await.expect("save");
+    store
+        .set_resume_error("waiting", Some("boom"))
+        .await
+        .expect("record");
+    assert!(store
+        .take_for_retry("waiting")
+        .await
+        .expect("retry")
+        .is_none());
+    approved(&store, "fine").await;
+    store.save(&checkpoint("fine")).await.expect("save");
+    assert!(store.take_for_resume("fine").await.expect("take").is_some());
+    assert!(store.take_for_retry("fine").await.expect("retry").is_none());
+    approved(&store, "no-checkpoint").await;
+    store
+        .set_resume_error("no-checkpoint", Some("boom"))
+        .await
+        .expect("record");
+    assert!(store
+        .take_for_retry("no-checkpoint")
+        .await
+        .expect("retry")
+        .is_none());
+    assert_eq!(
+        raw_column(&store, "no-checkpoint", "resume_error")
+            .await
+            .as_deref(),
+        Some("boom"),
+        "a refused retry must not clear the error"
+    );
+    assert!(store
+        .take_for_retry("no-such")
+        .await
+        .expect("retry")
+        .is_none());
+
+    // A failed resume: taken once for a retry (the error is cleared), then not again until a
+    // new failure is recorded.
+    let saved = failed_resume(&store, "a1").await;
+    assert_eq!(
+        store
+            .get("a1")
+            .await
+            .expect("get")
+            .expect("row")
+            .resume_error
+            .as_deref(),
+        Some("the model could not be reached")
+    );
+    assert_eq!(
+        store.take_for_retry("a1").await.expect("retry"),
+        Some(saved.clone())
+    );
+    assert_eq!(
+        store
+            .get("a1")
+            .await
+            .expect("get")
+            .expect("row")
+            .resume_error,
+        None
+    );
+    assert!(store.take_for_retry("a1").await.expect("retry").is_none());
+    store
+        .set_resume_error("a1", Some("again"))
+        .await
+        .expect("record");
+    assert_eq!(
+        store.take_for_retry("a1").await.expect("retry"),
+        Some(saved)
+    );
+    // The sweep never lists it: its checkpoint was taken.
+    assert!(!store
+        .unresumed()
+        .await
+        .expect("unresumed")
+        .contains(&"a1".to_owned()));
+}
+
+async fn twenty_concurrent_retries_have_exactly_one_winner(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    failed_resume(&store, "a1").await;
+    let barrier = Arc::new(Barrier::new(20));
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (store, barrier) = (store.clone(), barrier.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store.take_for_retry("a1").await.expect("retry")
+        }));
+    }
+    let mut won = 0;
+    for task in tasks {
+        if task.await.expect("task").is_some() {
+            won += 1;
+        }
+    }
+    assert_eq!(won, 1);
+}
+
+async fn the_conversation_of_a_checkpoint_is_read_without_its_body(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    approved(&store, "a1").await;
+    assert_eq!(store.conversation_of("a1").await.expect("read"), None);
+    exec(
+        &store,
+        "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, created_at) \
+         VALUES ('cp-bad', 'a1', 'run-a1', 'conv-9', '{\"messages\": [', 'x')",
+    )
+    .await
+    .expect("raw insert");
+    assert_eq!(
+        store.conversation_of("a1").await.expect("read").as_deref(),
+        Some("conv-9")
+    );
+}
+
+async fn preconditions_round_trip_and_corrupt_ones_fail_closed(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    let row = trash_request("a1", &["m1", "m2"]);
+    store.insert(&row).await.expect("insert");
+    assert_eq!(
+        store.preconditions("a1").await.expect("read"),
+        row.preconditions
+    );
+    assert_eq!(row.preconditions.len(), 2);
+    // None pinned, and an unknown id: empty.
+    let mut none = trash_request("a2", &["m1"]);
+    none.preconditions = Vec::new();
+    store.insert(&none).await.expect("insert");
+    assert!(store.preconditions("a2").await.expect("read").is_empty());
+    assert!(store
+        .preconditions("no-such")
+        .await
+        .expect("read")
+        .is_empty());
+    // A row written before migration 0003 reads as none.
+    exec(
+        &store,
+        "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, card, \
+         run_id, context_summary, created_at, expires_at) \
+         SELECT 'old', kind, tool, args, args_canonical, call_hash, items, card, run_id, \
+         context_summary, created_at, expires_at FROM approvals WHERE id = 'a1'",
+    )
+    .await
+    .expect("raw insert");
+    assert!(store.preconditions("old").await.expect("read").is_empty());
+    // Corrupt: not JSON. Planted as a new row (the column is immutable).
+    exec(
+        &store,
+        "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, card, \
+         run_id, context_summary, created_at, expires_at, preconditions) \
+         SELECT 'bad', kind, tool, args, args_canonical, call_hash, items, card, run_id, \
+         context_summary, created_at, expires_at, '[{' FROM approvals WHERE id = 'a1'",
+    )
+    .await
+    .expect("raw insert");
+    match store.preconditions("bad").await {
+        Err(StoreError::Corrupt { id, reason }) => {
+            assert_eq!(id, "bad");
+            assert!(reason.contains("preconditions"), "{reason}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Corrupt rows fail closed.
 // ---------------------------------------------------------------------------------------------
@@ -1577,6 +1793,7 @@ macro_rules! suite {
             #[tokio::test] context_summary_is_immutable,
             #[tokio::test] created_at_is_immutable,
             #[tokio::test] expires_at_is_immutable,
+            #[tokio::test] preconditions_are_immutable,
             #[tokio::test] mutable_bookkeeping_columns_still_update,
             #[tokio::test] response_is_written_once,
             #[tokio::test] a_pending_row_takes_a_response_only_with_its_decision,
@@ -1597,6 +1814,11 @@ macro_rules! suite {
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             take_for_resume_has_exactly_one_winner,
             #[tokio::test] unresumed_lists_only_decided_rows_with_a_waiting_checkpoint,
+            #[tokio::test] a_failed_resume_is_taken_again_only_for_a_retry,
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            twenty_concurrent_retries_have_exactly_one_winner,
+            #[tokio::test] the_conversation_of_a_checkpoint_is_read_without_its_body,
+            #[tokio::test] preconditions_round_trip_and_corrupt_ones_fail_closed,
             #[tokio::test] a_corrupt_card_is_reported_not_panicked_on,
             #[tokio::test] unknown_kind_or_bad_times_are_corrupt,
             #[tokio::test] a_corrupt_checkpoint_is_taken_but_never_returned,

@@ -265,4 +265,40 @@ impl Plugin for EmailPlugin {
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }
+
+    /// `trash_email` pins where each message was (issue 3 staleness); other tools pin none.
+    async fn check_precondition(
+        &self,
+        tool: &str,
+        item: &str,
+        precondition: &Value,
+        _ctx: &CallContext,
+    ) -> bool {
+        match tool {
+            tools::trash_email::NAME => {
+                tools::trash_email::check_precondition(self, item, precondition).await
+            }
+            _ => true,
+        }
+    }
+
+    async fn execute_skipping(
+        &self,
+        tool: &str,
+        args: &Value,
+        stale: &[String],
+        _ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        match tool {
+            tools::trash_email::NAME => {
+                tools::trash_email::execute_skipping(self, args, stale).await
+            }
+            other => Err(ToolError::Failed {
+                tool: other.to_string(),
+                reason:
+                    "this tool pins no preconditions, so no item can be stale; nothing was done"
+                        .into(),
+            }),
+        }
+    }
 }

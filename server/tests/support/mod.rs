@@ -1,5 +1,6 @@
-//! Test support: a scripted OpenAI-compatible model server on loopback, the real `iris` binary
-//! started on port 0 against a temp SQLite database and a Maildir, and small HTTP helpers.
+//! Test support: a scripted OpenAI-compatible model server on loopback (plain answers, or
+//! server-sent chunks when a request says `"stream": true`), the real `iris` binary started on
+//! port 0 against a temp SQLite database and a Maildir, and small HTTP helpers.
 
 #![allow(dead_code)]
 
@@ -10,6 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use iris_core::model::{Message, ToolCall};
@@ -22,12 +25,16 @@ pub struct ModelServer {
     pub base_url: String,
     /// Every request body received, in order.
     pub requests: Arc<Mutex<Vec<Value>>>,
+    /// While true, every request is answered `503 Service Unavailable` (the model is down);
+    /// requests are still recorded.
+    pub down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Clone)]
 struct ModelState {
     script: Arc<ScriptedModel>,
     requests: Arc<Mutex<Vec<Value>>>,
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// OpenAI messages back into the core's transcript (the inverse of the server's adapter).
@@ -75,10 +82,20 @@ fn to_core(messages: &[Value]) -> Vec<Message> {
         .collect()
 }
 
-async fn completions(State(state): State<ModelState>, Json(body): Json<Value>) -> Json<Value> {
+async fn completions(State(state): State<ModelState>, Json(body): Json<Value>) -> Response {
     state.requests.lock().unwrap().push(body.clone());
+    if state.down.load(std::sync::atomic::Ordering::SeqCst) {
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "the model is down (test)",
+        )
+            .into_response();
+    }
     let messages = to_core(body["messages"].as_array().expect("messages"));
     let turn = state.script.next_turn(&messages);
+    if body["stream"] == true {
+        return stream_turn(&turn, &body["model"]).into_response();
+    }
     let tool_calls: Vec<Value> = turn
         .tool_calls
         .iter()
@@ -97,6 +114,69 @@ async fn completions(State(state): State<ModelState>, Json(body): Json<Value>) -
                      "finish_reason": if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     }))
+    .into_response()
+}
+
+/// Splits text into pieces of at most `n` characters.
+fn pieces(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(n).map(|c| c.iter().collect()).collect()
+}
+
+/// The chunks a streaming OpenAI server sends for one turn (`"stream": true`): a role chunk,
+/// the content in 3-character deltas, every tool call opened with its index, id and name and
+/// then its arguments in 4-character fragments, a finish chunk and a usage chunk without
+/// choices, then `[DONE]`.
+pub fn stream_chunks(turn: &iris_core::model::ModelTurn, model: &Value) -> Vec<Value> {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+               "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    for piece in pieces(turn.content.as_deref().unwrap_or_default(), 3) {
+        chunks.push(chunk(json!({"content": piece}), Value::Null));
+    }
+    for (index, call) in turn.tool_calls.iter().enumerate() {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                   "function": {"name": call.name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        for piece in pieces(&call.arguments.to_string(), 4) {
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    let finish = if turn.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    chunks.push(chunk(json!({}), json!(finish)));
+    chunks.push(
+        json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                       "model": model, "choices": [],
+                       "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}),
+    );
+    chunks
+}
+
+/// One turn as a server-sent event stream.
+fn stream_turn(
+    turn: &iris_core::model::ModelTurn,
+    model: &Value,
+) -> Sse<impl futures::Stream<Item = Result<SseEvent, std::convert::Infallible>>> {
+    let mut events: Vec<Result<SseEvent, std::convert::Infallible>> = stream_chunks(turn, model)
+        .into_iter()
+        .map(|c| Ok(SseEvent::default().data(c.to_string())))
+        .collect();
+    events.push(Ok(SseEvent::default().data("[DONE]")));
+    Sse::new(futures::stream::iter(events))
 }
 
 impl ModelServer {
@@ -105,8 +185,10 @@ impl ModelServer {
         let state = ModelState {
             script: Arc::new(ScriptedModel::from_yaml(script_yaml).expect("script parses")),
             requests: Arc::new(Mutex::new(Vec::new())),
+            down: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         };
         let requests = state.requests.clone();
+        let down = state.down.clone();
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .with_state(state);
@@ -116,7 +198,13 @@ impl ModelServer {
         ModelServer {
             base_url: format!("http://{addr}/v1"),
             requests,
+            down,
         }
+    }
+
+    /// Takes the model down (`true`: every request gets 503) or brings it back.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -144,6 +232,8 @@ pub struct World {
     pub database_url: String,
     /// `openai:…`.
     pub model: String,
+    /// More environment for every `iris` command (e.g. `IRIS_MODEL_STREAM`).
+    pub env: Vec<(String, String)>,
 }
 
 impl World {
@@ -160,6 +250,7 @@ impl World {
             maildir,
             database_url,
             model: format!("openai:{model_base}"),
+            env: Vec::new(),
         }
     }
 
@@ -173,7 +264,8 @@ impl World {
             .env("IRIS_MODEL_NAME", "scripted")
             .env("IRIS_BIND", "127.0.0.1:0")
             .env("IRIS_CONFIG", self.dir.path().join("iris.toml"))
-            .env("RUST_LOG", "warn");
+            .env("RUST_LOG", "warn")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         c
     }
 

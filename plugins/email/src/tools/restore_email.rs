@@ -120,6 +120,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         lines,
         items: p.order,
         undo_note: None,
+        preconditions: Vec::new(),
     })
 }
 

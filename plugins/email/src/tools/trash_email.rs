@@ -8,8 +8,15 @@
 //! Execution writes the trashed ledger first (state `trashing`), then moves, then records each
 //! outcome; a trashed message leaves the local store. One missing file never fails the batch: its
 //! item says `{"status": "missing"}`.
+//!
+//! Staleness (issue 3): the card pins, per id, a precondition `{"account", "folder",
+//! "message_id"}`: where the message was when the owner saw it. Just before the approved call
+//! runs, [`check_precondition`] requires the message to still be in that folder (local store and
+//! mailbox alike) with the same Message-ID; a stale id is left out ([`execute_skipping`]) and the
+//! core reports it "stale: nothing done".
 
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{count_phrase, failed, invalid, object, parse_ids, row_line};
@@ -61,6 +68,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
     let ids = ids_of(args)?;
     let store = plugin.store();
     let mut lines = Vec::with_capacity(ids.len());
+    let mut preconditions = Vec::with_capacity(ids.len());
     let mut problems = Vec::new();
     for id in &ids {
         match store
@@ -68,7 +76,14 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
             .await
             .map_err(|e| failed(NAME, format!("local store: {e}")))?
         {
-            Some(row) => lines.push(row_line(&row)),
+            Some(row) => {
+                lines.push(row_line(&row));
+                preconditions.push(json!(Precondition {
+                    account: row.account.clone(),
+                    folder: row.folder.clone(),
+                    message_id: row.message_id.clone(),
+                }));
+            }
             None => {
                 let trashed = store
                     .trashed_row(id)
@@ -100,7 +115,73 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         lines,
         items: ids,
         undo_note: Some(undo_note),
+        preconditions,
     })
+}
+
+/// What `trash_email` pins per id (issue 3 staleness): where the message was when the card was
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Precondition {
+    /// The account holding it.
+    pub account: String,
+    /// The folder it was in (`INBOX`, a Maildir++ folder name, an IMAP mailbox).
+    pub folder: String,
+    /// Its Message-ID header (without brackets), when it has one.
+    pub message_id: Option<String>,
+}
+
+/// Whether email `id` is still where its card saw it: the local store still holds it in the
+/// pinned account and folder with the pinned Message-ID, and the mailbox still has that message
+/// in that folder with that Message-ID. Anything it cannot confirm (an unreadable
+/// precondition, the store or mailbox failing) is stale: fail closed.
+pub async fn check_precondition(plugin: &EmailPlugin, id: &str, precondition: &Value) -> bool {
+    let Ok(pinned) = serde_json::from_value::<Precondition>(precondition.clone()) else {
+        return false;
+    };
+    let Ok(Some(row)) = plugin.store().get(id).await else {
+        return false;
+    };
+    if row.account != pinned.account
+        || row.folder != pinned.folder
+        || row.message_id != pinned.message_id
+    {
+        return false;
+    }
+    let Some(backend) = plugin.backend(&row.account) else {
+        return false;
+    };
+    let reference = MessageRef {
+        folder: pinned.folder.clone(),
+        key: row.provider_key.clone(),
+        location: row.location.clone(),
+    };
+    match backend.read(&reference).await {
+        Ok(Some(raw)) => crate::parse::parse_message(&raw).message_id == pinned.message_id,
+        _ => false,
+    }
+}
+
+/// Moves every named email to Trash except the `stale` ones (see [`check_precondition`]); the
+/// outcomes name only the emails acted on.
+///
+/// # Errors
+/// As [`execute`]; [`ToolError::Failed`] when every id is stale (nothing to do: the core never
+/// asks for that).
+pub async fn execute_skipping(
+    plugin: &EmailPlugin,
+    args: &Value,
+    stale: &[String],
+) -> Result<ToolOutput, ToolError> {
+    let kept: Vec<String> = ids_of(args)?
+        .into_iter()
+        .filter(|id| !stale.contains(id))
+        .collect();
+    if kept.is_empty() {
+        return Err(failed(NAME, "every email is stale; nothing was done"));
+    }
+    execute(plugin, &json!({ "ids": kept })).await
 }
 
 fn item(id: &str, outcome: Value) -> ItemOutcome {

@@ -1,0 +1,266 @@
+//! The Plugins page (`/plugins`, DESIGN §2 "gate": "Shown in the Plugins panel"): one table per
+//! loaded plugin with each tool's effect, its gate and its undo, so the owner can see which
+//! calls run by themselves and which wait for a per-call approval. Read-only; any signed-in
+//! device may look. At phone width each row becomes a small labelled block (see `iris.css`).
+
+use iris_core::wire::{Effect, PluginInfo, PluginList, PluginTool, ToolGate};
+use leptos::prelude::*;
+
+use crate::api::load_plugins;
+
+/// The words and badge class of an effect.
+pub fn effect_badge(effect: Effect) -> (&'static str, &'static str) {
+    match effect {
+        Effect::Read => ("Read", "badge badge-effect effect-read"),
+        Effect::Write => ("Write", "badge badge-effect effect-write"),
+        Effect::Destructive => ("Destructive", "badge badge-effect effect-destructive"),
+    }
+}
+
+/// The words and badge class of a gate. `approval` reads "Approved per call".
+pub fn gate_badge(gate: ToolGate) -> (&'static str, &'static str) {
+    match gate {
+        ToolGate::None => ("Runs without asking", "badge badge-gate gate-none"),
+        ToolGate::Confirm => ("Confirm once", "badge badge-gate gate-confirm"),
+        ToolGate::Approval => ("Approved per call", "badge badge-gate gate-approval"),
+    }
+}
+
+/// "30 days", "1 day".
+fn days(n: u32) -> String {
+    if n == 1 {
+        "1 day".to_owned()
+    } else {
+        format!("{n} days")
+    }
+}
+
+/// The Plugins page: fetches the list once and shows [`PluginTables`].
+#[component]
+pub fn PluginsPage() -> impl IntoView {
+    let data = Resource::new(|| (), |()| load_plugins());
+    view! {
+        <div class="plugins-page" data-testid="plugins-page">
+            <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(list) => view! { <PluginTables list/> }.into_any(),
+                        Err(e) => view! {
+                            <div class="page-error" role="alert" data-testid="page-error">
+                                <p>{e.to_string()}</p>
+                            </div>
+                        }
+                        .into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// The heading, the legend and one table per plugin.
+#[component]
+pub fn PluginTables(
+    /// What `GET /api/plugins` returns.
+    list: PluginList,
+) -> impl IntoView {
+    let empty = list.plugins.is_empty();
+    view! {
+        <h2 class="section-title">"Plugins"</h2>
+        <p class="plugins-intro">
+            "What each tool may do. A tool marked "
+            <span class="badge badge-gate gate-approval">"Approved per call"</span>
+            " never runs on its own: every call waits for you on a card, and only that exact call runs."
+        </p>
+        {empty.then(|| view! { <p class="empty">"No plugins are loaded."</p> })}
+        {list.plugins.into_iter().map(plugin_table).collect_view()}
+    }
+}
+
+/// One plugin's table.
+fn plugin_table(plugin: PluginInfo) -> impl IntoView {
+    let PluginInfo { name, tools } = plugin;
+    let heading_id = format!("plugin-{name}-title");
+    let labelled_by = heading_id.clone();
+    let count = tools.len();
+    let tools_word = if count == 1 { "tool" } else { "tools" };
+    view! {
+        <section class="plugin" data-testid=format!("plugin-{name}") aria-labelledby=labelled_by>
+            <h3 class="plugin-name" id=heading_id>
+                <code>{name.clone()}</code>
+                <span class="plugin-count">{format!("{count} {tools_word}")}</span>
+            </h3>
+            <table class="tools-table" data-testid="plugin-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Tool"</th>
+                        <th scope="col">"Effect"</th>
+                        <th scope="col">"Gate"</th>
+                        <th scope="col">"Undo"</th>
+                    </tr>
+                </thead>
+                <tbody>{tools.into_iter().map(tool_row).collect_view()}</tbody>
+            </table>
+        </section>
+    }
+}
+
+/// One tool's row. Each cell carries `data-label` for the stacked phone layout.
+fn tool_row(tool: PluginTool) -> impl IntoView {
+    let (effect_words, effect_class) = effect_badge(tool.effect);
+    let (gate_words, gate_class) = gate_badge(tool.gate);
+    let undo = match (&tool.undo, tool.undo_window_days) {
+        (Some(undo), window) => view! {
+            <code class="undo-tool" data-testid="undo-tool">{undo.clone()}</code>
+            {window.map(|d| view! {
+                <span class="undo-window" data-testid="undo-window">{format!("within {}", days(d))}</span>
+            })}
+        }
+        .into_any(),
+        (None, _) => view! { <span class="no-undo">"No undo"</span> }.into_any(),
+    };
+    let aliases = (!tool.aliases.is_empty()).then(|| {
+        view! {
+            <p class="tool-aliases">
+                <span class="label">"Also answers to: "</span>
+                {tool.aliases.join(", ")}
+            </p>
+        }
+    });
+    let description = (!tool.description.trim().is_empty()).then(|| {
+        view! {
+            <details class="tool-more">
+                <summary>"What the assistant is told"</summary>
+                <p>{tool.description.clone()}</p>
+            </details>
+        }
+    });
+    let row_class = if tool.approved_per_call {
+        "tool-row per-call"
+    } else {
+        "tool-row"
+    };
+    view! {
+        <tr
+            class=row_class
+            data-testid=format!("tool-{}", tool.name)
+            data-effect=tool.effect.as_str()
+            data-gate=tool.gate.as_str()
+        >
+            <th scope="row" class="tool-cell" data-label="Tool">
+                <code class="tool-name">{tool.name.clone()}</code>
+                {aliases}
+                {description}
+            </th>
+            <td data-label="Effect">
+                <span class=effect_class data-testid="tool-effect">{effect_words}</span>
+            </td>
+            <td data-label="Gate">
+                <span class=gate_class data-testid="tool-gate">{gate_words}</span>
+            </td>
+            <td data-label="Undo" class="undo-cell">{undo}</td>
+        </tr>
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, effect: Effect, gate: ToolGate) -> PluginTool {
+        PluginTool {
+            name: name.into(),
+            description: format!("{name} does things <safely>"),
+            effect,
+            gate,
+            approved_per_call: gate == ToolGate::Approval,
+            undo: None,
+            undo_window_days: None,
+            aliases: Vec::new(),
+        }
+    }
+
+    fn email() -> PluginList {
+        let mut trash = tool("trash_email", Effect::Destructive, ToolGate::Approval);
+        trash.undo = Some("restore_email".into());
+        trash.undo_window_days = Some(30);
+        trash.aliases = vec!["delete_email".into(), "remove_email".into()];
+        PluginList {
+            plugins: vec![
+                PluginInfo {
+                    name: "email".into(),
+                    tools: vec![
+                        tool("search_inbox", Effect::Read, ToolGate::None),
+                        trash,
+                        tool("restore_email", Effect::Write, ToolGate::None),
+                    ],
+                },
+                PluginInfo {
+                    name: "notes".into(),
+                    tools: vec![tool("draft_note", Effect::Write, ToolGate::Confirm)],
+                },
+            ],
+        }
+    }
+
+    fn render(list: PluginList) -> String {
+        Owner::new().with(|| view! { <PluginTables list/> }.to_html())
+    }
+
+    /// The `<tr>` of one tool, for assertions about that row only.
+    fn row<'a>(html: &'a str, tool: &str) -> &'a str {
+        let start = html
+            .find(&format!("data-testid=\"tool-{tool}\""))
+            .unwrap_or_else(|| panic!("no row for {tool}: {html}"));
+        let end = html[start..].find("</tr>").unwrap() + start;
+        &html[start..end]
+    }
+
+    #[test]
+    fn one_table_per_plugin_with_effect_gate_and_undo() {
+        let html = render(email());
+        assert_eq!(html.matches("<table ").count(), 2, "{html}");
+        assert_eq!(html.matches("class=\"tools-table\"").count(), 2, "{html}");
+        assert!(html.contains("data-testid=\"plugin-email\""), "{html}");
+        assert!(html.contains("data-testid=\"plugin-notes\""), "{html}");
+        assert!(html.contains("3 tools"), "{html}");
+        assert!(html.contains("1 tool<"), "{html}");
+
+        let trash = row(&html, "trash_email");
+        assert!(trash.contains("data-effect=\"destructive\""), "{trash}");
+        assert!(trash.contains("data-gate=\"approval\""), "{trash}");
+        assert!(trash.contains("Destructive"), "{trash}");
+        assert!(trash.contains("Approved per call"), "{trash}");
+        assert!(trash.contains("gate-approval"), "{trash}");
+        assert!(trash.contains("per-call"), "{trash}");
+        assert!(trash.contains(">restore_email<"), "{trash}");
+        assert!(trash.contains("within 30 days"), "{trash}");
+        assert!(trash.contains("delete_email, remove_email"), "{trash}");
+
+        let search = row(&html, "search_inbox");
+        assert!(search.contains("data-effect=\"read\""), "{search}");
+        assert!(search.contains("Runs without asking"), "{search}");
+        assert!(search.contains("No undo"), "{search}");
+        assert!(!search.contains("Approved per call"), "{search}");
+        assert!(!search.contains("per-call"), "{search}");
+
+        let draft = row(&html, "draft_note");
+        assert!(draft.contains("Confirm once"), "{draft}");
+        // Manifest text is escaped, never markup.
+        assert!(html.contains("does things &lt;safely&gt;"), "{html}");
+        // Every cell is labelled for the stacked phone layout.
+        for label in ["Tool", "Effect", "Gate", "Undo"] {
+            assert!(
+                trash.contains(&format!("data-label=\"{label}\"")),
+                "{trash}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_plugins_says_so() {
+        let html = render(PluginList::default());
+        assert!(html.contains("No plugins are loaded."), "{html}");
+        assert!(!html.contains("<table"), "{html}");
+    }
+}
