@@ -685,8 +685,8 @@ impl Agent {
 
     /// Executes a pinned call: claim against the row (approved, this tool, byte-identical
     /// canonical arguments, not yet claimed), ledger `executing`, check each item's pinned
-    /// precondition, run (leaving stale items out), ledger `executed` or `failed` with the
-    /// result, one audit entry per item (DESIGN §3 step 7; issue 3 staleness). A denied claim is
+    /// precondition, run (leaving stale items out), one audit entry per item, then ledger
+    /// `executed` or `failed` with the result (DESIGN §3 step 7; issue 3 staleness). A denied claim is
     /// audited as a denial and nothing runs. Returns the observation for the paused call.
     ///
     /// Strict restore: when the tool is no longer declared, no longer approved per call, or no
@@ -852,9 +852,9 @@ impl Agent {
             result["stale"] = Value::Array(stale_json);
         }
         let done = g.clock.now();
-        g.ledger
-            .finish(approval_id, executed, &result, done)
-            .await?;
+        // The audit entries go first, the ledger outcome last: whoever sees `executed` (or
+        // `failed`) on the row then finds the complete audit. A crash in between leaves the
+        // entry `executing` (then `unknown`): never run again, and the audit says what ran.
         let entry = |item: Option<String>, result: Value, undo: bool| NewAuditEntry {
             approval_id: approval_id.to_string(),
             kind: AuditKind::Execution,
@@ -884,6 +884,9 @@ impl Agent {
                 ))
                 .await?;
         }
+        g.ledger
+            .finish(approval_id, executed, &result, done)
+            .await?;
         if let Ok(Some(row)) = g.queue.get(approval_id).await {
             g.notifier.notify(Event::ApprovalResponded(row));
         }
@@ -901,8 +904,8 @@ impl Agent {
         let now = g.clock.now();
         let message = format!("not run: {reason}; nothing was changed");
         let result = json!({"status": "failed", "message": message});
-        g.ledger.finish(approval_id, false, &result, now).await?;
         g.audit.append(&denial(approval_id, reason, now)).await?;
+        g.ledger.finish(approval_id, false, &result, now).await?;
         if let Ok(Some(row)) = g.queue.get(approval_id).await {
             g.notifier.notify(Event::ApprovalResponded(row));
         }
@@ -937,6 +940,8 @@ impl Agent {
             .await?
         {
             ClaimOutcome::Claimed => {
+                // Audit first, outcome last (see `execute_pinned_told`).
+                g.audit.append(&denial(approval_id, reason, now)).await?;
                 let result = json!({
                     "status": "failed",
                     "message": format!("not run: {reason}; nothing was changed"),
@@ -944,9 +949,11 @@ impl Agent {
                 g.ledger.finish(approval_id, false, &result, now).await?;
                 true
             }
-            ClaimOutcome::Denied(_) => false,
+            ClaimOutcome::Denied(_) => {
+                g.audit.append(&denial(approval_id, reason, now)).await?;
+                false
+            }
         };
-        g.audit.append(&denial(approval_id, reason, now)).await?;
         if consumed {
             if let Ok(Some(row)) = g.queue.get(approval_id).await {
                 g.notifier.notify(Event::ApprovalResponded(row));

@@ -258,7 +258,7 @@ pub(crate) fn check_new_approval(row: &NewApproval) -> Result<(), StoreError> {
 
 /// The refused claim's approval row joined with its ledger entry.
 pub(crate) const CLAIM_REFUSAL_SELECT: &str =
-    "SELECT a.id, a.status, a.tool, a.args_canonical, l.state FROM approvals a \
+    "SELECT a.id, a.kind, a.status, a.tool, a.args_canonical, l.state FROM approvals a \
      LEFT JOIN ledger l ON l.approval_id = a.id WHERE a.id = $1";
 
 /// Names the rule that refused a claim, from the row of [`CLAIM_REFUSAL_SELECT`] (`None`: no
@@ -279,6 +279,11 @@ pub(crate) fn claim_denial<R: RowRead>(
         table: "approvals",
         id: approval_id.to_owned(),
     };
+    if c.text("kind")? == "evaluator" {
+        return Ok(ClaimOutcome::Denied(format!(
+            "approval `{approval_id}` is an evaluator halt: it pins no call to execute (DESIGN §2 kind)"
+        )));
+    }
     let status = c.text("status")?;
     if status != "approved" {
         return Ok(ClaimOutcome::Denied(format!(
@@ -544,8 +549,9 @@ macro_rules! impl_storage_traits {
         #[async_trait::async_trait]
         impl iris_core::ports::Ledger for $store {
             /// One `INSERT … SELECT` statement writes `executing` only when the approval row is
-            /// approved, names `tool` and holds byte-equal canonical arguments, and no ledger
-            /// entry exists (primary key). A trigger re-checks the same rule in the database.
+            /// approved, is not an evaluator halt (which pins no call), names `tool` and holds
+            /// byte-equal canonical arguments, and no ledger entry exists (primary key).
+            /// Triggers re-check the same rules in the database.
             /// When nothing was inserted the row is read to name the rule that refused.
             async fn claim(
                 &self,
@@ -558,7 +564,8 @@ macro_rules! impl_storage_traits {
                 let done = sqlx::query(
                     "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
                      SELECT id, tool, args_canonical, 'executing', $1 FROM approvals \
-                     WHERE id = $2 AND status = 'approved' AND tool = $3 AND args_canonical = $4 \
+                     WHERE id = $2 AND status = 'approved' AND kind <> 'evaluator' \
+                     AND tool = $3 AND args_canonical = $4 \
                      ON CONFLICT (approval_id) DO NOTHING",
                 )
                 .bind(timestamp_text(at))

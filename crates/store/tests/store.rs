@@ -924,6 +924,45 @@ async fn the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule(engine
     );
 }
 
+async fn an_evaluator_halt_is_never_claimed(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    let mut row = trash_request("e1", &[]);
+    row.kind = ApprovalKind::Evaluator;
+    row.items = Vec::new();
+    row.preconditions = Vec::new();
+    store.insert(&row).await.expect("insert");
+    assert!(store
+        .decide(
+            "e1",
+            &response(
+                ApprovalStatus::Approved,
+                "owner-phone",
+                t0() + Duration::minutes(1)
+            )
+        )
+        .await
+        .expect("decide"));
+    let reason = denied(
+        store
+            .claim("e1", &row.tool, &row.args_canonical, t0())
+            .await
+            .expect("claim"),
+    );
+    assert!(reason.contains("evaluator halt"), "{reason}");
+    let message = refused(
+        &store,
+        "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
+         SELECT id, tool, args_canonical, 'executing', created_at FROM approvals WHERE id = 'e1'",
+    )
+    .await;
+    assert!(message.contains("never claimed"), "{message}");
+    assert_eq!(
+        store.get("e1").await.expect("get").expect("row").execution,
+        Execution::None
+    );
+}
+
 async fn twenty_concurrent_claims_have_exactly_one_winner(engine: Engine) {
     let db = engine.open().await;
     let store = db.store.clone();
@@ -1808,6 +1847,7 @@ macro_rules! suite {
             #[tokio::test] claim_is_granted_once_for_exactly_the_approved_call,
             #[tokio::test] claim_denials_name_the_rule,
             #[tokio::test] the_database_refuses_a_ledger_entry_that_bypasses_the_claim_rule,
+            #[tokio::test] an_evaluator_halt_is_never_claimed,
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             twenty_concurrent_claims_have_exactly_one_winner,
             #[tokio::test] ledger_outcomes_show_on_the_approval_and_crashes_become_unknown,
