@@ -103,6 +103,9 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {bind} (IRIS_BIND)"))?;
     let addr = listener.local_addr()?;
+    sweeps::recover_interrupted(&state)
+        .await
+        .context("finding resumes a stop interrupted")?;
     sweeps::spawn_sweeps(state);
     // Tests and scripts read this line to learn the port when IRIS_BIND ends in :0.
     println!("iris listening on http://{addr}");

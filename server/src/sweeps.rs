@@ -12,6 +12,9 @@ use crate::state::AppState;
 /// Resumes the run paused on `approval_id` in the background; a failure is recorded on the row
 /// by the agent (shown on the card, retried on the owner's request).
 pub fn spawn_resume(state: AppState, approval_id: String) {
+    // Test-only (debug builds, `IRIS_FAILPOINT`): the decision is stored, the resume not
+    // started; the sweep must pick it up after a crash here.
+    iris_core::failpoint::hit(iris_core::failpoint::AFTER_DECISION);
     tokio::spawn(async move { resume_one(&state, &approval_id).await });
 }
 
@@ -26,6 +29,35 @@ pub async fn resume_one(state: &AppState, approval_id: &str) {
     if let Err(e) = state.agent.resume(approval_id).await {
         tracing::error!(approval = %approval_id, error = %e, "resuming the paused run failed");
     }
+}
+
+/// Start-up recovery (DESIGN §8 "a resume after a crash picks up from the ledger"): every run
+/// that was being resumed when the server stopped (its checkpoint taken, its run never ended)
+/// is continued once more, in the background, from the ledger: an `executed`/`failed` call's
+/// recorded result becomes the observation; an `unknown` one (the crash fell between
+/// `executing` and its outcome) is never run again and the owner is told in the chat; a call
+/// never claimed runs once. Must run before this process resumes anything (before the sweeps
+/// and the routes): a run being resumed right now looks the same as an interrupted one.
+///
+/// # Errors
+/// When the interrupted runs cannot be read.
+pub async fn recover_interrupted(state: &AppState) -> anyhow::Result<()> {
+    let interrupted = iris_core::ports::CheckpointStore::interrupted(&state.store).await?;
+    if interrupted.is_empty() {
+        return Ok(());
+    }
+    for (id, _) in &interrupted {
+        tracing::warn!(approval = %id, "continuing a resume the server's stop interrupted");
+    }
+    let state = state.clone();
+    tokio::spawn(async move {
+        for (id, recoveries) in interrupted {
+            if let Err(e) = state.agent.recover_interrupted(&id, recoveries).await {
+                tracing::error!(approval = %id, error = %e, "continuing an interrupted resume failed");
+            }
+        }
+    });
+    Ok(())
 }
 
 /// One sweep: expire lapsed rows, then resume every decided, unresumed row.
@@ -46,6 +78,7 @@ pub async fn sweep_once(state: &AppState) {
         }
         Err(e) => tracing::error!(error = %e, "resume sweep failed"),
     }
+    tracing::debug!("sweep finished");
 }
 
 /// Runs [`sweep_once`] now and then every `IRIS_SWEEP_SECS` seconds, forever.

@@ -787,7 +787,7 @@ impl Agent {
             .claim(approval_id, tool, &canonical_json(args), now)
             .await?
         {
-            ClaimOutcome::Claimed => {}
+            ClaimOutcome::Claimed => crate::failpoint::hit(crate::failpoint::AFTER_CLAIM),
             ClaimOutcome::Denied(reason) => {
                 g.audit.append(&deny(reason.clone())).await?;
                 return Ok((
@@ -848,6 +848,7 @@ impl Agent {
                 ),
             }
         };
+        crate::failpoint::hit(crate::failpoint::AFTER_SIDE_EFFECT);
         if !stale.is_empty() {
             result["stale"] = Value::Array(stale_json);
         }
@@ -887,6 +888,7 @@ impl Agent {
         g.ledger
             .finish(approval_id, executed, &result, done)
             .await?;
+        crate::failpoint::hit(crate::failpoint::AFTER_OUTCOME);
         if let Ok(Some(row)) = g.queue.get(approval_id).await {
             g.notifier.notify(Event::ApprovalResponded(row));
         }
@@ -1046,9 +1048,58 @@ impl Agent {
         }
     }
 
+    /// Continues a resume that a crash interrupted (found at start-up by
+    /// [`CheckpointStore::interrupted`], taken by compare-and-set on `recoveries`). The paused
+    /// call's observation comes from the ledger, so the pinned call never runs twice: `executed`
+    /// or `failed` reuse the recorded result; `unknown` (the crash fell between `executing` and
+    /// the outcome) is reported as [`UNKNOWN_OUTCOME`], never run again, and the owner is told
+    /// in the chat; a call never claimed runs once (the claim is a compare-and-set). `Ok(None)`
+    /// when another process took it or it finished meanwhile.
+    ///
+    /// # Errors
+    /// [`AgentError::Store`]; a failure is recorded on the row like any resume's.
+    pub async fn recover_interrupted(
+        &self,
+        approval_id: &str,
+        recoveries: i64,
+    ) -> Result<Option<ChatResponse>, AgentError> {
+        let Some((g, checkpoints)) = self.resumable() else {
+            return Ok(None);
+        };
+        let Some(row) = g.queue.get(approval_id).await? else {
+            return Ok(None);
+        };
+        match checkpoints.take_interrupted(approval_id, recoveries).await {
+            Ok(Some(checkpoint)) => self.continue_run(&row, checkpoint).await.map(Some),
+            Ok(None) => Ok(None),
+            Err(StoreError::Corrupt { id, reason }) => self
+                .restore_refused(&row, &format!("its saved run ({id}) is corrupt: {reason}"))
+                .await
+                .map(Some),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Continues a taken checkpoint; records a failure on the row (`resume_error`, then
     /// `approval.responded` so the card shows it) and publishes the reply as `run.message`.
+    /// Either way the run is then recorded as ended ([`CheckpointStore::finish_resume`]); a
+    /// crash before that leaves it to [`Agent::recover_interrupted`] at the next start.
     async fn continue_run(
+        &self,
+        row: &Approval,
+        checkpoint: Checkpoint,
+    ) -> Result<ChatResponse, AgentError> {
+        let outcome = self.continue_run_inner(row, checkpoint).await;
+        if let Some((_, checkpoints)) = self.resumable() {
+            // Best effort: if it cannot be written, the next start continues the run again
+            // from the ledger (the pinned call still never runs twice).
+            let _ = checkpoints.finish_resume(&row.id).await;
+        }
+        outcome
+    }
+
+    /// [`Agent::continue_run`] without recording the end.
+    async fn continue_run_inner(
         &self,
         row: &Approval,
         checkpoint: Checkpoint,

@@ -25,6 +25,8 @@ pub mod escalation;
 #[cfg(feature = "kernel")]
 pub mod evaluator;
 #[cfg(feature = "kernel")]
+pub mod failpoint;
+#[cfg(feature = "kernel")]
 pub mod hooks;
 #[cfg(feature = "kernel")]
 pub mod kernel;

@@ -312,6 +312,37 @@ pub trait CheckpointStore: Send + Sync {
     /// # Errors
     /// [`StoreError`].
     async fn conversation_of(&self, approval_id: &str) -> Result<Option<String>, StoreError>;
+
+    /// Records that the run resumed on `approval_id` ended (done, refused, or failed with its
+    /// resume error recorded). A run taken for resuming that never gets here was interrupted by
+    /// a crash ([`CheckpointStore::interrupted`]).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn finish_resume(&self, approval_id: &str) -> Result<(), StoreError>;
+
+    /// Resumes interrupted by a crash: checkpoints taken for resuming whose run never finished
+    /// and whose approval records no resume error, as `(approval id, recoveries so far)`, oldest
+    /// first. Read at start-up only, before this process resumes anything: a run another
+    /// process is resuming right now looks the same.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn interrupted(&self) -> Result<Vec<(String, i64)>, StoreError>;
+
+    /// Takes an interrupted resume for continuing, by compare-and-set on its recovery count
+    /// (`recoveries` as [`CheckpointStore::interrupted`] read it): only the first caller gets
+    /// `Some`; `None` when it finished meanwhile or another process took it. Continuing never
+    /// runs the pinned call again: the ledger records it (DESIGN §8).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when the stored checkpoint does not parse (never executed);
+    /// [`StoreError::Backend`].
+    async fn take_interrupted(
+        &self,
+        approval_id: &str,
+        recoveries: i64,
+    ) -> Result<Option<Checkpoint>, StoreError>;
 }
 
 /// Conversations: the model transcript and the lines the owner sees.

@@ -194,6 +194,22 @@ impl CheckpointStore for Store {
     async fn conversation_of(&self, approval_id: &str) -> Result<Option<String>, StoreError> {
         delegate!(self, s => CheckpointStore::conversation_of(s, approval_id).await)
     }
+
+    async fn finish_resume(&self, approval_id: &str) -> Result<(), StoreError> {
+        delegate!(self, s => CheckpointStore::finish_resume(s, approval_id).await)
+    }
+
+    async fn interrupted(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        delegate!(self, s => CheckpointStore::interrupted(s).await)
+    }
+
+    async fn take_interrupted(
+        &self,
+        approval_id: &str,
+        recoveries: i64,
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        delegate!(self, s => CheckpointStore::take_interrupted(s, approval_id, recoveries).await)
+    }
 }
 
 #[async_trait::async_trait]

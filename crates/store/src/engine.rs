@@ -762,6 +762,13 @@ macro_rules! impl_storage_traits {
                 if won.rows_affected() != 1 {
                     return Ok(None);
                 }
+                // The retried run is running again: a crash before it ends leaves it to the
+                // start-up recovery (`interrupted`).
+                sqlx::query("UPDATE checkpoints SET finished_at = NULL WHERE approval_id = $1")
+                    .bind(approval_id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(backend("reopening a retried resume"))?;
                 let row = sqlx::query("SELECT id, body FROM checkpoints WHERE approval_id = $1")
                     .bind(approval_id)
                     .fetch_one(&self.pool)
@@ -781,6 +788,64 @@ macro_rules! impl_storage_traits {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err($crate::engine::backend("reading a checkpoint's conversation"))
+            }
+
+            /// Sets `finished_at` once (migration 0011); a later call changes nothing.
+            async fn finish_resume(
+                &self,
+                approval_id: &str,
+            ) -> Result<(), iris_core::ports::StoreError> {
+                use $crate::engine::{backend, timestamp_text};
+                sqlx::query(
+                    "UPDATE checkpoints SET finished_at = $1 \
+                     WHERE approval_id = $2 AND finished_at IS NULL",
+                )
+                .bind(timestamp_text(chrono::Utc::now()))
+                .bind(approval_id)
+                .execute(&self.pool)
+                .await
+                .map_err(backend("recording that a resumed run ended"))?;
+                Ok(())
+            }
+
+            async fn interrupted(
+                &self,
+            ) -> Result<Vec<(String, i64)>, iris_core::ports::StoreError> {
+                sqlx::query_as::<_, (String, i64)>(
+                    "SELECT c.approval_id, c.recoveries FROM checkpoints c \
+                     JOIN approvals a ON a.id = c.approval_id \
+                     WHERE c.resumed_at IS NOT NULL AND c.finished_at IS NULL \
+                     AND a.resume_error IS NULL ORDER BY c.resumed_at, c.approval_id",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .map_err($crate::engine::backend("finding interrupted resumes"))
+            }
+
+            /// `UPDATE … SET recoveries = recoveries + 1 WHERE recoveries = $seen … RETURNING
+            /// body`: exactly one caller gets the body. A body that does not parse is
+            /// [`StoreError::Corrupt`] (never executed).
+            async fn take_interrupted(
+                &self,
+                approval_id: &str,
+                recoveries: i64,
+            ) -> Result<Option<iris_core::ports::Checkpoint>, iris_core::ports::StoreError>
+            {
+                use $crate::engine::{backend, Cols};
+                let rows = sqlx::query(
+                    "UPDATE checkpoints SET recoveries = recoveries + 1 \
+                     WHERE approval_id = $1 AND recoveries = $2 \
+                     AND resumed_at IS NOT NULL AND finished_at IS NULL RETURNING id, body",
+                )
+                .bind(approval_id)
+                .bind(recoveries)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend("taking an interrupted resume"))?;
+                let Some(row) = rows.first() else {
+                    return Ok(None);
+                };
+                Cols::new(row, "checkpoints", "id")?.json("body").map(Some)
             }
         }
 

@@ -215,6 +215,16 @@ pub struct Iris {
     pub url: String,
 }
 
+impl Iris {
+    /// Kills the process with SIGKILL (`Child::kill` on Unix) and reaps it: a crash, with no
+    /// chance to write anything more.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL the server");
+        let status = self.child.wait().expect("reap the server");
+        assert!(!status.success(), "killed, not exited: {status}");
+    }
+}
+
 impl Drop for Iris {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -291,6 +301,44 @@ impl World {
         // Keep draining stdout so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         Iris { child, url }
+    }
+
+    /// Starts `iris serve` with `extra` environment (e.g. `IRIS_FAILPOINT`) and its stderr
+    /// piped: every stderr line is echoed to the test's stderr and sent on the returned
+    /// channel, so a test can wait for a line such as `failpoint reached: NAME`.
+    pub fn start_watched(
+        &self,
+        extra: &[(&str, &str)],
+    ) -> (Iris, std::sync::mpsc::Receiver<String>) {
+        let mut child = self
+            .command(&["serve"])
+            .envs(extra.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("iris starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                eprintln!("[iris] {line}");
+                let _ = tx.send(line);
+            }
+        });
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("iris printed its address before exiting")
+                .unwrap();
+            if let Some(rest) = line.strip_prefix("iris listening on ") {
+                break rest.trim().to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        (Iris { child, url }, rx)
     }
 
     /// `iris devices add`; returns the token (the last line).
