@@ -21,6 +21,7 @@
 //! bench's `--bench` argument (e.g. `cargo test --all-targets`) it only says how to run it.
 //! `IRIS_BENCH_ENGINES=sqlite` or `=postgres` runs one engine; PostgreSQL is reached through
 //! `IRIS_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
+//! `IRIS_BENCH_SHOW_STATEMENTS=1` prints the statements of the first measured cycle.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -192,6 +193,8 @@ struct SqlCounts {
     /// Read-only statements outside an explicit transaction (each its own transaction).
     read_transactions: u64,
     in_transaction: bool,
+    /// The statements' first words, in order (shown with `IRIS_BENCH_SHOW_STATEMENTS=1`).
+    log: Vec<String>,
 }
 
 impl SqlCounts {
@@ -206,6 +209,8 @@ impl SqlCounts {
             _ => false,
         };
         *self.by_verb.entry(verb.clone()).or_default() += 1;
+        self.log
+            .push(sql.split_whitespace().take(6).collect::<Vec<_>>().join(" "));
         match verb.as_str() {
             "BEGIN" => self.in_transaction = true,
             "COMMIT" | "END" => {
@@ -221,6 +226,15 @@ impl SqlCounts {
 
     fn statements(&self) -> u64 {
         self.by_verb.values().sum()
+    }
+
+    /// Adds `other`'s counts to these.
+    fn add(&mut self, other: &SqlCounts) {
+        for (verb, n) in &other.by_verb {
+            *self.by_verb.entry(verb.clone()).or_default() += n;
+        }
+        self.write_commits += other.write_commits;
+        self.read_transactions += other.read_transactions;
     }
 }
 
@@ -331,6 +345,8 @@ struct Report {
     resume: Vec<Duration>,
     /// Counted over warm-up and measured cycles together.
     sql: SqlCounts,
+    /// The same, per phase: halt, approve, execute + resume.
+    phases: [SqlCounts; 3],
     counted_cycles: usize,
     /// PostgreSQL: committed transactions per cycle from `pg_stat_database`.
     pg_xact_per_cycle: Option<f64>,
@@ -408,6 +424,7 @@ async fn run_engine(
         approve: Vec::with_capacity(cycles),
         resume: Vec::with_capacity(cycles),
         sql: SqlCounts::default(),
+        phases: Default::default(),
         counted_cycles: WARMUP + cycles,
         pg_xact_per_cycle: None,
     };
@@ -425,12 +442,14 @@ async fn run_engine(
         assert_eq!(halted.status, RunStatus::AwaitingApproval, "{halted:?}");
         let id = halted.approval_id.expect("approval id");
         let t1 = Instant::now();
+        let mut shown = [counter.take(), SqlCounts::default(), SqlCounts::default()];
         let row = governance
             .respond_to_approval(&id, Decision::Approve, None, &actor)
             .await
             .expect("respond_to_approval");
         assert_eq!(row.status, ApprovalStatus::Approved);
         let t2 = Instant::now();
+        shown[1] = counter.take();
         let resumed = agent
             .resume(&id)
             .await
@@ -438,6 +457,18 @@ async fn run_engine(
             .expect("this caller resumes");
         assert_eq!(resumed.status, RunStatus::Done, "{resumed:?}");
         let t3 = Instant::now();
+        shown[2] = counter.take();
+        if i == WARMUP && std::env::var_os("IRIS_BENCH_SHOW_STATEMENTS").is_some() {
+            for (phase, counts) in ["halt", "approve", "execute + resume"].iter().zip(&shown) {
+                println!("{engine} {phase}:");
+                for line in &counts.log {
+                    println!("    {line}");
+                }
+            }
+        }
+        for (total, phase) in report.phases.iter_mut().zip(&shown) {
+            total.add(phase);
+        }
         if i >= WARMUP {
             report.cycle.push(t3 - t0);
             report.halt.push(t1 - t0);
@@ -447,7 +478,10 @@ async fn run_engine(
         ids.push(id);
     }
     report.elapsed = started.elapsed();
-    report.sql = counter.take();
+    for phase in &report.phases {
+        report.sql.add(phase);
+    }
+    counter.take();
 
     // Every cycle executed its pinned call exactly once, and the ledger says so.
     assert_eq!(plugin.executions.load(Ordering::SeqCst), WARMUP + cycles);
@@ -489,15 +523,25 @@ fn print(report: &Report) {
         ms(percentile(&cycle, 0.99)),
         ms(*cycle.last().unwrap()),
     );
-    for (name, v) in [
+    for ((name, v), sql) in [
         ("halt (run_turn)", &halt),
         ("approve (respond_to_approval)", &approve),
         ("execute + resume (resume)", &resume),
-    ] {
+    ]
+    .into_iter()
+    .zip(&report.phases)
+    {
         println!(
-            "  {name:<32} p50 {} ms | p99 {} ms",
+            "  {name:<32} p50 {} ms | p99 {} ms | write commits {:.2} | reads {:.2} | {}",
             ms(percentile(v, 0.50)),
-            ms(percentile(v, 0.99))
+            ms(percentile(v, 0.99)),
+            per(sql.write_commits),
+            per(sql.read_transactions),
+            sql.by_verb
+                .iter()
+                .map(|(verb, n)| format!("{verb} {:.2}", per(*n)))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     println!(

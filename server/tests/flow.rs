@@ -8,7 +8,7 @@ mod support;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{copy_messages, eventually, snapshot, ModelServer, World};
+use support::{copy_messages, eventually, snapshot, Client, ModelServer, World};
 
 fn script(search_args: Value) -> String {
     format!(
@@ -26,47 +26,6 @@ rules:
 fallback: "?"
 "#
     )
-}
-
-struct Client {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl Client {
-    async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
-        let mut r = self.http.post(format!("{}{path}", self.url)).json(&body);
-        if let Some(t) = token {
-            r = r.bearer_auth(t);
-        }
-        let resp = r.send().await.unwrap();
-        let status = resp.status();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, path: &str, token: &str) -> Value {
-        let resp = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
-        resp.json().await.unwrap()
-    }
-
-    async fn last_reply(&self, conversation: &str, token: &str) -> String {
-        let c = self
-            .get(&format!("/api/conversations/{conversation}"), token)
-            .await;
-        c["lines"]
-            .as_array()
-            .unwrap()
-            .last()
-            .map(|l| l["text"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    }
 }
 
 /// The audit of `id` once it holds at least `n` execution entries (they are written right after

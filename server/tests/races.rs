@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, snapshot, ModelServer, World};
+use support::{eventually, snapshot, Client, ModelServer, World};
 use tokio::sync::Barrier;
 
 /// Answers per round.
@@ -54,37 +54,6 @@ rules:
         on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
 fallback: "?"
 "#;
-
-struct Client {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl Client {
-    async fn get(&self, path: &str, token: &str) -> Value {
-        let resp = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
-        resp.json().await.unwrap()
-    }
-
-    async fn last_reply(&self, conversation: &str, token: &str) -> String {
-        let c = self
-            .get(&format!("/api/conversations/{conversation}"), token)
-            .await;
-        c["lines"]
-            .as_array()
-            .unwrap()
-            .last()
-            .map(|l| l["text"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    }
-}
 
 /// One answer as sent and as received.
 struct Answer {

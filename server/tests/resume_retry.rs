@@ -8,8 +8,8 @@
 mod support;
 
 use reqwest::StatusCode;
-use serde_json::{json, Value};
-use support::{eventually, snapshot, ModelServer, World};
+use serde_json::json;
+use support::{eventually, snapshot, Client, ModelServer, World};
 
 const SCRIPT: &str = r#"
 rules:
@@ -23,38 +23,6 @@ rules:
       - reply: "Done: moved {trashed} emails to Trash."
 fallback: "?"
 "#;
-
-struct Client {
-    http: reqwest::Client,
-    url: String,
-}
-
-impl Client {
-    async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
-        let resp = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(token)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = resp.status();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn get(&self, path: &str, token: &str) -> Value {
-        let resp = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap();
-        assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
-        resp.json().await.unwrap()
-    }
-}
 
 /// Messages that left their folders for `.Trash/`.
 fn trashed(maildir: &std::path::Path) -> usize {
@@ -78,7 +46,9 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     };
     let request = json!({"message": "trash the promo emails from this week"});
 
-    let (s, halted) = client.post("/api/chat", &control, request.clone()).await;
+    let (s, halted) = client
+        .post("/api/chat", Some(&control), request.clone())
+        .await;
     assert_eq!(s, StatusCode::OK, "{halted}");
     assert_eq!(halted["status"], "awaiting_approval", "{halted}");
     let id = halted["approval_id"].as_str().unwrap().to_string();
@@ -86,14 +56,14 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     let resume = format!("/governance/approvals/{id}/resume");
 
     // Pending: nothing to retry. Unknown: 404.
-    let (s, body) = client.post(&resume, &control, json!({})).await;
+    let (s, body) = client.post(&resume, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::CONFLICT, "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("pending"),
         "{body}"
     );
     let (s, _) = client
-        .post("/governance/approvals/no-such/resume", &control, json!({}))
+        .post("/governance/approvals/no-such/resume", Some(&control), json!({}))
         .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 
@@ -102,7 +72,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     let (s, body) = client
         .post(
             &format!("/governance/approvals/{id}/respond"),
-            &control,
+            Some(&control),
             json!({"decision": "approve"}),
         )
         .await;
@@ -122,9 +92,9 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     assert_eq!(trashed(&world.maildir), n);
 
     // A read device may not retry; the model still down: the retry fails again, recorded.
-    let (s, _) = client.post(&resume, &read, json!({})).await;
+    let (s, _) = client.post(&resume, Some(&read), json!({})).await;
     assert_eq!(s, StatusCode::FORBIDDEN);
-    let (s, body) = client.post(&resume, &control, json!({})).await;
+    let (s, body) = client.post(&resume, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(!body["approval"]["resume_error"].is_null(), "{body}");
@@ -132,7 +102,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
 
     // The model is back: the retry completes from the ledger's result.
     model.set_down(false);
-    let (s, body) = client.post(&resume, &control, json!({})).await;
+    let (s, body) = client.post(&resume, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(body["run"]["status"], "done", "{body}");
     assert_eq!(body["run"]["resumed"], true);
@@ -151,7 +121,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     );
 
     // Once done, nothing to retry; the mail moved exactly once, one audit entry per item.
-    let (s, _) = client.post(&resume, &control, json!({})).await;
+    let (s, _) = client.post(&resume, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::CONFLICT);
     assert_eq!(trashed(&world.maildir), n);
     let audit = client

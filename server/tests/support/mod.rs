@@ -414,3 +414,55 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A JSON client of one server, answering as a device token.
+pub struct Client {
+    /// The HTTP client.
+    pub http: reqwest::Client,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Client {
+    /// POSTs JSON with an optional bearer token; the status and the JSON body (Null if none).
+    pub async fn post(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: Value,
+    ) -> (reqwest::StatusCode, Value) {
+        let mut r = self.http.post(format!("{}{path}", self.url)).json(&body);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let resp = r.send().await.unwrap();
+        let status = resp.status();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GETs JSON with a bearer token; fails the test on a non-2xx status.
+    pub async fn get(&self, path: &str, token: &str) -> Value {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
+        resp.json().await.unwrap()
+    }
+
+    /// The last line of a conversation.
+    pub async fn last_reply(&self, conversation: &str, token: &str) -> String {
+        let c = self
+            .get(&format!("/api/conversations/{conversation}"), token)
+            .await;
+        c["lines"]
+            .as_array()
+            .unwrap()
+            .last()
+            .map(|l| l["text"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    }
+}
