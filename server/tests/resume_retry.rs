@@ -63,7 +63,11 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
         "{body}"
     );
     let (s, _) = client
-        .post("/governance/approvals/no-such/resume", Some(&control), json!({}))
+        .post(
+            "/governance/approvals/no-such/resume",
+            Some(&control),
+            json!({}),
+        )
         .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 
