@@ -33,6 +33,13 @@ tools:
       properties: {path: {type: string}}
       required: [path]
       additionalProperties: false
+  - name: shred_file
+    effect: destructive
+    parameters:
+      type: object
+      properties: {path: {type: string}}
+      required: [path]
+      additionalProperties: false
   - name: restore_file
     effect: write
     confirm: never
@@ -339,10 +346,29 @@ async fn a_forged_claim_is_denied_and_audited() {
         .respond_to_approval(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    // Other arguments, a forged id: denied.
+    // Other arguments, another tool, changed bytes, a forged id: each denied and audited.
     let out = s
         .agent
         .execute_pinned(&id, "delete_file", &json!({"path": "/etc"}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out["status"], "not_run");
+    // Another (also destructive) tool with the approved arguments: denied.
+    let out = s
+        .agent
+        .execute_pinned(&id, "shred_file", &json!({"path": "/x"}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(out["status"], "not_run");
+    // An extra argument changes the canonical bytes: denied.
+    let out = s
+        .agent
+        .execute_pinned(
+            &id,
+            "delete_file",
+            &json!({"path": "/x", "force": true}),
+            &ctx,
+        )
         .await
         .unwrap();
     assert_eq!(out["status"], "not_run");
@@ -374,5 +400,5 @@ async fn a_forged_claim_is_denied_and_audited() {
         .into_iter()
         .filter(|e| e.kind == iris_core::wire::AuditKind::Denial)
         .count();
-    assert_eq!(denials, 4);
+    assert_eq!(denials, 6);
 }
