@@ -52,9 +52,14 @@ impl FromRequestParts<AppState> for Authed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let (device, presented) = auth::authenticate(&state.store, &parts.headers)
-            .await?
-            .ok_or(ApiError::Unauthorized)?;
+        let Some((device, presented)) = auth::authenticate(&state.store, &parts.headers).await?
+        else {
+            return Err(if auth::presented_token(&parts.headers).is_some() {
+                ApiError::UnknownToken
+            } else {
+                ApiError::Unauthorized
+            });
+        };
         Ok(Authed {
             actor: auth::actor_for(&device, presented, &parts.headers),
             presented,
@@ -88,10 +93,22 @@ impl FromRequestParts<AppState> for Controller {
     }
 }
 
+/// Parses a JSON object body. Only an object is accepted: serde would also read a struct from a
+/// JSON array (`["approve"]`), which is not the contract's shape.
 fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("{what}: {e}; nothing was changed")))?;
+    if !value.is_object() {
+        return Err(ApiError::BadRequest(format!(
+            "{what}: the body must be a JSON object; nothing was changed"
+        )));
+    }
+    serde_json::from_value(value)
         .map_err(|e| ApiError::BadRequest(format!("{what}: {e}; nothing was changed")))
 }
+
+/// The longest chat message accepted, in characters (a request is shown on every card it makes).
+pub const MAX_MESSAGE_CHARS: usize = 4000;
 
 async fn chat(
     State(state): State<AppState>,
@@ -103,6 +120,11 @@ async fn chat(
         return Err(ApiError::BadRequest(
             "the message is empty; nothing was done".into(),
         ));
+    }
+    if request.message.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(ApiError::BadRequest(format!(
+            "the message is longer than {MAX_MESSAGE_CHARS} characters; nothing was done"
+        )));
     }
     let message = request.message.trim();
     let response = state

@@ -82,7 +82,8 @@ pub fn actor_for(device: &Device, presented: Presented, headers: &HeaderMap) -> 
         Presented::Bearer => headers
             .get("x-iris-surface")
             .and_then(|v| v.to_str().ok())
-            .filter(|s| matches!(*s, "cli" | "phone" | "telegram" | "web"))
+            // `web` is the browser session's surface (cookie only); a bearer cannot claim it.
+            .filter(|s| matches!(*s, "cli" | "phone" | "telegram"))
             .unwrap_or("api")
             .to_string(),
     };

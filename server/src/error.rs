@@ -19,6 +19,9 @@ pub enum ApiError {
     /// 401.
     #[error("no credentials: send `Authorization: Bearer TOKEN` (from `iris devices add`) or pair this browser")]
     Unauthorized,
+    /// 401: a token was sent, but no live device has it (unknown or revoked).
+    #[error("this token belongs to no live device (unknown or revoked): add one with `iris devices add` against the server's own database")]
+    UnknownToken,
     /// 403.
     #[error("{0}")]
     Forbidden(String),
@@ -85,7 +88,7 @@ impl IntoResponse for ApiError {
         let error = self.to_string();
         let (status, approval) = match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, None),
-            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, None),
+            ApiError::Unauthorized | ApiError::UnknownToken => (StatusCode::UNAUTHORIZED, None),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, None),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, None),
             ApiError::Conflict(_, row) => (StatusCode::CONFLICT, Some(*row)),

@@ -180,6 +180,31 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
+    // A JSON array is not the contract's object, even if serde could read it as one.
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!(["approve"]),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some("iris_not_a_device"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "x".repeat(4001)}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(snapshot(&world.maildir), original);
 
     // --- Approve, with a forged tool and args in the body: they are ignored.
