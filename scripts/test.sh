@@ -53,6 +53,13 @@ step "clippy (browser side)" \
   cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
   -- -D warnings || true
 step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
+# The kernel suites again, on PostgreSQL (each test gets its own database); the store suite and
+# the HTTP suites already run on both engines inside `cargo test`.
+kernel_on_postgres() {
+  IRIS_KERNEL_ENGINE=postgres cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" \
+    --test loop_rules --test lifecycle
+}
+step "kernel suites on PostgreSQL" kernel_on_postgres || true
 
 if step "site build" bash "$here/build-site.sh"; then
   if [ -f end2end/package.json ]; then

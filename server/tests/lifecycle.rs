@@ -16,6 +16,8 @@
 //! - staleness: with the real email plugin on a real Maildir, a message moved away between halt
 //!   and approve is skipped ("stale: nothing done") while the others are trashed.
 
+mod support;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,7 +38,7 @@ use iris_core::wire::{
     Approval, ApprovalKind, ApprovalStatus, AuditKind, Decision, Effect, Event, Execution,
     RunStatus,
 };
-use iris_store::SqliteStore;
+use iris_store::Store;
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -272,7 +274,8 @@ fn t0() -> DateTime<Utc> {
 }
 
 struct World {
-    store: SqliteStore,
+    store: Store,
+    _database: Option<iris_store::testing::DropDatabase>,
     clock: Arc<ManualClock>,
     events: Arc<Recorder>,
     model: Arc<Turns>,
@@ -280,8 +283,10 @@ struct World {
 
 impl World {
     async fn new() -> World {
+        let (store, database) = support::kernel_store().await;
         World {
-            store: SqliteStore::connect("sqlite::memory:").await.unwrap(),
+            store,
+            _database: database,
             clock: Arc::new(ManualClock::new(t0())),
             events: Arc::new(Recorder::default()),
             model: Arc::new(Turns::default()),
@@ -839,7 +844,12 @@ async fn a_corrupt_checkpoint_is_never_executed_and_the_owner_is_told() {
         .unwrap();
     // Plant a corrupt body (the database itself refuses changing a checkpoint, so the
     // trigger goes first: this is what a damaged file or a bad restore would leave).
-    let pool = w.store.pool();
+    // Planting needs engine-specific SQL; the SQLite run of this suite covers the rule.
+    let Some(sqlite) = w.store.as_sqlite() else {
+        eprintln!("skipped on PostgreSQL: the corrupt row is planted with SQLite SQL");
+        return;
+    };
+    let pool = sqlite.pool();
     sqlx::query("DROP TRIGGER checkpoints_immutable")
         .execute(pool)
         .await

@@ -3,6 +3,8 @@
 //! governed, a halted step answers every other call id once, approve runs the pinned call once,
 //! and a forged claim is denied and audited.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +17,7 @@ use iris_core::model::{Message, Model, ModelError, ModelTurn, ToolCall};
 use iris_core::plugin::{CallContext, Description, ItemOutcome, Plugin, ToolError, ToolOutput};
 use iris_core::ports::{AuditLog, ConversationStore, Notifier, QueueStore, Scope, SystemClock};
 use iris_core::wire::{Decision, Event, RunStatus};
-use iris_store::SqliteStore;
+use iris_store::Store;
 use serde_json::{json, Value};
 
 const MANIFEST: &str = r#"
@@ -149,11 +151,12 @@ struct Setup {
     agent: Agent,
     files: Arc<Files>,
     model: Arc<OneStep>,
-    store: SqliteStore,
+    store: Store,
+    _database: Option<iris_store::testing::DropDatabase>,
 }
 
 async fn setup(calls: Vec<ToolCall>, governed: bool, enabled: bool, checkpoints: bool) -> Setup {
-    let store = SqliteStore::connect("sqlite::memory:").await.unwrap();
+    let (store, database) = support::kernel_store().await;
     let files = Arc::new(Files {
         manifest: Manifest::from_yaml(MANIFEST).unwrap(),
         runs: Mutex::new(vec![]),
@@ -187,6 +190,7 @@ async fn setup(calls: Vec<ToolCall>, governed: bool, enabled: bool, checkpoints:
         files,
         model,
         store,
+        _database: database,
     }
 }
 

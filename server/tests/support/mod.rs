@@ -466,3 +466,25 @@ impl Client {
             .unwrap_or_default()
     }
 }
+
+/// The store the kernel suites (`loop_rules`, `lifecycle`) run on: in-memory SQLite, or a fresh
+/// PostgreSQL database when `IRIS_KERNEL_ENGINE=postgres` (the test command runs those suites
+/// once per engine). The guard drops the PostgreSQL database when the test ends.
+pub async fn kernel_store() -> (iris_store::Store, Option<iris_store::testing::DropDatabase>) {
+    match std::env::var("IRIS_KERNEL_ENGINE").as_deref() {
+        Ok("postgres") => {
+            let (url, guard) = iris_store::testing::fresh_postgres_database().await;
+            let store = iris_store::Store::connect(&url)
+                .await
+                .expect("test database");
+            (store, Some(guard))
+        }
+        Ok("sqlite") | Err(_) => (
+            iris_store::Store::connect("sqlite::memory:")
+                .await
+                .expect("in-memory store"),
+            None,
+        ),
+        Ok(other) => panic!("IRIS_KERNEL_ENGINE `{other}` is not sqlite or postgres"),
+    }
+}
