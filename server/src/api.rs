@@ -110,23 +110,31 @@ fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Resul
 /// The longest chat message accepted, in characters (a request is shown on every card it makes).
 pub const MAX_MESSAGE_CHARS: usize = 4000;
 
+/// The one check every chat surface (API, web app) applies before a turn runs: the message,
+/// trimmed, is not empty and at most [`MAX_MESSAGE_CHARS`] characters.
+///
+/// # Errors
+/// A sentence saying what is wrong and that nothing was done.
+pub fn chat_message(message: &str) -> Result<&str, String> {
+    let message = message.trim();
+    if message.is_empty() {
+        return Err("the message is empty; nothing was done".into());
+    }
+    if message.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(format!(
+            "the message is longer than {MAX_MESSAGE_CHARS} characters; nothing was done"
+        ));
+    }
+    Ok(message)
+}
+
 async fn chat(
     State(state): State<AppState>,
     Controller(_actor): Controller,
     body: Bytes,
 ) -> Result<Json<ChatResponse>, ApiError> {
     let request: ChatRequest = parse_json(&body, "the chat body must be {\"message\": \"…\"}")?;
-    if request.message.trim().is_empty() {
-        return Err(ApiError::BadRequest(
-            "the message is empty; nothing was done".into(),
-        ));
-    }
-    if request.message.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(ApiError::BadRequest(format!(
-            "the message is longer than {MAX_MESSAGE_CHARS} characters; nothing was done"
-        )));
-    }
-    let message = request.message.trim();
+    let message = chat_message(&request.message).map_err(ApiError::BadRequest)?;
     let response = state
         .agent
         .run_turn(request.conversation_id, message)

@@ -93,16 +93,7 @@ impl AppBackend for WebBackend {
                 viewer.name
             ));
         }
-        let message = message.trim();
-        if message.is_empty() {
-            return Err("the message is empty; nothing was done".into());
-        }
-        if message.chars().count() > crate::api::MAX_MESSAGE_CHARS {
-            return Err(format!(
-                "the message is longer than {} characters; nothing was done",
-                crate::api::MAX_MESSAGE_CHARS
-            ));
-        }
+        let message = crate::api::chat_message(&message)?;
         self.state
             .agent
             .run_turn(conversation_id, message)
