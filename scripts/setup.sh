@@ -90,7 +90,24 @@ setup_main() {
     setup_say "end2end/package.json: none yet, nothing to install"
   fi
 
-  # 6. PostgreSQL (the store's tests use it).
+  # 6. Dovecot (the IMAP backend's tests start their own on loopback, each from a config the
+  #    test writes) and the SMTP sink aiosmtpd (send_email's tests read what lettre sent).
+  if [ ! -x /usr/sbin/dovecot ]; then
+    setup_say "installing Debian dovecot-imapd"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends dovecot-imapd
+  else
+    setup_say "dovecot: present"
+  fi
+  if ! python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
+    setup_say "installing aiosmtpd (PyPI) for python3"
+    python3 -m pip install --quiet --disable-pip-version-check aiosmtpd
+  else
+    setup_say "aiosmtpd: present"
+  fi
+
+  # 7. PostgreSQL (the store's tests use it).
   if [ -d /etc/postgresql ] && command -v pg_ctlcluster >/dev/null 2>&1; then
     if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
       setup_say "PostgreSQL: running"

@@ -36,7 +36,7 @@ mod store;
 mod sync;
 pub mod tools;
 
-pub use backend::{AccountInfo, BackendError, MailBackend, MaildirBackend};
+pub use backend::{AccountInfo, Appended, BackendError, MailBackend, MaildirBackend};
 pub use category::Category;
 pub use sync::{AccountSync, SyncReport};
 

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 
 use super::{
-    AccountInfo, BackendError, Folder, FolderRole, Listed, MailBackend, MessageRef, RestoreOutcome,
-    TrashOutcome, TrashedRef,
+    AccountInfo, Appended, BackendError, Folder, FolderRole, Listed, MailBackend, MessageRef,
+    RestoreOutcome, TrashOutcome, TrashedRef,
 };
 
 /// The Maildir++ directory name of the Trash folder.
@@ -134,6 +134,7 @@ fn list_folder(dir: &Path) -> Result<Vec<Listed>, BackendError> {
             out.push(Listed {
                 key: key_of(&name).to_string(),
                 location: format!("{sub}/{name}"),
+                labels: Vec::new(),
             });
         }
     }
@@ -359,6 +360,46 @@ impl MailBackend for MaildirBackend {
         let (root, msgs) = (self.root.clone(), msgs.to_vec());
         blocking(move || Ok(restore_sync(&root, &msgs))).await
     }
+
+    async fn append_sent(&self, raw: &[u8]) -> Result<Appended, BackendError> {
+        let (root, raw) = (self.root.clone(), raw.to_vec());
+        blocking(move || append_sent_sync(&root, &raw)).await
+    }
+}
+
+/// The Sent folder's name: an existing folder with the Sent role, else `Sent`.
+fn sent_folder(root: &Path) -> Result<String, BackendError> {
+    Ok(folders_sync(root)?
+        .into_iter()
+        .find(|f| f.role == FolderRole::Sent)
+        .map_or_else(|| "Sent".to_string(), |f| f.name))
+}
+
+/// Maildir delivery: write into `tmp/` under a unique name, then rename into `cur/` with the
+/// seen flag (a sent copy is read by definition). The rename never overwrites: the name is new.
+fn append_sent_sync(root: &Path, raw: &[u8]) -> Result<Appended, BackendError> {
+    let folder = sent_folder(root)?;
+    let dir = folder_dir(root, &folder)?;
+    ensure_folder(&dir, true)?;
+    let key = format!(
+        "{}.M{}P{}.iris",
+        chrono::Utc::now().timestamp(),
+        uuid::Uuid::new_v4().simple(),
+        std::process::id()
+    );
+    let tmp = dir.join("tmp").join(&key);
+    fs::write(&tmp, raw).map_err(io_err("write sent copy", &tmp))?;
+    let name = format!("{key}:2,S");
+    let dest = dir.join("cur").join(&name);
+    fs::rename(&tmp, &dest).map_err(io_err("deliver sent copy", &dest))?;
+    Ok(Appended {
+        folder,
+        listed: Listed {
+            key,
+            location: format!("cur/{name}"),
+            labels: Vec::new(),
+        },
+    })
 }
 
 #[cfg(test)]

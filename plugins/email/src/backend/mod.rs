@@ -64,6 +64,19 @@ pub struct Listed {
     pub key: String,
     /// Where it is now, a hint for fast lookup (Maildir: `cur/NAME:2,S` or `new/NAME`).
     pub location: String,
+    /// The provider's bucket labels on this message, as the provider spells them (Gmail's
+    /// category tabs: `CATEGORY_PROMOTIONS`, `CATEGORY_SOCIAL`, …). Maildir and Dovecot report
+    /// none. `trash_category` trusts a label over triage (DESIGN §5).
+    pub labels: Vec<String>,
+}
+
+/// Where [`MailBackend::append_sent`] stored a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The folder (the account's Sent folder, by role or conventional name).
+    pub folder: String,
+    /// The stored copy as a listing of that folder names it.
+    pub listed: Listed,
 }
 
 /// A message the caller wants to act on.
@@ -187,4 +200,13 @@ pub trait MailBackend: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`BackendError`] only when nothing could be attempted.
     async fn restore(&self, msgs: &[TrashedRef]) -> Result<Vec<RestoreOutcome>, BackendError>;
+
+    /// Stores a copy of a message the owner sent (`raw` RFC 5322 bytes) in the account's Sent
+    /// folder, marked seen, creating the folder (Maildir `.Sent`, IMAP `\Sent` special-use or
+    /// `Sent`) when the provider lacks one. Never touches any other message.
+    ///
+    /// # Errors
+    /// [`BackendError`] when the copy could not be stored (the mail itself has already gone out;
+    /// the caller reports the missing copy, it does not send again).
+    async fn append_sent(&self, raw: &[u8]) -> Result<Appended, BackendError>;
 }
