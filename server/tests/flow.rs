@@ -450,3 +450,90 @@ async fn two_servers_on_one_postgres_database_execute_once() {
     );
     drop((a, b));
 }
+
+/// Issue 4: the demo's category clean-up. "delete my promo emails from this week" runs
+/// `trash_category` (a write with `confirm: never`: no card), which picks exactly the week's
+/// promotions itself; the reply gives the count, a sample and how to undo; "undo that" brings
+/// the whole batch back to where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn category_cleanup_and_undo_on_the_demo_mailbox() {
+    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let original = snapshot(&world.maildir);
+    let in_trash = |s: &std::collections::BTreeMap<String, Vec<u8>>| {
+        s.keys()
+            .filter(|k| k.starts_with(".Trash/cur/") || k.starts_with(".Trash/new/"))
+            .count()
+    };
+
+    let (status, turn) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "delete my promo emails from this week"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{turn}");
+    assert_eq!(turn["status"], "done", "{turn}");
+    assert!(
+        turn["approval_id"].is_null(),
+        "a confirm-never write shows no card"
+    );
+    let reply = turn["reply"].as_str().unwrap();
+    assert!(
+        reply.starts_with("Moved 5 emails (promotions mail from the last 7 days) to Trash"),
+        "{reply}"
+    );
+    assert!(reply.contains("undo that"), "{reply}");
+    let after = snapshot(&world.maildir);
+    assert_eq!(in_trash(&after), 5);
+    let mut trashed_subjects: Vec<String> = Vec::new();
+    for (name, bytes) in after.iter().filter(|(k, _)| k.starts_with(".Trash/cur/")) {
+        assert!(
+            original.values().any(|v| v == bytes),
+            "{name} is byte-identical"
+        );
+        let subject = mail_parser::MessageParser::default()
+            .parse(bytes.as_slice())
+            .and_then(|m| m.subject().map(String::from))
+            .unwrap_or_default();
+        trashed_subjects.push(subject.trim().to_string());
+    }
+    trashed_subjects.sort();
+    let mut expected: Vec<String> = iris_email::demo::promotions_this_week()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    expected.sort();
+    assert_eq!(trashed_subjects, expected, "exactly the week's promotions");
+    let pending = client
+        .get("/governance/approvals?status=pending", &control)
+        .await;
+    assert_eq!(pending["approvals"], json!([]));
+
+    let (status, undo) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "undo that", "conversation_id": turn["conversation_id"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{undo}");
+    assert_eq!(
+        undo["reply"],
+        "Restored 5 emails from Trash to where they were."
+    );
+    let restored = snapshot(&world.maildir);
+    assert_eq!(in_trash(&restored), 0);
+    for (k, v) in &original {
+        assert_eq!(restored.get(k), Some(v), "{k} is back where it was");
+    }
+    drop(server);
+}

@@ -1,16 +1,34 @@
-//! Categories by simple header rules (DESIGN §5; a later issue refines the rules, keep them here).
+//! Rule-based triage of mail into categories and category paths (DESIGN §5, issue 4), and the
+//! synonyms table that maps an owner's word to categories.
 //!
-//! The rules, first match wins:
-//! 1. a `List-Id` header → [`Category::Newsletters`] (mailing lists and publications);
-//! 2. a `List-Unsubscribe` header, or a marketing sender (`deals@`, `offers@`, `promo@`,
-//!    `marketing@`, … or a `marketing.`/`promo.`/`email.`/`news.` mail domain), without
-//!    `List-Id` → [`Category::Promotions`];
-//! 3. shipping words in the subject (shipped, delivery, parcel, tracking, …), or "order" used
+//! The kind rules, first match wins:
+//! 1. a `List-Id` header, or `Precedence: list` → [`Category::Newsletters`] (mailing lists and
+//!    publications);
+//! 2. a sender at a social network's notification domain (facebookmail.com, linkedin.com, …) →
+//!    [`Category::Social`];
+//! 3. a `List-Unsubscribe` header, `Precedence: bulk|junk`, or a marketing sender (`deals@`,
+//!    `offers@`, `promo@`, `marketing@`, … or a `marketing.`/`promo.`/`email.`/`news.` mail
+//!    domain) → [`Category::Promotions`];
+//! 4. shipping words in the subject (shipped, delivery, parcel, tracking, …), or "order" used
 //!    as a shop's order ("your order", "order confirmation", "order NW-48213", not "inode
 //!    order") → [`Category::Orders`];
-//! 4. receipt words in the subject (receipt, invoice, payment, billing, …) →
+//! 5. receipt words in the subject (receipt, invoice, payment, billing, …) →
 //!    [`Category::Receipts`];
-//! 5. anything else → [`Category::Personal`].
+//! 6. anything else → [`Category::Personal`].
+//!
+//! Each message also gets a **category path** ([`category_path`]): `newsletters/<list>`,
+//! `deals-promotions/<merchant>`, `social/<network>`, `updates/orders`, `updates/receipts`,
+//! `personal`. The list is the List-Id's first label, the merchant or network the sender
+//! domain's registrable name ("Northwind Outfitters <deals@email.northwind.example>" →
+//! `deals-promotions/northwind`).
+//!
+//! Providers with their own buckets (Gmail's category tabs) report them as labels; each kind
+//! maps to the bucket label that holds it ([`Category::bucket_label`]), and `trash_category`
+//! trusts the provider's label over this triage where the account reports buckets.
+//!
+//! An owner's word reaches categories through [`resolve_word`]: the synonyms table
+//! ([`SYNONYMS`]: "promo" → promotions, "updates" → orders and receipts, "all" → every kind),
+//! then the paths that exist ("northwind" → `deals-promotions/northwind`).
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +47,8 @@ pub enum Category {
     Orders,
     /// Receipts, invoices, payment confirmations.
     Receipts,
+    /// Notifications from social networks.
+    Social,
     /// Everything else: mail between people (also what a message with no headers gets).
     #[default]
     Personal,
@@ -36,11 +56,12 @@ pub enum Category {
 
 impl Category {
     /// Every category, in the order the rules try them.
-    pub const ALL: [Category; 5] = [
+    pub const ALL: [Category; 6] = [
         Category::Promotions,
         Category::Newsletters,
         Category::Orders,
         Category::Receipts,
+        Category::Social,
         Category::Personal,
     ];
 
@@ -51,27 +72,58 @@ impl Category {
             Category::Newsletters => "newsletters",
             Category::Orders => "orders",
             Category::Receipts => "receipts",
+            Category::Social => "social",
             Category::Personal => "personal",
         }
     }
 
+    /// The stored spelling back to the kind; `None` for anything else.
+    pub fn parse(stored: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == stored)
+    }
+
+    /// The first segment of this kind's category paths (`deals-promotions`, `newsletters`,
+    /// `updates`, `social`, `personal`).
+    pub fn path_root(self) -> &'static str {
+        match self {
+            Category::Promotions => "deals-promotions",
+            Category::Newsletters => "newsletters",
+            Category::Orders | Category::Receipts => "updates",
+            Category::Social => "social",
+            Category::Personal => "personal",
+        }
+    }
+
+    /// The provider bucket label that holds this kind, as Gmail spells its category tabs
+    /// (`CATEGORY_PROMOTIONS`, `CATEGORY_UPDATES` for orders and receipts, `CATEGORY_FORUMS`
+    /// for lists, `CATEGORY_SOCIAL`, `CATEGORY_PERSONAL`). DESIGN §5: where the provider has a
+    /// bucket for the category, only mail carrying that label is trashed.
+    pub fn bucket_label(self) -> &'static str {
+        match self {
+            Category::Promotions => "CATEGORY_PROMOTIONS",
+            Category::Newsletters => "CATEGORY_FORUMS",
+            Category::Orders | Category::Receipts => "CATEGORY_UPDATES",
+            Category::Social => "CATEGORY_SOCIAL",
+            Category::Personal => "CATEGORY_PERSONAL",
+        }
+    }
+
+    /// The kinds one bucket label holds (`CATEGORY_UPDATES` holds orders and receipts).
+    pub fn kinds_in_bucket(label: &str) -> Vec<Category> {
+        Category::ALL
+            .into_iter()
+            .filter(|c| c.bucket_label() == label)
+            .collect()
+    }
+
     /// Resolves a word the model or owner used ("promo", "Newsletter", "shipping",
-    /// "invoices") to a category; `None` when it names none.
+    /// "invoices") to one category through [`SYNONYMS`]; `None` when it names none or several
+    /// ("updates", "all").
     pub fn from_word(word: &str) -> Option<Category> {
-        let w = word.trim().to_lowercase();
-        let c = match w.as_str() {
-            "promotions" | "promotion" | "promo" | "promos" | "marketing" | "offers" | "deals"
-            | "sales" | "ads" | "advertising" | "shopping" => Category::Promotions,
-            "newsletters" | "newsletter" | "lists" | "list" | "mailing list" | "mailing lists"
-            | "digest" | "digests" | "updates" => Category::Newsletters,
-            "orders" | "order" | "shipping" | "shipments" | "shipment" | "deliveries"
-            | "delivery" | "parcels" | "parcel" | "packages" | "tracking" => Category::Orders,
-            "receipts" | "receipt" | "invoices" | "invoice" | "payments" | "payment" | "bills"
-            | "billing" => Category::Receipts,
-            "personal" | "people" | "friends" | "family" | "private" => Category::Personal,
-            _ => return None,
-        };
-        Some(c)
+        match synonym(word) {
+            Some([one]) => Some(*one),
+            _ => None,
+        }
     }
 }
 
@@ -86,6 +138,10 @@ impl std::fmt::Display for Category {
 pub struct Signals<'a> {
     /// The message has a `List-Id` header.
     pub list_id: bool,
+    /// The `List-Id` header's value, when present (`Rust Users <rust-users.lists.example>`).
+    pub list_id_value: Option<&'a str>,
+    /// The `Precedence` header (`bulk`, `list`, `junk`), when present.
+    pub precedence: Option<&'a str>,
     /// The message has a `List-Unsubscribe` header.
     pub list_unsubscribe: bool,
     /// The sender's address, if any.
@@ -145,6 +201,115 @@ const RECEIPT_WORDS: &[&str] = &[
     "receipt", "receipts", "invoice", "invoices", "payment", "payments", "paid", "billing",
 ];
 
+/// Registrable names of social networks' notification domains.
+const SOCIAL_NETWORKS: &[&str] = &[
+    "facebookmail",
+    "facebook",
+    "linkedin",
+    "twitter",
+    "x",
+    "instagram",
+    "mastodon",
+    "bsky",
+    "reddit",
+    "redditmail",
+    "pinterest",
+    "tiktok",
+    "meetup",
+    "strava",
+    "nextdoor",
+];
+
+/// Leading labels of a mail domain that bulk senders put before the shop's own name.
+const BULK_LABELS: &[&str] = &[
+    "email",
+    "e",
+    "em",
+    "mail",
+    "mailer",
+    "news",
+    "newsletter",
+    "marketing",
+    "promo",
+    "promotions",
+    "offers",
+    "info",
+    "reply",
+    "bounce",
+    "notify",
+    "notifications",
+    "shop",
+    "store",
+    "m",
+    "t",
+    "go",
+    "lists",
+    "list",
+];
+
+/// Second-level labels under a two-letter country code that are not a name ("co.uk").
+const GENERIC_SECOND_LEVEL: &[&str] = &["co", "com", "org", "net", "ac", "gov", "edu", "ne", "or"];
+
+/// A slug for a path segment: lower-case ASCII letters, digits and `-`; other characters
+/// become `-`, runs collapse, at most 40 characters; `None` when nothing is left.
+fn slug(s: &str) -> Option<String> {
+    let mut out = String::new();
+    for c in s.trim().to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_end_matches('-').chars().take(40).collect();
+    let out = out.trim_end_matches('-').to_string();
+    (!out.is_empty()).then_some(out)
+}
+
+/// The registrable name of a mail domain: `email.northwind.example` → `northwind`,
+/// `shop.example.co.uk` → `example`; bulk-mail labels in front are skipped.
+pub fn domain_name(domain: &str) -> Option<String> {
+    let labels: Vec<&str> = domain
+        .trim()
+        .trim_end_matches('.')
+        .split('.')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut end = labels.len().checked_sub(1)?;
+    if end == 0 {
+        return slug(labels[0]);
+    }
+    // Drop the top-level label, and a generic second level under a country code.
+    if labels[end].len() == 2 && end >= 2 && GENERIC_SECOND_LEVEL.contains(&labels[end - 1]) {
+        end -= 1;
+    }
+    let name = labels[end - 1];
+    if BULK_LABELS.contains(&name) && end >= 2 {
+        return slug(labels[end - 2]);
+    }
+    slug(name)
+}
+
+fn domain_of(address: &str) -> Option<&str> {
+    address.rsplit_once('@').map(|(_, d)| d)
+}
+
+/// The list's name from a `List-Id` value: the id between `<` and `>` (or the whole value), its
+/// first label (`Rust Users <rust-users.lists.example>` → `rust-users`).
+fn list_name(list_id: &str) -> Option<String> {
+    let id = match (list_id.rfind('<'), list_id.rfind('>')) {
+        (Some(a), Some(b)) if a < b => &list_id[a + 1..b],
+        _ => list_id,
+    };
+    slug(id.trim().split('.').next().unwrap_or(""))
+}
+
+fn is_social_sender(address: &str) -> bool {
+    domain_of(&address.to_lowercase())
+        .and_then(domain_name)
+        .is_some_and(|n| SOCIAL_NETWORKS.contains(&n.as_str()))
+}
+
 fn is_marketing_sender(address: &str) -> bool {
     let address = address.to_lowercase();
     let Some((local, domain)) = address.rsplit_once('@') else {
@@ -189,9 +354,13 @@ fn is_shop_order(subject: &str) -> bool {
 
 /// Applies the rules of the module docs.
 pub fn categorise(s: &Signals<'_>) -> Category {
-    if s.list_id {
+    let precedence = s.precedence.map(|p| p.trim().to_lowercase());
+    let bulk = matches!(precedence.as_deref(), Some("bulk" | "junk"));
+    if s.list_id || precedence.as_deref() == Some("list") {
         Category::Newsletters
-    } else if s.list_unsubscribe || s.from_address.is_some_and(is_marketing_sender) {
+    } else if s.from_address.is_some_and(is_social_sender) {
+        Category::Social
+    } else if s.list_unsubscribe || bulk || s.from_address.is_some_and(is_marketing_sender) {
         Category::Promotions
     } else if has_word(s.subject, SHIPPING_WORDS) || is_shop_order(s.subject) {
         Category::Orders
@@ -199,6 +368,227 @@ pub fn categorise(s: &Signals<'_>) -> Category {
         Category::Receipts
     } else {
         Category::Personal
+    }
+}
+
+/// The category path of a message of kind `kind` (see the module docs): the kind's path root,
+/// then for lists, promotions and social mail the list's or sender's name when one can be read.
+pub fn category_path(kind: Category, s: &Signals<'_>) -> String {
+    let sender_name = || {
+        s.from_address
+            .map(str::to_lowercase)
+            .as_deref()
+            .and_then(domain_of)
+            .and_then(domain_name)
+    };
+    let leaf = match kind {
+        Category::Newsletters => s.list_id_value.and_then(list_name).or_else(sender_name),
+        Category::Promotions | Category::Social => sender_name(),
+        Category::Orders => Some("orders".to_string()),
+        Category::Receipts => Some("receipts".to_string()),
+        Category::Personal => None,
+    };
+    match leaf {
+        Some(l) => format!("{}/{l}", kind.path_root()),
+        None => kind.path_root().to_string(),
+    }
+}
+
+/// The synonyms table (DESIGN §5, issue 4): an owner's word, lower-case, and the kinds it
+/// means. Words for "all mail" map to every kind, which the guards of `trash_category` refuse.
+pub const SYNONYMS: &[(&str, &[Category])] = {
+    use Category::*;
+    const ALL: &[Category] = &Category::ALL;
+    &[
+        ("promotions", &[Promotions]),
+        ("promotion", &[Promotions]),
+        ("promo", &[Promotions]),
+        ("promos", &[Promotions]),
+        ("deals", &[Promotions]),
+        ("deal", &[Promotions]),
+        ("deals-promotions", &[Promotions]),
+        ("offers", &[Promotions]),
+        ("offer", &[Promotions]),
+        ("sales", &[Promotions]),
+        ("sale", &[Promotions]),
+        ("marketing", &[Promotions]),
+        ("ads", &[Promotions]),
+        ("advertising", &[Promotions]),
+        ("adverts", &[Promotions]),
+        ("shopping", &[Promotions]),
+        ("coupons", &[Promotions]),
+        ("spam", &[Promotions]),
+        ("newsletters", &[Newsletters]),
+        ("newsletter", &[Newsletters]),
+        ("lists", &[Newsletters]),
+        ("list", &[Newsletters]),
+        ("mailing list", &[Newsletters]),
+        ("mailing lists", &[Newsletters]),
+        ("digest", &[Newsletters]),
+        ("digests", &[Newsletters]),
+        ("subscriptions", &[Newsletters]),
+        ("forums", &[Newsletters]),
+        ("updates", &[Orders, Receipts]),
+        ("orders", &[Orders]),
+        ("order", &[Orders]),
+        ("shipping", &[Orders]),
+        ("shipments", &[Orders]),
+        ("shipment", &[Orders]),
+        ("deliveries", &[Orders]),
+        ("delivery", &[Orders]),
+        ("parcels", &[Orders]),
+        ("parcel", &[Orders]),
+        ("packages", &[Orders]),
+        ("tracking", &[Orders]),
+        ("receipts", &[Receipts]),
+        ("receipt", &[Receipts]),
+        ("invoices", &[Receipts]),
+        ("invoice", &[Receipts]),
+        ("payments", &[Receipts]),
+        ("payment", &[Receipts]),
+        ("bills", &[Receipts]),
+        ("billing", &[Receipts]),
+        ("social", &[Social]),
+        ("social media", &[Social]),
+        ("notifications", &[Social]),
+        ("personal", &[Personal]),
+        ("people", &[Personal]),
+        ("friends", &[Personal]),
+        ("family", &[Personal]),
+        ("private", &[Personal]),
+        ("primary", &[Personal]),
+        ("all", ALL),
+        ("everything", ALL),
+        ("anything", ALL),
+        ("email", ALL),
+        ("emails", ALL),
+        ("mail", ALL),
+        ("mails", ALL),
+        ("messages", ALL),
+        ("inbox", ALL),
+    ]
+};
+
+/// Words an owner puts around a category word ("my promo emails", "all the newsletters") that
+/// do not change which category is meant.
+const FILLER: &[&str] = &["my", "the", "of", "from", "these", "those"];
+const TRAILING: &[&str] = &["emails", "email", "mails", "mail", "messages", "message"];
+
+/// The word as the table spells it: lower-case, white space collapsed, filler words around it
+/// dropped ("My Promo Emails" → "promo"); a word that is only filler stays as it was
+/// ("emails"), so it still means every kind.
+pub fn canonical_word(word: &str) -> String {
+    let lower = word.trim().to_lowercase();
+    let mut words: Vec<&str> = lower.split_whitespace().collect();
+    let whole = words.join(" ");
+    while words.first().is_some_and(|w| FILLER.contains(w)) {
+        words.remove(0);
+    }
+    while words.len() > 1 && words.last().is_some_and(|w| TRAILING.contains(w)) {
+        words.pop();
+    }
+    // "all promos" is promos; "all" alone is everything.
+    if words.len() > 1 && words[0] == "all" {
+        words.remove(0);
+    }
+    if words.is_empty() {
+        whole
+    } else {
+        words.join(" ")
+    }
+}
+
+fn synonym(word: &str) -> Option<&'static [Category]> {
+    let w = canonical_word(word);
+    SYNONYMS.iter().find(|(k, _)| *k == w).map(|(_, v)| *v)
+}
+
+/// What an owner's word selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// Whole kinds, from the synonyms table, in [`Category::ALL`] order.
+    Kinds(Vec<Category>),
+    /// Category paths that exist (a path and everything under it), sorted; with the kind each
+    /// path belongs to.
+    Paths(Vec<(Category, String)>),
+}
+
+impl Selection {
+    /// The kinds the selection touches, in [`Category::ALL`] order, without repeats.
+    pub fn kinds(&self) -> Vec<Category> {
+        let mut out: Vec<Category> = match self {
+            Selection::Kinds(k) => k.clone(),
+            Selection::Paths(p) => p.iter().map(|(k, _)| *k).collect(),
+        };
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Whether it covers every kind (the "email"/"all" guard of `trash_category`).
+    pub fn covers_everything(&self) -> bool {
+        matches!(self, Selection::Kinds(k) if Category::ALL.iter().all(|c| k.contains(c)))
+    }
+
+    /// Names for a reply: the kinds' names, or the paths.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Selection::Kinds(k) => k.iter().map(|c| c.as_str().to_string()).collect(),
+            Selection::Paths(p) => p.iter().map(|(_, p)| p.clone()).collect(),
+        }
+    }
+}
+
+/// Resolves an owner's word to categories (DESIGN §5 "resolves the owner's word to the
+/// categories that exist"): the synonyms table first; else the category paths in `existing`
+/// that the word names whole (`deals-promotions/northwind`), as a path prefix
+/// (`newsletters`), or as a path's last segment (`northwind`, `rust-users`). `None` when it
+/// names nothing.
+pub fn resolve_word(word: &str, existing: &[String]) -> Option<Selection> {
+    if let Some(kinds) = synonym(word) {
+        return Some(Selection::Kinds(kinds.to_vec()));
+    }
+    let w = canonical_word(word);
+    let w_slug = slug(&w).unwrap_or_default();
+    if w.is_empty() {
+        return None;
+    }
+    let mut paths: Vec<(Category, String)> = Vec::new();
+    for p in existing {
+        let last = p.rsplit('/').next().unwrap_or(p);
+        let hit = *p == w
+            || (p.starts_with(&w) && p[w.len()..].starts_with('/'))
+            || (!w_slug.is_empty() && last == w_slug);
+        if hit {
+            if let Some(kind) = kind_of_path(p) {
+                // A path prefix selects the prefix itself once, not each path under it.
+                let chosen = if *p == w || last == w_slug {
+                    p.clone()
+                } else {
+                    w.clone()
+                };
+                if !paths.iter().any(|(_, q)| *q == chosen) {
+                    paths.push((kind, chosen));
+                }
+            }
+        }
+    }
+    paths.sort_by(|a, b| a.1.cmp(&b.1));
+    (!paths.is_empty()).then_some(Selection::Paths(paths))
+}
+
+/// The kind a stored category path belongs to (`updates/orders` → orders).
+pub fn kind_of_path(path: &str) -> Option<Category> {
+    let mut parts = path.splitn(2, '/');
+    let root = parts.next()?;
+    let rest = parts.next();
+    match (root, rest) {
+        ("updates", Some(r)) if r == "orders" || r.starts_with("orders/") => Some(Category::Orders),
+        ("updates", Some(r)) if r == "receipts" || r.starts_with("receipts/") => {
+            Some(Category::Receipts)
+        }
+        ("updates", _) => None,
+        _ => Category::ALL.into_iter().find(|c| c.path_root() == root),
     }
 }
 
@@ -212,6 +602,7 @@ mod tests {
             list_unsubscribe: unsub,
             from_address: Some(from),
             subject,
+            ..Signals::default()
         })
     }
 
@@ -283,9 +674,178 @@ mod tests {
     fn words_resolve() {
         assert_eq!(Category::from_word(" Promo "), Some(Category::Promotions));
         assert_eq!(Category::from_word("invoices"), Some(Category::Receipts));
+        assert_eq!(
+            Category::from_word("my promo emails"),
+            Some(Category::Promotions)
+        );
         assert_eq!(Category::from_word("email"), None);
+        assert_eq!(Category::from_word("updates"), None, "two kinds");
         for c in Category::ALL {
             assert_eq!(Category::from_word(c.as_str()), Some(c));
+            assert_eq!(Category::parse(c.as_str()), Some(c));
         }
+    }
+
+    #[test]
+    fn precedence_and_social_rules() {
+        let with = |precedence: &str, from: &str| {
+            categorise(&Signals {
+                precedence: Some(precedence),
+                from_address: Some(from),
+                subject: "Hello",
+                ..Signals::default()
+            })
+        };
+        assert_eq!(with("list", "a@lists.example"), Category::Newsletters);
+        assert_eq!(with("bulk", "hello@shop.example"), Category::Promotions);
+        assert_eq!(with("junk", "hello@shop.example"), Category::Promotions);
+        assert_eq!(with("first-class", "anna@example.net"), Category::Personal);
+        assert_eq!(
+            cat(
+                false,
+                true,
+                "notification@facebookmail.com",
+                "Anna tagged you"
+            ),
+            Category::Social
+        );
+        assert_eq!(
+            cat(false, false, "messages-noreply@linkedin.com", "New message"),
+            Category::Social
+        );
+    }
+
+    #[test]
+    fn paths_name_the_list_and_the_merchant() {
+        let path = |list_id: Option<&str>, from: &str, subject: &str| {
+            let s = Signals {
+                list_id: list_id.is_some(),
+                list_id_value: list_id,
+                list_unsubscribe: true,
+                from_address: Some(from),
+                subject,
+                ..Signals::default()
+            };
+            category_path(categorise(&s), &s)
+        };
+        assert_eq!(
+            path(
+                Some("Rust Users <rust-users.lists.rust-lang.org>"),
+                "a@b.org",
+                "Hi"
+            ),
+            "newsletters/rust-users"
+        );
+        assert_eq!(
+            path(None, "deals@email.northwind.example", "Sale"),
+            "deals-promotions/northwind"
+        );
+        assert_eq!(
+            path(None, "offers@news.paperleaf.co.uk", "Sale"),
+            "deals-promotions/paperleaf"
+        );
+        assert_eq!(
+            path(None, "x@facebookmail.com", "Hi"),
+            "social/facebookmail"
+        );
+        let plain = Signals {
+            from_address: Some("orders@shop.example"),
+            subject: "Your order has shipped",
+            ..Signals::default()
+        };
+        assert_eq!(category_path(categorise(&plain), &plain), "updates/orders");
+        let receipt = Signals {
+            from_address: Some("billing@power.example"),
+            subject: "Payment received",
+            ..Signals::default()
+        };
+        assert_eq!(
+            category_path(categorise(&receipt), &receipt),
+            "updates/receipts"
+        );
+        let personal = Signals {
+            from_address: Some("anna@example.net"),
+            subject: "Dinner?",
+            ..Signals::default()
+        };
+        assert_eq!(category_path(categorise(&personal), &personal), "personal");
+        // Odd input never panics and never gives an empty segment.
+        assert_eq!(domain_name("localhost"), Some("localhost".into()));
+        assert_eq!(domain_name(""), None);
+        assert_eq!(domain_name("..."), None);
+        assert_eq!(list_name("<>"), None);
+        for p in Category::ALL.map(|c| c.path_root()) {
+            assert!(kind_of_path(p).is_some() || p == "updates", "{p}");
+        }
+        assert_eq!(kind_of_path("updates/orders"), Some(Category::Orders));
+        assert_eq!(
+            kind_of_path("deals-promotions/x"),
+            Some(Category::Promotions)
+        );
+        assert_eq!(kind_of_path("nonsense/x"), None);
+    }
+
+    #[test]
+    fn owner_words_resolve_through_synonyms_then_paths() {
+        let existing: Vec<String> = [
+            "deals-promotions/northwind",
+            "deals-promotions/paperleaf",
+            "newsletters/rust-users",
+            "updates/orders",
+            "personal",
+        ]
+        .map(String::from)
+        .to_vec();
+        let kinds = |w: &str| resolve_word(w, &existing).map(|s| s.kinds());
+        assert_eq!(kinds("promo"), Some(vec![Category::Promotions]));
+        assert_eq!(kinds("My Promo Emails"), Some(vec![Category::Promotions]));
+        assert_eq!(kinds("all promos"), Some(vec![Category::Promotions]));
+        assert_eq!(
+            kinds("updates"),
+            Some(vec![Category::Orders, Category::Receipts])
+        );
+        assert_eq!(
+            resolve_word("Northwind", &existing),
+            Some(Selection::Paths(vec![(
+                Category::Promotions,
+                "deals-promotions/northwind".into()
+            )]))
+        );
+        assert_eq!(
+            resolve_word("newsletters/rust-users", &existing),
+            Some(Selection::Paths(vec![(
+                Category::Newsletters,
+                "newsletters/rust-users".into()
+            )]))
+        );
+        assert_eq!(resolve_word("zebras", &existing), None);
+        assert_eq!(resolve_word("   ", &existing), None);
+        for everything in [
+            "email",
+            "all",
+            "emails",
+            "my emails",
+            "everything",
+            "Inbox",
+            "mail",
+        ] {
+            let s = resolve_word(everything, &existing).expect(everything);
+            assert!(s.covers_everything(), "{everything}");
+        }
+        assert!(!resolve_word("promo", &existing)
+            .unwrap()
+            .covers_everything());
+        assert_eq!(canonical_word("  the   Newsletters "), "newsletters");
+        assert_eq!(canonical_word("emails"), "emails");
+    }
+
+    #[test]
+    fn each_kind_has_a_bucket_label() {
+        assert_eq!(Category::Promotions.bucket_label(), "CATEGORY_PROMOTIONS");
+        assert_eq!(
+            Category::kinds_in_bucket("CATEGORY_UPDATES"),
+            vec![Category::Orders, Category::Receipts]
+        );
+        assert!(Category::kinds_in_bucket("INBOX").is_empty());
     }
 }

@@ -1,7 +1,8 @@
 //! IRIS email plugin: the first real destructive tool (DESIGN §5).
 //!
 //! - [`EmailPlugin`] implements [`iris_core::plugin::Plugin`] for the tools of `manifest.yaml`
-//!   (`search_inbox`, `trash_email`, `restore_email`), dispatching each verb to the tool's module
+//!   (`search_inbox`, `list_by_category`, `trash_email`, `trash_category`, `restore_email`, …),
+//!   dispatching each verb to the tool's module
 //!   in [`tools`].
 //! - [`backend`] holds the provider side: the [`MailBackend`] trait (shaped for Maildir, IMAP
 //!   and Gmail) and [`MaildirBackend`] for a real Maildir++ folder.
@@ -10,7 +11,8 @@
 //!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
 //!   synced headers searches and cards read, and the trashed ledger restore uses;
 //!   [`EmailPlugin::sync`] brings it in line with the mailboxes.
-//! - [`id`] is the email id rule; [`category`] the category rules; [`demo`] writes the demo
+//! - [`id`] is the email id rule; [`category`] the triage rules, category paths and synonyms
+//!   (`selection.rs` turns an owner's word into the messages it covers); [`demo`] writes the demo
 //!   mailbox (`iris serve --demo`).
 //!
 //! Trash is always a move into the account's Trash, never a delete: the contract test
@@ -32,6 +34,7 @@ pub mod category;
 pub mod demo;
 pub mod id;
 pub mod parse;
+mod selection;
 mod store;
 mod sync;
 pub mod tools;
@@ -213,6 +216,14 @@ impl EmailPlugin {
         self.lock.lock().await
     }
 
+    /// Each account's name and whether its backend reports provider buckets, in order.
+    pub(crate) fn accounts_with_buckets(&self) -> Vec<(String, bool)> {
+        self.backends
+            .iter()
+            .map(|b| (b.account().name.clone(), b.reports_buckets()))
+            .collect()
+    }
+
     pub(crate) fn backend(&self, account: &str) -> Option<&Arc<dyn MailBackend>> {
         self.backends.iter().find(|b| b.account().name == account)
     }
@@ -234,6 +245,8 @@ impl Plugin for EmailPlugin {
             tools::search_inbox::NAME => tools::search_inbox::normalise(&args),
             tools::trash_email::NAME => tools::trash_email::normalise(&args),
             tools::restore_email::NAME => tools::restore_email::normalise(&args),
+            tools::list_by_category::NAME => tools::list_by_category::normalise(&args),
+            tools::trash_category::NAME => tools::trash_category::normalise(&args),
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }
@@ -248,6 +261,8 @@ impl Plugin for EmailPlugin {
             tools::search_inbox::NAME => tools::search_inbox::describe(args),
             tools::trash_email::NAME => tools::trash_email::describe(self, args).await,
             tools::restore_email::NAME => tools::restore_email::describe(self, args).await,
+            tools::list_by_category::NAME => tools::list_by_category::describe(args),
+            tools::trash_category::NAME => tools::trash_category::describe(args),
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }
@@ -262,6 +277,8 @@ impl Plugin for EmailPlugin {
             tools::search_inbox::NAME => tools::search_inbox::execute(self, args).await,
             tools::trash_email::NAME => tools::trash_email::execute(self, args).await,
             tools::restore_email::NAME => tools::restore_email::execute(self, args).await,
+            tools::list_by_category::NAME => tools::list_by_category::execute(self, args).await,
+            tools::trash_category::NAME => tools::trash_category::execute(self, args).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mail_parser::{Address, HeaderValue, MessageParser};
 use serde::{Deserialize, Serialize};
 
-use crate::category::{categorise, Category, Signals};
+use crate::category::{categorise, category_path, Category, Signals};
 
 /// Longest snippet kept, in characters.
 pub const SNIPPET_CHARS: usize = 160;
@@ -46,6 +46,9 @@ pub struct ParsedHeaders {
     pub snippet: String,
     /// The category by the rules of [`crate::category`].
     pub category: Category,
+    /// The category path (`deals-promotions/northwind`, `updates/orders`, `personal`; see
+    /// [`crate::category::category_path`]).
+    pub category_path: String,
     /// False when the parser gave up, or Message-ID or Date is missing: stored anyway.
     pub complete: bool,
 }
@@ -111,6 +114,7 @@ pub fn parse_message(raw: &[u8]) -> ParsedHeaders {
         // The parser found nothing usable, or panicked: keep a row with no headers.
         Ok(None) | Err(_) => ParsedHeaders {
             complete: false,
+            category_path: Category::Personal.path_root().to_string(),
             ..ParsedHeaders::default()
         },
     }
@@ -129,12 +133,20 @@ fn parse_inner(raw: &[u8]) -> Option<ParsedHeaders> {
         .body_preview(SNIPPET_CHARS * 2)
         .map(|s| truncate_chars(&collapse_ws(&s), SNIPPET_CHARS))
         .unwrap_or_default();
-    let category = categorise(&Signals {
-        list_id: !msg.list_id().is_empty(),
+    // Raw values: the path wants the List-Id's `<id>` as written, and mail-parser gives
+    // Precedence no typed accessor.
+    let list_id_raw = msg.header_raw("List-Id").map(collapse_ws);
+    let precedence = msg.header_raw("Precedence").map(collapse_ws);
+    let signals = Signals {
+        list_id: !msg.list_id().is_empty() || list_id_raw.is_some(),
+        list_id_value: list_id_raw.as_deref(),
+        precedence: precedence.as_deref(),
         list_unsubscribe: !msg.list_unsubscribe().is_empty(),
         from_address: from.address.as_deref(),
         subject: &subject,
-    });
+    };
+    let category = categorise(&signals);
+    let category_path = category_path(category, &signals);
     Some(ParsedHeaders {
         complete: message_id.is_some() && date.is_some(),
         message_id,
@@ -147,6 +159,7 @@ fn parse_inner(raw: &[u8]) -> Option<ParsedHeaders> {
         date,
         snippet,
         category,
+        category_path,
     })
 }
 

@@ -44,6 +44,17 @@ pub(crate) struct MessageRow {
     pub category: String,
     pub search_text: String,
     pub synced_at: String,
+    /// The category path (`deals-promotions/northwind`); empty only in ledger snapshots taken
+    /// before paths existed (migration 0013).
+    #[serde(default)]
+    pub category_path: String,
+    /// JSON array of the provider's bucket labels (`["CATEGORY_PROMOTIONS"]`).
+    #[serde(default = "empty_json_array")]
+    pub labels: String,
+}
+
+fn empty_json_array() -> String {
+    "[]".into()
 }
 
 impl MessageRow {
@@ -100,6 +111,18 @@ pub(crate) struct SearchQuery {
     /// Only messages dated at or after this Unix second.
     pub since_unix: Option<i64>,
     pub limit: u32,
+}
+
+/// Which of one account's messages a category selection takes (see `selection.rs`): the
+/// triage condition (kind in `kinds`, or path equal to or under one of `paths`) when either is
+/// non-empty, and the bucket condition (carries one of `labels`) when that is non-empty. A filter
+/// with neither condition selects nothing (fail closed: never "every message").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AccountFilter {
+    pub account: String,
+    pub kinds: Vec<String>,
+    pub paths: Vec<String>,
+    pub labels: Vec<String>,
 }
 
 /// The project's database as the plugin sees it: the pool of whichever engine it runs on.
@@ -164,9 +187,9 @@ macro_rules! insert_message {
         sqlx::query(
             "INSERT INTO email_messages (id, account, folder, provider_key, location, message_id, \
              in_reply_to, refs, thread_id, subject, from_name, from_address, to_addrs, cc_addrs, \
-             date_unix, snippet, category, search_text, synced_at) \
+             date_unix, snippet, category, search_text, synced_at, category_path, labels) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19)",
+             $18, $19, $20, $21)",
         )
         .bind(&r.id)
         .bind(&r.account)
@@ -187,6 +210,8 @@ macro_rules! insert_message {
         .bind(&r.category)
         .bind(&r.search_text)
         .bind(&r.synced_at)
+        .bind(&r.category_path)
+        .bind(&r.labels)
         .execute($executor)
         .await
     }};
@@ -398,6 +423,85 @@ impl LocalStore {
             let rows: Vec<MessageRow> = b.build_query_as().fetch_all(pool).await?;
             let mut c = QueryBuilder::<DB>::new("SELECT COUNT(*) FROM email_messages");
             filters(&mut c);
+            let total: i64 = c.build_query_scalar().fetch_one(pool).await?;
+            Ok((rows, total))
+        })
+    }
+
+    /// Every category path the store holds, sorted (what an owner's word can name).
+    pub async fn category_paths(&self) -> Result<Vec<String>, sqlx::Error> {
+        on_engine!(&self.db, |pool| {
+            sqlx::query_scalar(
+                "SELECT DISTINCT category_path FROM email_messages \
+                 WHERE category_path <> '' ORDER BY category_path",
+            )
+            .fetch_all(pool)
+            .await
+        })
+    }
+
+    /// The messages a category selection takes, newest first (undated ones never: a window
+    /// cannot place them), at most `limit`; with the number of all it takes.
+    pub async fn by_category(
+        &self,
+        filters: &[AccountFilter],
+        since_unix: i64,
+        limit: u32,
+    ) -> Result<(Vec<MessageRow>, i64), sqlx::Error> {
+        let usable: Vec<&AccountFilter> = filters
+            .iter()
+            .filter(|f| !(f.kinds.is_empty() && f.paths.is_empty() && f.labels.is_empty()))
+            .collect();
+        if usable.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let position = self.db.position_fn();
+        on_engine!(&self.db, |pool, DB| {
+            let where_ = |b: &mut QueryBuilder<'_, DB>| {
+                b.push(" WHERE date_unix IS NOT NULL AND date_unix >= ")
+                    .push_bind(since_unix)
+                    .push(" AND (");
+                for (i, f) in usable.iter().enumerate() {
+                    if i > 0 {
+                        b.push(" OR ");
+                    }
+                    b.push("(account = ").push_bind(f.account.clone());
+                    if !f.kinds.is_empty() || !f.paths.is_empty() {
+                        b.push(" AND (1 = 0");
+                        for k in &f.kinds {
+                            b.push(" OR category = ").push_bind(k.clone());
+                        }
+                        for p in &f.paths {
+                            b.push(" OR category_path = ")
+                                .push_bind(p.clone())
+                                .push(format_args!(" OR {position}(category_path, "))
+                                .push_bind(format!("{p}/"))
+                                .push(") = 1");
+                        }
+                        b.push(")");
+                    }
+                    if !f.labels.is_empty() {
+                        b.push(" AND (1 = 0");
+                        for l in &f.labels {
+                            // Labels are stored as a JSON array of strings: match the quoted
+                            // label so CATEGORY_UPDATES never matches CATEGORY_UPDATES_2.
+                            b.push(format_args!(" OR {position}(labels, "))
+                                .push_bind(serde_json::Value::from(l.as_str()).to_string())
+                                .push(") > 0");
+                        }
+                        b.push(")");
+                    }
+                    b.push(")");
+                }
+                b.push(")");
+            };
+            let mut q = QueryBuilder::<DB>::new("SELECT * FROM email_messages");
+            where_(&mut q);
+            q.push(" ORDER BY date_unix DESC, id LIMIT ")
+                .push_bind(i64::from(limit));
+            let rows: Vec<MessageRow> = q.build_query_as().fetch_all(pool).await?;
+            let mut c = QueryBuilder::<DB>::new("SELECT COUNT(*) FROM email_messages");
+            where_(&mut c);
             let total: i64 = c.build_query_scalar().fetch_one(pool).await?;
             Ok((rows, total))
         })

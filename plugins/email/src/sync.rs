@@ -89,6 +89,8 @@ pub(crate) fn row_from(
         category: p.category.as_str().to_string(),
         search_text,
         synced_at: iris_store::timestamp_text(now),
+        category_path: p.category_path.clone(),
+        labels: to_json(&listed.labels),
     }
 }
 

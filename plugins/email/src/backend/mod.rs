@@ -170,6 +170,14 @@ pub trait MailBackend: Send + Sync + std::fmt::Debug {
     /// The account served.
     fn account(&self) -> &AccountInfo;
 
+    /// Whether the provider files mail into its own buckets and reports them as
+    /// [`Listed::labels`] (Gmail's category tabs). Then `trash_category` takes only mail carrying
+    /// the bucket label of the asked category, wherever triage filed it (DESIGN §5). Maildir and
+    /// IMAP have no buckets.
+    fn reports_buckets(&self) -> bool {
+        false
+    }
+
     /// Every folder (bucket) of the account, Trash included, with its role.
     ///
     /// # Errors

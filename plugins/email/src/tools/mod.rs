@@ -11,8 +11,10 @@ use serde_json::{Map, Value};
 
 use crate::store::MessageRow;
 
+pub mod list_by_category;
 pub mod restore_email;
 pub mod search_inbox;
+pub mod trash_category;
 pub mod trash_email;
 
 /// Most ids one call may name (the manifest's `maxItems`; DESIGN §5 "newest 200").

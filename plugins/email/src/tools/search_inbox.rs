@@ -144,6 +144,7 @@ pub(crate) fn result_json(r: &MessageRow) -> Value {
         "from": r.sender_display(),
         "date": r.date().map(|d| d.to_rfc3339()),
         "category": r.category,
+        "category_path": r.category_path,
         "folder": r.folder,
         "account": r.account,
         "thread": r.thread_id,
