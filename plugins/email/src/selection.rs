@@ -74,6 +74,29 @@ pub(crate) fn check_word(word: &str) -> Result<String, SelectionRefused> {
     Ok(canonical)
 }
 
+/// The `category` and `since_days` arguments of a category tool (`refusal_tail` ends a guard's
+/// message, e.g. "; nothing was moved to Trash"): the canonical word ([`check_word`]) and the days ([`since_days`]).
+///
+/// # Errors
+/// A sentence naming the argument and the rule.
+pub(crate) fn category_args(
+    obj: &serde_json::Map<String, Value>,
+    refusal_tail: &str,
+) -> Result<(String, i64), String> {
+    let word = match obj.get("category") {
+        Some(Value::String(w)) => w,
+        Some(_) => return Err("`category` must be a string".into()),
+        None => {
+            return Err(
+                "`category` is required: the category in the owner's words (e.g. promotions)"
+                    .into(),
+            )
+        }
+    };
+    let category = check_word(word).map_err(|e| format!("{e}{refusal_tail}"))?;
+    Ok((category, since_days(obj.get("since_days"))?))
+}
+
 /// The `since_days` rule shared by the category tools: an integer from 1 to
 /// [`MAX_SINCE_DAYS`] (a float with no fraction is accepted, as models send `7.0`).
 pub(crate) fn since_days(v: Option<&Value>) -> Result<i64, String> {

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::search_inbox::result_json;
 use super::{failed, invalid, object};
-use crate::selection::{check_word, select, since_days};
+use crate::selection::{category_args, select};
 use crate::EmailPlugin;
 
 /// The tool's name.
@@ -32,18 +32,7 @@ pub const MAX_LIMIT: u64 = 200;
 /// `since_days` outside 1..=3650, a `limit` outside 1..=200, or any other argument.
 pub fn normalise(args: &Value) -> Result<Value, ToolError> {
     let obj = object(NAME, args, &["category", "since_days", "limit"])?;
-    let word = match obj.get("category") {
-        Some(Value::String(w)) => w,
-        Some(_) => return Err(invalid(NAME, "`category` must be a string")),
-        None => {
-            return Err(invalid(
-                NAME,
-                "`category` is required: the category to list (e.g. promotions)",
-            ))
-        }
-    };
-    let category = check_word(word).map_err(|e| invalid(NAME, e.to_string()))?;
-    let days = since_days(obj.get("since_days")).map_err(|e| invalid(NAME, e))?;
+    let (category, days) = category_args(obj, "").map_err(|e| invalid(NAME, e))?;
     let limit = match obj.get("limit") {
         None | Some(Value::Null) => DEFAULT_LIMIT,
         Some(v) => v

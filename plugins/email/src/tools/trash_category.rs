@@ -18,7 +18,7 @@ use iris_core::plugin::{Description, ToolError, ToolOutput};
 use serde_json::{json, Value};
 
 use super::{failed, invalid, object, trash_email};
-use crate::selection::{check_word, select, since_days};
+use crate::selection::{category_args, select};
 use crate::EmailPlugin;
 
 /// The tool's name.
@@ -37,19 +37,8 @@ pub const SAMPLE: usize = 5;
 /// ("email", "all"), a `since_days` outside 1..=3650, or any other argument.
 pub fn normalise(args: &Value) -> Result<Value, ToolError> {
     let obj = object(NAME, args, &["category", "since_days"])?;
-    let word = match obj.get("category") {
-        Some(Value::String(w)) => w,
-        Some(_) => return Err(invalid(NAME, "`category` must be a string")),
-        None => {
-            return Err(invalid(
-                NAME,
-                "`category` is required: the category to clean up (e.g. promotions)",
-            ))
-        }
-    };
-    let category =
-        check_word(word).map_err(|e| invalid(NAME, format!("{e}; nothing was moved to Trash")))?;
-    let days = since_days(obj.get("since_days")).map_err(|e| invalid(NAME, e))?;
+    let (category, days) =
+        category_args(obj, "; nothing was moved to Trash").map_err(|e| invalid(NAME, e))?;
     Ok(json!({"category": category, "since_days": days}))
 }
 
