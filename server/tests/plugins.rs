@@ -48,7 +48,15 @@ async fn plugins_lists_tools_with_their_gates() {
         .unwrap_or_else(|| panic!("no email plugin: {body}"));
     let tools = email["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["search_inbox", "trash_email", "restore_email"]);
+    for expected in [
+        "search_inbox",
+        "list_by_category",
+        "trash_category",
+        "trash_email",
+        "restore_email",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
     for t in tools {
         let mut keys: Vec<&String> = t.as_object().unwrap().keys().collect();
         keys.sort();
@@ -93,6 +101,13 @@ async fn plugins_lists_tools_with_their_gates() {
     assert_eq!(restore["effect"], "write");
     assert_eq!(restore["gate"], "none");
     assert_eq!(restore["approved_per_call"], false);
+
+    // A category clean-up is a reversible write the code scopes itself: no card (DESIGN §5).
+    let category = tool("trash_category");
+    assert_eq!(category["effect"], "write");
+    assert_eq!(category["gate"], "none");
+    assert_eq!(category["approved_per_call"], false);
+    assert_eq!(tool("list_by_category")["effect"], "read");
 
     // The same list parses as the shared wire type the app uses.
     let typed: iris_core::wire::PluginList = serde_json::from_value(body.clone()).unwrap();

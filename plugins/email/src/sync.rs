@@ -186,6 +186,16 @@ pub(crate) async fn sync_account(
         };
         let parsed = parse_message(&raw);
         if !parsed.complete {
+            // Logged here, where a message is first stored: later syncs know its key and never
+            // parse it again, so each malformed message is logged once.
+            tracing::warn!(
+                account,
+                folder,
+                key = listed.key,
+                message_id = parsed.message_id.as_deref().unwrap_or("(none)"),
+                has_date = parsed.date.is_some(),
+                "email sync: stored a malformed message with what could be parsed"
+            );
             report.incomplete += 1;
         }
         let candidates = id::email_id_candidates(&account, folder, &listed.key);

@@ -156,3 +156,64 @@ async fn corpus_trash_and_restore_are_byte_identical() {
     assert_eq!(after, before, "every file back, byte-identical, same name");
     assert_eq!(search(&p, json!({"limit": 200})).await["count"], 53);
 }
+
+/// Issue 4: card lines for real mail with odd headers: an encoded-word subject and an
+/// encoded-word sender name decode to readable text; categories and paths are set for every
+/// message (the list mail files under `newsletters/<list>`).
+#[tokio::test]
+async fn corpus_card_lines_for_odd_headers() {
+    let Some((_tmp, dir)) = corpus("corpus_card_lines_for_odd_headers") else {
+        return;
+    };
+    let p = plugin(&dir, &memory_store().await);
+    p.sync().await.unwrap();
+    let id = id_of(&p, "Essai accentué").await;
+    let d = p
+        .describe("trash_email", &json!({"ids": [id]}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(
+        d.lines,
+        vec!["Essai accentué — Olivier Berger, 16 Dec 2010".to_string()]
+    );
+    let r = search(&p, json!({"query": "Boulogne", "limit": 5})).await;
+    assert!(
+        r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["from"].as_str().unwrap().starts_with("François Boulogne")),
+        "{r}"
+    );
+    let all = search(&p, json!({"limit": 200})).await;
+    for m in all["results"].as_array().unwrap() {
+        let path = m["category_path"].as_str().unwrap();
+        assert!(!path.is_empty() && !path.ends_with('/'), "{m}");
+    }
+    // The list's own name selects its path; the window is counted from a clock in 2011.
+    let then = chrono::DateTime::parse_from_rfc3339("2011-01-01T00:00:00Z").unwrap();
+    let p = p.with_clock(std::sync::Arc::new(iris_core::ports::ManualClock::new(
+        then.with_timezone(&chrono::Utc),
+    )));
+    let with_list_id = std::fs::read_dir(dir.join("cur"))
+        .unwrap()
+        .filter(|e| {
+            let bytes = std::fs::read(e.as_ref().unwrap().path()).unwrap();
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .take_while(|l| !l.is_empty())
+                .any(|l| l.to_ascii_lowercase().starts_with("list-id:"))
+        })
+        .count();
+    assert!(with_list_id > 0);
+    let lists = p
+        .execute(
+            "list_by_category",
+            &json!({"category": "notmuch", "since_days": 3650, "limit": 200}),
+            &ctx(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(lists.result["categories"], json!(["newsletters/notmuch"]));
+    assert_eq!(lists.result["total"], with_list_id);
+}

@@ -8,7 +8,7 @@ use common::*;
 use iris_core::manifest::{Confirm, Gate, Manifest, Registry};
 use iris_core::plugin::{Plugin, ToolError};
 use iris_core::Effect;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn manifest_declares_effects_and_undo() {
@@ -132,24 +132,55 @@ async fn describe_gives_title_lines_and_items(engine: Engine) {
     assert_eq!(d.items, vec![b, c, a]);
 }
 
-async fn unknown_or_trashed_id_is_refused_by_name(engine: Engine) {
+/// Issue 4 "bad input": an id that does not exist is named on the card and skipped (its
+/// precondition is never met, so the core leaves it out); the rest proceed. A call naming no
+/// existing id is refused by name, so no row pins it.
+async fn unknown_ids_are_named_and_the_rest_proceed(engine: Engine) {
     let (_tmp, _db, p) = three_messages(engine).await;
     let a = id_of(&p, "Dinner on Saturday?").await;
+    let ghost = "m000000000000";
+    let args = json!({"ids": [a, ghost]});
+    let d = p.describe("trash_email", &args, &ctx()).await.unwrap();
+    assert_eq!(d.title, "Trash 1 email");
+    assert_eq!(d.items, vec![a.clone(), ghost.to_string()]);
+    assert!(
+        d.lines[0].starts_with("Dinner on Saturday? — Anna Weber"),
+        "{:?}",
+        d.lines
+    );
+    assert!(
+        d.lines[1].starts_with("m000000000000 — not found, nothing will be done to it"),
+        "{:?}",
+        d.lines
+    );
+    assert_eq!(d.preconditions[1], Value::Null);
+    assert!(
+        !p.check_precondition("trash_email", ghost, &Value::Null, &ctx())
+            .await,
+        "a null precondition is never met"
+    );
+    assert!(
+        p.check_precondition("trash_email", &a, &d.preconditions[0], &ctx())
+            .await
+    );
+    let out = p
+        .execute_skipping("trash_email", &args, &[ghost.to_string()], &ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.result["trashed"], 1);
+
+    // Every id unknown, or already trashed: refused by name, nothing pinned.
     let err = p
-        .describe("trash_email", &json!({"ids": [a, "m000000000000"]}), &ctx())
+        .describe("trash_email", &json!({"ids": [ghost]}), &ctx())
         .await
         .unwrap_err();
     match err {
         ToolError::InvalidArgs { tool, reason } => {
             assert_eq!(tool, "trash_email");
-            assert!(reason.contains("m000000000000"), "{reason}");
-            assert!(!reason.contains(&a), "{reason}");
+            assert!(reason.contains(ghost), "{reason}");
         }
         other => panic!("expected InvalidArgs, got {other:?}"),
     }
-    p.execute("trash_email", &json!({"ids": [a]}), &ctx())
-        .await
-        .unwrap();
     let err = p
         .describe("trash_email", &json!({"ids": [a]}), &ctx())
         .await
@@ -192,6 +223,6 @@ async fn normalise_dedupes_and_refuses_empty(engine: Engine) {
 
 on_both_engines!(
     describe_gives_title_lines_and_items,
-    unknown_or_trashed_id_is_refused_by_name,
+    unknown_ids_are_named_and_the_rest_proceed,
     normalise_dedupes_and_refuses_empty,
 );

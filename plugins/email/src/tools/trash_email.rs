@@ -3,7 +3,9 @@
 //!
 //! The card (DESIGN §2 "card"): title and action "Trash N email(s)", one line per id
 //! "Subject — Sender Name, 28 Nov 2026" from the local store, items = the ids in order. An id the
-//! local store does not hold is refused at describe time, so no row pins it.
+//! local store does not hold is named on the card as "not found" with a precondition that is
+//! never met, so the rest proceed and it is reported, never acted on (issue 4 "bad input"); a
+//! call naming no id the store holds is refused at describe time, so no row pins it.
 //!
 //! Execution writes the trashed ledger first (state `trashing`), then moves, then records each
 //! outcome; a trashed message leaves the local store. One missing file never fails the batch: its
@@ -62,8 +64,8 @@ fn ids_of(args: &Value) -> Result<Vec<String>, ToolError> {
 /// The card for a call: see the module docs.
 ///
 /// # Errors
-/// [`ToolError::InvalidArgs`] naming every id the local store does not hold (saying which are
-/// already in Trash); [`ToolError::Failed`] when the store cannot be read.
+/// [`ToolError::InvalidArgs`] when the local store holds none of the ids, naming each (saying
+/// which are already in Trash); [`ToolError::Failed`] when the store cannot be read.
 pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description, ToolError> {
     let ids = ids_of(args)?;
     let store = plugin.store();
@@ -89,7 +91,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
                     .trashed_row(id)
                     .await
                     .map_err(|e| failed(NAME, format!("local store: {e}")))?;
-                problems.push(match trashed {
+                let why = match trashed {
                     Some(t) => format!(
                         "email `{id}` is already in Trash (batch {}); restore_email brings it back",
                         t.batch_id
@@ -97,17 +99,28 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
                     None => format!(
                         "no email with id `{id}` in the local store; use an id from search_inbox"
                     ),
-                });
+                };
+                // Named on the card and skipped: a null precondition is never met, so the core
+                // leaves the item out and reports it (issue 4 "the rest proceed").
+                lines.push(format!(
+                    "{id} — not found, nothing will be done to it ({why})"
+                ));
+                preconditions.push(Value::Null);
+                problems.push(why);
             }
         }
     }
-    if !problems.is_empty() {
+    if problems.len() == ids.len() {
         return Err(invalid(NAME, problems.join("; ")));
     }
-    let title = count_phrase("Trash", ids.len());
+    let title = count_phrase("Trash", ids.len() - problems.len());
     let undo_note = format!(
         "You can restore {} from Trash for {UNDO_WINDOW_DAYS} days.",
-        if ids.len() == 1 { "it" } else { "these" }
+        if ids.len() - problems.len() == 1 {
+            "it"
+        } else {
+            "these"
+        }
     );
     Ok(Description {
         action: title.clone(),
