@@ -13,6 +13,7 @@ use crate::store::MessageRow;
 
 pub mod restore_email;
 pub mod search_inbox;
+pub mod send_email;
 pub mod trash_email;
 
 /// Most ids one call may name (the manifest's `maxItems`; DESIGN §5 "newest 200").
