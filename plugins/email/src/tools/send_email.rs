@@ -34,7 +34,9 @@
 //! `<uuid@sender-domain>` and the plugin clock's Date, hands it to the outbox once (never a
 //! retry; an unknown outcome is an error the core records), then stores a copy in the account's
 //! Sent folder (`MailBackend::append_sent`) and syncs that account so it shows in searches. A
-//! failed copy is reported in the result; the mail is never sent a second time.
+//! failed copy is reported in the result; the mail is never sent a second time. The result's
+//! `summary` says in one sentence what happened ("saved to the demo outbox, not sent" in the
+//! demo).
 
 use std::collections::HashSet;
 use std::str::FromStr;
@@ -710,14 +712,25 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         "cc": p.cc,
         "subject": p.subject,
     });
+    let recipients =
+        p.to.iter()
+            .chain(&p.cc)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
     match &delivery {
         Delivery::Sent { reply } => {
             result["smtp_reply"] = json!(reply);
+            result["summary"] = json!(format!("Sent \"{}\" to {recipients}.", p.subject));
         }
         Delivery::SavedToDemoOutbox { file } => {
             result["status"] = json!("saved_to_demo_outbox");
             result["note"] = json!("saved to the demo outbox, not sent");
             result["file"] = json!(file.display().to_string());
+            result["summary"] = json!(format!(
+                "\"{}\" to {recipients} was saved to the demo outbox, not sent (the demo has no mail server).",
+                p.subject
+            ));
         }
     }
     // The mail is out: from here on nothing may fail the call (a failure would read as "not
