@@ -14,7 +14,7 @@ use std::path::Path;
 use iris_core::scripted::DEMO_SCRIPT;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use smtp_sink::SmtpSink;
+use smtp_sink::{Flaky, FlakySmtp, SmtpSink};
 use support::{eventually, Client, ModelServer, World};
 
 const REQUEST: &str = "reply to Anna that Thursday works";
@@ -225,5 +225,65 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
     );
     let approvals = client.get("/governance/approvals", &control).await;
     assert_eq!(approvals["approvals"], json!([]), "no approval row");
+    drop(server);
+}
+
+/// The SMTP server takes the message and drops the connection before answering: the approved
+/// call fails with "outcome unknown", the row's execution is `failed` (recorded by the core),
+/// the owner is told, and the mail was handed over exactly once (no retry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_outcome_is_recorded_failed_and_never_retried() {
+    let flaky = FlakySmtp::start(Flaky::DropAfterData).await;
+    let model = ModelServer::start(DEMO_SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    world.env.push(("IRIS_SMTP_URL".into(), flaky.url()));
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let (_, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": REQUEST}))
+        .await;
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let row = eventually("the failed execution", || {
+        let client = &client;
+        let (id, control) = (id.clone(), control.clone());
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), &control)
+                .await;
+            (row["execution"] == "failed").then_some(row)
+        }
+    })
+    .await;
+    assert_eq!(row["status"], "approved");
+    let reply = eventually("the resumed run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.contains("unknown").then_some(r)
+        }
+    })
+    .await;
+    assert!(reply.contains("will not be sent again"), "{reply}");
+    assert_eq!(
+        flaky.messages_handed(),
+        1,
+        "handed over once, never retried"
+    );
     drop(server);
 }

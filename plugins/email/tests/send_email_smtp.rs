@@ -7,7 +7,6 @@ mod common;
 #[path = "send_support/mod.rs"]
 mod send_support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,7 +17,7 @@ use iris_email::backend::{
 };
 use iris_email::{AccountInfo, EmailPlugin, MailBackend, MaildirBackend, Outbox};
 use mail_parser::{HeaderValue, MessageParser};
-use send_support::smtp_sink::SmtpSink;
+use send_support::smtp_sink::{Flaky, FlakySmtp, SmtpSink};
 use send_support::*;
 use serde_json::{json, Value};
 
@@ -285,47 +284,14 @@ async fn failed_send_is_an_error_and_stores_no_copy(engine: Engine) {
 }
 
 /// A server that takes the whole message and then drops the connection instead of answering:
-/// nobody knows whether it was delivered. The call fails saying so, exactly one DATA was seen,
-/// and no Sent copy claims it went out.
+/// nobody knows whether it was delivered. The call fails saying so, exactly one message was
+/// handed over (no retry), and no Sent copy claims it went out.
 async fn outcome_unknown_after_data_is_an_error_sent_once(engine: Engine) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let datas = Arc::new(AtomicUsize::new(0));
-    let seen = datas.clone();
-    let server = tokio::spawn(async move {
-        loop {
-            let (sock, _) = listener.accept().await.unwrap();
-            let (r, mut w) = sock.into_split();
-            let mut lines = BufReader::new(r).lines();
-            w.write_all(b"220 flaky ESMTP\r\n").await.unwrap();
-            let mut in_data = false;
-            while let Ok(Some(line)) = lines.next_line().await {
-                if in_data {
-                    if line == "." {
-                        seen.fetch_add(1, Ordering::SeqCst);
-                        break; // drop the connection: no reply to the message
-                    }
-                    continue;
-                }
-                let verb = line.split_whitespace().next().unwrap_or("").to_uppercase();
-                let reply: &[u8] = match verb.as_str() {
-                    "EHLO" => b"250-flaky\r\n250 8BITMIME\r\n",
-                    "DATA" => {
-                        in_data = true;
-                        b"354 go ahead\r\n"
-                    }
-                    "QUIT" => b"221 bye\r\n",
-                    _ => b"250 OK\r\n",
-                };
-                w.write_all(reply).await.unwrap();
-            }
-        }
-    });
+    let flaky = FlakySmtp::start(Flaky::DropAfterData).await;
     let boxes = Mailboxes::new();
     let db = engine.open().await;
     let p = boxes
-        .plugin(&db.store, Outbox::smtp(&format!("smtp://{addr}")).unwrap())
+        .plugin(&db.store, Outbox::smtp(&flaky.url()).unwrap())
         .await;
     let r = send(
         &p,
@@ -340,13 +306,39 @@ async fn outcome_unknown_after_data_is_an_error_sent_once(engine: Engine) {
         reason.contains("outcome of the send is unknown"),
         "{reason}"
     );
+    assert!(reason.contains("will not be sent again"), "{reason}");
     assert_eq!(
-        datas.load(Ordering::SeqCst),
+        flaky.messages_handed(),
         1,
         "sent exactly once, never retried"
     );
     assert!(sent_copies(&boxes.personal()).is_empty());
-    server.abort();
+}
+
+/// A server that refuses the message (554): the call fails saying it was not sent, once.
+async fn refused_by_the_server_is_not_sent(engine: Engine) {
+    let flaky = FlakySmtp::start(Flaky::Reject).await;
+    let boxes = Mailboxes::new();
+    let db = engine.open().await;
+    let p = boxes
+        .plugin(&db.store, Outbox::smtp(&flaky.url()).unwrap())
+        .await;
+    let r = send(
+        &p,
+        json!({"to": ["anna.weber@example.net"], "subject": "S", "body": "B"}),
+        "x",
+    )
+    .await;
+    let Err(ToolError::Failed { reason, .. }) = r else {
+        panic!("expected a failure, got {r:?}")
+    };
+    assert!(
+        reason.contains("refused the mail, so it was not sent"),
+        "{reason}"
+    );
+    assert!(reason.contains("rejected by policy"), "{reason}");
+    assert_eq!(flaky.messages_handed(), 1);
+    assert!(sent_copies(&boxes.personal()).is_empty());
 }
 
 /// A Maildir account whose Sent folder refuses the copy.
@@ -420,5 +412,6 @@ on_both_engines!(
     demo_outbox_saves_not_sends,
     failed_send_is_an_error_and_stores_no_copy,
     outcome_unknown_after_data_is_an_error_sent_once,
+    refused_by_the_server_is_not_sent,
     missing_sent_copy_is_reported_not_resent,
 );

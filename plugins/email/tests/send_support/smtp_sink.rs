@@ -3,6 +3,8 @@
 //! Maildir `DIR`. Ready when its port accepts a connection (polled against a deadline); killed
 //! when dropped. Without aiosmtpd the test fails, saying how to install it.
 
+#![allow(dead_code)]
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -104,5 +106,95 @@ impl Drop for SmtpSink {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// How [`FlakySmtp`] ends each message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flaky {
+    /// Takes the whole message, then drops the connection without a reply: nobody knows whether
+    /// it was delivered.
+    DropAfterData,
+    /// Takes the whole message, then refuses it with `554`.
+    Reject,
+}
+
+/// A minimal SMTP server on loopback (tokio, in-process) that misbehaves at the end of DATA as
+/// told, counting the messages it was handed. Stops when dropped.
+pub struct FlakySmtp {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    datas: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FlakySmtp {
+    /// Starts it on a free port (inside a tokio runtime).
+    pub async fn start(mode: Flaky) -> FlakySmtp {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let datas = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = datas.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                let (r, mut w) = sock.into_split();
+                let mut lines = BufReader::new(r).lines();
+                if w.write_all(b"220 flaky ESMTP\r\n").await.is_err() {
+                    continue;
+                }
+                let mut in_data = false;
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let reply: &[u8] = if in_data {
+                        if line != "." {
+                            continue;
+                        }
+                        in_data = false;
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        match mode {
+                            Flaky::DropAfterData => break,
+                            Flaky::Reject => b"554 5.7.1 rejected by policy\r\n",
+                        }
+                    } else {
+                        match line
+                            .split_whitespace()
+                            .next()
+                            .unwrap_or("")
+                            .to_uppercase()
+                            .as_str()
+                        {
+                            "EHLO" => b"250-flaky\r\n250 8BITMIME\r\n",
+                            "DATA" => {
+                                in_data = true;
+                                b"354 go ahead\r\n"
+                            }
+                            "QUIT" => b"221 bye\r\n",
+                            _ => b"250 OK\r\n",
+                        }
+                    };
+                    if w.write_all(reply).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        FlakySmtp { addr, datas, task }
+    }
+
+    /// `smtp://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("smtp://{}", self.addr)
+    }
+
+    /// How many messages it was handed (ends of DATA seen).
+    pub fn messages_handed(&self) -> usize {
+        self.datas.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for FlakySmtp {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
