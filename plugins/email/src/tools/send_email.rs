@@ -75,7 +75,9 @@ pub const CARD_BODY_LINES: usize = 4;
 const CARD_LINE_CHARS: usize = 160;
 
 /// The arguments the model may give (the manifest's properties), plus the keys of the normal
-/// form so that normalising a normal form is accepted (and gives it back).
+/// form so that normalising a normal form is accepted (and gives it back). `account`,
+/// `in_reply_to` and `references` given as input are ignored: they are always recomputed from
+/// `from`/the default and `reply_to_id`, never trusted.
 const ALLOWED: &[&str] = &[
     "to",
     "cc",
