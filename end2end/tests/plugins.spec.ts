@@ -26,10 +26,10 @@ test('the Plugins page shows each tool with its effect, gate and undo', async ({
   const email = page.getByTestId('plugin-email');
   await expect(email).toBeVisible();
   await expect(email.getByRole('heading')).toContainText('email');
-  await expect(email.getByRole('heading')).toContainText('3 tools');
+  await expect(email.getByRole('heading')).toContainText('6 tools');
   const table = email.getByTestId('plugin-table');
   await expect(table.locator('thead th')).toHaveText(['Tool', 'Effect', 'Gate', 'Undo']);
-  await expect(table.locator('tbody tr')).toHaveCount(3);
+  await expect(table.locator('tbody tr')).toHaveCount(6);
 
   const trash = table.getByTestId('tool-trash_email');
   await expect(trash).toHaveAttribute('data-effect', 'destructive');
@@ -51,8 +51,14 @@ test('the Plugins page shows each tool with its effect, gate and undo', async ({
   await expect(restore.getByTestId('tool-effect')).toHaveText('Write');
   await expect(restore.getByTestId('tool-gate')).toHaveText('Runs without asking');
 
-  // Only the approval-gated tool is marked "Approved per call".
-  await expect(table.getByText('Approved per call')).toHaveCount(1);
+  // send_email is a pinned write: a write, yet approved per call like trash_email.
+  const send = table.getByTestId('tool-send_email');
+  await expect(send).toHaveAttribute('data-effect', 'write');
+  await expect(send).toHaveAttribute('data-gate', 'approval');
+  await expect(send.getByTestId('tool-gate')).toHaveText('Approved per call');
+
+  // Only the approval-gated tools are marked "Approved per call".
+  await expect(table.getByText('Approved per call')).toHaveCount(2);
 
   // The description is one tap away.
   const more = trash.locator('details.tool-more');

@@ -111,6 +111,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     println!("iris listening on http://{addr}");
     if demo {
         println!("demo: open http://{addr}/ and ask \"trash the promo emails from this week\"");
+        println!("demo: or \"reply to Anna that Thursday works\" (saved to data/demo-outbox/, not sent, unless IRIS_SMTP_URL is set)");
     }
     axum::serve(listener, app)
         .with_graceful_shutdown(async {

@@ -12,7 +12,7 @@ use iris_core::approval::Ttl;
 use iris_core::kernel::Governance;
 use iris_core::plugin::Plugin;
 use iris_core::ports::{Device, DeviceStore, Scope, SystemClock};
-use iris_email::{AccountConfig, AccountKind, EmailPlugin};
+use iris_email::{AccountConfig, AccountKind, EmailPlugin, Outbox};
 use iris_store::Store;
 use leptos::config::LeptosOptions;
 
@@ -114,7 +114,21 @@ pub async fn build(
             ),
         }
     }
-    let email = EmailPlugin::new(accounts, &store).context("loading the email plugin")?;
+    let mut email = EmailPlugin::new(accounts, &store).context("loading the email plugin")?;
+    // send_email's transport (DESIGN §5): IRIS_SMTP_URL, else in the demo a local outbox folder
+    // (saved, not sent), else none: send_email is then refused before any card.
+    if let Some(url) = settings
+        .smtp_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
+        email = email.with_outbox(Outbox::smtp(url)?);
+    } else if demo {
+        email = email.with_outbox(Outbox::demo(demo_dir().join("demo-outbox")));
+    }
+    if let Some(sender) = &settings.email_default_sender {
+        email = email.with_default_sender(sender.clone());
+    }
     email
         .sync()
         .await

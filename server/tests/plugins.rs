@@ -48,15 +48,17 @@ async fn plugins_lists_tools_with_their_gates() {
         .unwrap_or_else(|| panic!("no email plugin: {body}"));
     let tools = email["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    for expected in [
-        "search_inbox",
-        "list_by_category",
-        "trash_category",
-        "trash_email",
-        "restore_email",
-    ] {
-        assert!(names.contains(&expected), "{expected} in {names:?}");
-    }
+    assert_eq!(
+        names,
+        [
+            "search_inbox",
+            "list_by_category",
+            "trash_category",
+            "trash_email",
+            "restore_email",
+            "send_email"
+        ]
+    );
     for t in tools {
         let mut keys: Vec<&String> = t.as_object().unwrap().keys().collect();
         keys.sort();
@@ -108,6 +110,13 @@ async fn plugins_lists_tools_with_their_gates() {
     assert_eq!(category["gate"], "none");
     assert_eq!(category["approved_per_call"], false);
     assert_eq!(tool("list_by_category")["effect"], "read");
+
+    // A pinned write: routed through the per-call approval like a destructive tool.
+    let send = tool("send_email");
+    assert_eq!(send["effect"], "write");
+    assert_eq!(send["gate"], "approval");
+    assert_eq!(send["approved_per_call"], true);
+    assert_eq!(send["undo"], Value::Null);
 
     // The same list parses as the shared wire type the app uses.
     let typed: iris_core::wire::PluginList = serde_json::from_value(body.clone()).unwrap();

@@ -13,6 +13,7 @@
 //!         args: {category: promotions, since_days: 7}
 //!       - call: trash_email
 //!         args: {ids: "$ids"}            # "$ids": ids from the last observation's results
+//!                                        # ("$id": the first of them, e.g. a reply_to_id)
 //!         if_empty: "I found no promo emails from this week, so nothing was trashed."
 //!       - reply: "Done: moved {trashed} emails to Trash."   # {field}: last observation field
 //!         on_rejected: "OK, I left them alone. Nothing was changed."
@@ -205,8 +206,9 @@ fn reply(text: &str) -> ModelTurn {
     }
 }
 
-/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, or `ids`).
-/// Returns whether a `$ids` placeholder resolved to nothing.
+/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, or `ids`), and
+/// `"$id"` with the first of them (the newest match, e.g. the email to reply to). Returns whether
+/// a placeholder resolved to nothing.
 fn fill_args(args: &Value, last: Option<&Value>) -> (Value, bool) {
     let ids: Vec<Value> = last
         .map(|v| {
@@ -231,6 +233,9 @@ fn fill_args(args: &Value, last: Option<&Value>) -> (Value, bool) {
                 if v == "$ids" {
                     empty |= ids.is_empty();
                     out.insert(k.clone(), Value::Array(ids.clone()));
+                } else if v == "$id" {
+                    empty |= ids.is_empty();
+                    out.insert(k.clone(), ids.first().cloned().unwrap_or(Value::Null));
                 } else {
                     out.insert(k.clone(), v.clone());
                 }
@@ -306,6 +311,37 @@ mod tests {
         });
         let third = m.next_turn(&t);
         assert!(third.content.unwrap().contains("Nothing was changed"));
+    }
+
+    #[test]
+    fn demo_script_replies_to_the_newest_match() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        let mut t = vec![user("reply to Anna that Thursday works")];
+        let first = m.next_turn(&t);
+        assert_eq!(first.tool_calls[0].name, "search_inbox");
+        t.push(Message::Assistant {
+            content: None,
+            tool_calls: first.tool_calls.clone(),
+        });
+        t.push(Message::Tool {
+            tool_call_id: first.tool_calls[0].id.clone(),
+            content: json!({"results": [{"id": "m9"}, {"id": "m2"}], "count": 2}),
+        });
+        let second = m.next_turn(&t);
+        assert_eq!(second.tool_calls[0].name, "send_email");
+        assert_eq!(second.tool_calls[0].arguments["reply_to_id"], "m9");
+        assert!(second.tool_calls[0].arguments.get("to").is_none());
+        // An empty search never reaches send_email.
+        let mut empty = vec![user("reply to Anna that Thursday works")];
+        empty.push(Message::Assistant {
+            content: None,
+            tool_calls: first.tool_calls.clone(),
+        });
+        empty.push(Message::Tool {
+            tool_call_id: first.tool_calls[0].id.clone(),
+            content: json!({"results": [], "count": 0}),
+        });
+        assert!(m.next_turn(&empty).tool_calls.is_empty());
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! IRIS email plugin: the first real destructive tool (DESIGN §5).
 //!
 //! - [`EmailPlugin`] implements [`iris_core::plugin::Plugin`] for the tools of `manifest.yaml`
-//!   (`search_inbox`, `list_by_category`, `trash_email`, `trash_category`, `restore_email`, …),
-//!   dispatching each verb to the tool's module
+//!   (`search_inbox`, `list_by_category`, `trash_email`, `trash_category`, `restore_email`,
+//!   `send_email`), dispatching each verb to the tool's module
 //!   in [`tools`].
 //! - [`backend`] holds the provider side: the [`MailBackend`] trait (shaped for Maildir, IMAP
 //!   and Gmail) and [`MaildirBackend`] for a real Maildir++ folder.
@@ -11,6 +11,7 @@
 //!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
 //!   synced headers searches and cards read, and the trashed ledger restore uses;
 //!   [`EmailPlugin::sync`] brings it in line with the mailboxes.
+//! - [`outbox`] is where `send_email` hands mail (SMTP, or the demo outbox).
 //! - [`id`] is the email id rule; [`category`] the triage rules, category paths and synonyms
 //!   (`selection.rs` turns an owner's word into the messages it covers); [`demo`] writes the demo
 //!   mailbox (`iris serve --demo`).
@@ -33,6 +34,7 @@ pub mod backend;
 pub mod category;
 pub mod demo;
 pub mod id;
+pub mod outbox;
 pub mod parse;
 mod selection;
 mod store;
@@ -41,6 +43,7 @@ pub mod tools;
 
 pub use backend::{AccountInfo, Appended, BackendError, MailBackend, MaildirBackend};
 pub use category::Category;
+pub use outbox::Outbox;
 pub use sync::{AccountSync, SyncReport};
 
 /// The manifest, as shipped (`plugins/email/manifest.yaml`).
@@ -105,6 +108,10 @@ pub struct EmailPlugin {
     /// out of it could otherwise put the trashed message back into the store. In-process, on
     /// either engine: one server per database (as the server runs), not across processes.
     lock: tokio::sync::Mutex<()>,
+    /// Where `send_email` hands mail (`None`: sending is refused at normalise).
+    outbox: Option<Outbox>,
+    /// `IRIS_EMAIL_DEFAULT_SENDER`: an account name or address.
+    default_sender: Option<String>,
 }
 
 impl std::fmt::Debug for EmailPlugin {
@@ -173,6 +180,8 @@ impl EmailPlugin {
             store: store::LocalStore::new(store::Db::of(store)),
             clock: Arc::new(SystemClock),
             lock: tokio::sync::Mutex::new(()),
+            outbox: None,
+            default_sender: None,
         })
     }
 
@@ -180,6 +189,31 @@ impl EmailPlugin {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// Sets where `send_email` hands mail: [`Outbox::smtp`] from `IRIS_SMTP_URL`, or
+    /// [`Outbox::demo`] for `iris serve --demo`. Without one, `send_email` is refused (DESIGN §5,
+    /// fail closed).
+    pub fn with_outbox(mut self, outbox: Outbox) -> Self {
+        self.outbox = Some(outbox);
+        self
+    }
+
+    /// Sets `IRIS_EMAIL_DEFAULT_SENDER` (an account name or address): the sender of a
+    /// `send_email` that names no `from` and replies to nothing (DESIGN §5). One naming no
+    /// account makes such a call refused.
+    pub fn with_default_sender(mut self, sender: impl Into<String>) -> Self {
+        let sender = sender.into();
+        self.default_sender = (!sender.trim().is_empty()).then(|| sender.trim().to_string());
+        self
+    }
+
+    pub(crate) fn outbox(&self) -> Option<&Outbox> {
+        self.outbox.as_ref()
+    }
+
+    pub(crate) fn default_sender(&self) -> Option<&str> {
+        self.default_sender.as_deref()
     }
 
     /// The accounts, in configuration order.
@@ -239,9 +273,10 @@ impl Plugin for EmailPlugin {
         &self,
         tool: &str,
         args: Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<Value, ToolError> {
         match tool {
+            tools::send_email::NAME => tools::send_email::normalise(self, &args, ctx).await,
             tools::search_inbox::NAME => tools::search_inbox::normalise(&args),
             tools::trash_email::NAME => tools::trash_email::normalise(&args),
             tools::restore_email::NAME => tools::restore_email::normalise(&args),
@@ -263,6 +298,7 @@ impl Plugin for EmailPlugin {
             tools::restore_email::NAME => tools::restore_email::describe(self, args).await,
             tools::list_by_category::NAME => tools::list_by_category::describe(args),
             tools::trash_category::NAME => tools::trash_category::describe(args),
+            tools::send_email::NAME => tools::send_email::describe(self, args).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }
@@ -279,6 +315,7 @@ impl Plugin for EmailPlugin {
             tools::restore_email::NAME => tools::restore_email::execute(self, args).await,
             tools::list_by_category::NAME => tools::list_by_category::execute(self, args).await,
             tools::trash_category::NAME => tools::trash_category::execute(self, args).await,
+            tools::send_email::NAME => tools::send_email::execute(self, args).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }

@@ -397,6 +397,31 @@ impl LocalStore {
         })
     }
 
+    /// Up to 50 stored messages (any account, any folder but Trash) naming `address` as their
+    /// sender, a recipient or a cc, as (from name, from address, to JSON, cc JSON). `address`
+    /// must be lower-case; the match is case-insensitive on the stored side. To/Cc are matched on
+    /// their serialised `"address":"…"` field (quotes included, so `nna@x` does not match
+    /// `anna@x`); the caller re-checks the parsed lists. Used by `send_email`'s recipient rule.
+    pub async fn people_with_address(
+        &self,
+        address: &str,
+    ) -> Result<Vec<(Option<String>, Option<String>, String, String)>, sqlx::Error> {
+        let position = self.db.position_fn();
+        let needle = format!("\"address\":{}", serde_json::Value::from(address));
+        let sql = format!(
+            "SELECT from_name, from_address, to_addrs, cc_addrs FROM email_messages \
+             WHERE lower(from_address) = $1 OR {position}(lower(to_addrs), $2) > 0 \
+             OR {position}(lower(cc_addrs), $2) > 0 ORDER BY id LIMIT 50"
+        );
+        on_engine!(&self.db, |pool| {
+            sqlx::query_as(&sql)
+                .bind(address)
+                .bind(&needle)
+                .fetch_all(pool)
+                .await
+        })
+    }
+
     /// Newest first (undated last, ties by id in byte order), at most `limit`; with the number
     /// of all matches.
     pub async fn search(&self, q: &SearchQuery) -> Result<(Vec<MessageRow>, i64), sqlx::Error> {

@@ -281,8 +281,13 @@ impl World {
 
     /// Starts `iris serve` and waits for its "listening" line.
     pub fn start(&self) -> Iris {
+        self.start_with(&["serve"])
+    }
+
+    /// Starts `iris ARGS` (e.g. `serve --demo`) and waits for its "listening" line.
+    pub fn start_with(&self, args: &[&str]) -> Iris {
         let mut child = self
-            .command(&["serve"])
+            .command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -14,6 +14,7 @@ use crate::store::MessageRow;
 pub mod list_by_category;
 pub mod restore_email;
 pub mod search_inbox;
+pub mod send_email;
 pub mod trash_category;
 pub mod trash_email;
 

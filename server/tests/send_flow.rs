@@ -1,0 +1,289 @@
+//! `send_email` end to end over real HTTP with the demo script (issue 4, part C): "reply to Anna
+//! that Thursday works" searches, then halts on a `pinned_write` card naming Anna; nothing goes
+//! out until the owner approves; approving sends exactly one mail (to an aiosmtpd sink, or in
+//! `iris serve --demo` into `data/demo-outbox/`), a second answer is 409 and nothing is sent
+//! again. An invented address never reaches a card, and without a transport nothing does.
+
+mod support;
+
+#[path = "../../plugins/email/tests/send_support/smtp_sink.rs"]
+mod smtp_sink;
+
+use std::path::Path;
+
+use iris_core::scripted::DEMO_SCRIPT;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use smtp_sink::{Flaky, FlakySmtp, SmtpSink};
+use support::{eventually, Client, ModelServer, World};
+
+const REQUEST: &str = "reply to Anna that Thursday works";
+
+fn files(dir: &Path) -> Vec<Vec<u8>> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect()
+}
+
+fn sent_copies(maildir: &Path) -> usize {
+    files(&maildir.join(".Sent/cur")).len() + files(&maildir.join(".Sent/new")).len()
+}
+
+/// Halts on the reply, checks the card, approves, waits for the execution; returns the
+/// approval after it ran. `delivered` counts what reached the transport.
+async fn reply_flow(world: &World, server_url: &str, delivered: impl Fn() -> usize) -> Value {
+    let control = world.add_device("phone", "control");
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server_url.to_string(),
+    };
+    let sent_before = sent_copies(&world.maildir);
+    let (s, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": REQUEST}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(row["kind"], "pinned_write", "{row}");
+    assert_eq!(row["tool"], "send_email");
+    assert_eq!(row["card"]["title"], "Send an email to Anna Weber", "{row}");
+    assert_eq!(row["card"]["action"], "Send email");
+    assert_eq!(row["card"]["effect"], "write");
+    assert_eq!(row["items"], json!(["anna.weber@example.net"]));
+    let lines: Vec<&str> = row["card"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        lines.contains(&"To: Anna Weber <anna.weber@example.net>"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"Subject: Re: Dinner on Saturday?"),
+        "{lines:?}"
+    );
+    assert!(lines.contains(&"│ Thursday works for me."), "{lines:?}");
+    // The pinned arguments hold everything the mail will contain.
+    assert_eq!(row["args"]["from"], "owner@example.org");
+    assert_eq!(row["args"]["to"], json!(["anna.weber@example.net"]));
+    assert!(row["args"]["in_reply_to"].as_str().is_some(), "{row}");
+    assert_eq!(delivered(), 0, "nothing goes out before the owner approves");
+
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let row = eventually("the send to run", || {
+        let client = &client;
+        let (id, control) = (id.clone(), control.clone());
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), &control)
+                .await;
+            (row["execution"] == "executed").then_some(row)
+        }
+    })
+    .await;
+    assert_eq!(delivered(), 1, "exactly one mail");
+    assert_eq!(sent_copies(&world.maildir), sent_before + 1);
+
+    // A second answer is refused and nothing is sent again.
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    assert_eq!(delivered(), 1, "sent once");
+    row
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_reply_sends_once_through_smtp() {
+    let sink = SmtpSink::start();
+    let model = ModelServer::start(DEMO_SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    world.env.push(("IRIS_SMTP_URL".into(), sink.url()));
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let server = world.start();
+    reply_flow(&world, &server.url, || sink.messages().len()).await;
+    let raw = String::from_utf8(sink.messages().remove(0)).unwrap();
+    assert!(raw.contains("To: anna.weber@example.net"), "{raw}");
+    assert!(raw.contains("Subject: Re: Dinner on Saturday?"), "{raw}");
+    assert!(raw.contains("In-Reply-To: <"), "{raw}");
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_reply_is_saved_to_the_demo_outbox() {
+    let model = ModelServer::start(DEMO_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    let server = world.start_with(&["serve", "--demo"]);
+    let outbox = world.dir.path().join("data").join("demo-outbox");
+    reply_flow(&world, &server.url, || files(&outbox).len()).await;
+    let raw = String::from_utf8(files(&outbox).remove(0)).unwrap();
+    assert!(raw.contains("To: anna.weber@example.net"), "{raw}");
+    // The owner is told it was saved, not sent.
+    let control = world.add_device("tablet", "control");
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let approvals = client.get("/governance/approvals", &control).await;
+    let id = approvals["approvals"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &control)
+        .await;
+    assert!(
+        audit.to_string().contains("saved_to_demo_outbox"),
+        "{audit}"
+    );
+    drop(server);
+}
+
+const INVENTED: &str = r#"
+rules:
+  - when: "(?i)write to"
+    steps:
+      - call: send_email
+        args: {to: ["stranger@invented.example"], subject: "Hello", body: "Hi there"}
+      - reply: "Sent."
+fallback: "?"
+"#;
+
+/// An address the owner never wrote and their mail never held is refused at normalise: the model
+/// gets the error, no approval row exists, nothing reaches the server. Without any transport,
+/// the same call is refused for that reason, also before any row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invented_address_and_missing_transport_never_reach_a_card() {
+    let sink = SmtpSink::start();
+    let model = ModelServer::start(INVENTED).await;
+    let mut world = World::new(&model.base_url);
+    world.env.push(("IRIS_SMTP_URL".into(), sink.url()));
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let (s, done) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "write to the stranger"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{done}");
+    assert_ne!(done["status"], "awaiting_approval", "{done}");
+    assert!(done["approval_id"].is_null(), "{done}");
+    assert!(
+        done["reply"]
+            .as_str()
+            .unwrap()
+            .contains("stranger@invented.example"),
+        "{done}"
+    );
+    let approvals = client.get("/governance/approvals", &control).await;
+    assert_eq!(approvals["approvals"], json!([]), "no approval row");
+    assert!(sink.messages().is_empty());
+    drop(server);
+
+    // No IRIS_SMTP_URL (and not the demo): refused, naming the missing setting.
+    world.env.clear();
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let (_, done) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "write to stranger@invented.example"}),
+        )
+        .await;
+    assert!(
+        done["reply"].as_str().unwrap().contains("no IRIS_SMTP_URL"),
+        "{done}"
+    );
+    let approvals = client.get("/governance/approvals", &control).await;
+    assert_eq!(approvals["approvals"], json!([]), "no approval row");
+    drop(server);
+}
+
+/// The SMTP server takes the message and drops the connection before answering: the approved
+/// call fails with "outcome unknown", the row's execution is `failed` (recorded by the core),
+/// the owner is told, and the mail was handed over exactly once (no retry).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_outcome_is_recorded_failed_and_never_retried() {
+    let flaky = FlakySmtp::start(Flaky::DropAfterData).await;
+    let model = ModelServer::start(DEMO_SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    world.env.push(("IRIS_SMTP_URL".into(), flaky.url()));
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = Client {
+        http: reqwest::Client::new(),
+        url: server.url.clone(),
+    };
+    let (_, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": REQUEST}))
+        .await;
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let row = eventually("the failed execution", || {
+        let client = &client;
+        let (id, control) = (id.clone(), control.clone());
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), &control)
+                .await;
+            (row["execution"] == "failed").then_some(row)
+        }
+    })
+    .await;
+    assert_eq!(row["status"], "approved");
+    let reply = eventually("the resumed run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.contains("unknown").then_some(r)
+        }
+    })
+    .await;
+    assert!(reply.contains("will not be sent again"), "{reply}");
+    assert_eq!(
+        flaky.messages_handed(),
+        1,
+        "handed over once, never retried"
+    );
+    drop(server);
+}
