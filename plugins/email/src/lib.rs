@@ -4,7 +4,8 @@
 //!   (`search_inbox`, `trash_email`, `restore_email`), dispatching each verb to the tool's module
 //!   in [`tools`].
 //! - [`backend`] holds the provider side: the [`MailBackend`] trait (shaped for Maildir, IMAP
-//!   and Gmail) and [`MaildirBackend`] for a real Maildir++ folder.
+//!   and Gmail), [`MaildirBackend`] for a real Maildir++ folder and [`ImapBackend`] for an IMAP
+//!   server.
 //! - The local store (tables `email_messages` and `email_trashed` in the project's database,
 //!   SQLite or PostgreSQL: migrations `migrations/sqlite/0002_email.sql` and
 //!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
@@ -36,7 +37,9 @@ mod store;
 mod sync;
 pub mod tools;
 
-pub use backend::{AccountInfo, Appended, BackendError, MailBackend, MaildirBackend};
+pub use backend::{
+    AccountInfo, Appended, BackendError, ImapBackend, ImapSettings, MailBackend, MaildirBackend,
+};
 pub use category::Category;
 pub use sync::{AccountSync, SyncReport};
 
@@ -56,7 +59,8 @@ pub struct AccountConfig {
     pub kind: AccountKind,
 }
 
-/// The backend of an account (`kind = "maildir"` with `path`; IMAP comes in a later issue).
+/// The backend of an account: `kind = "maildir"` with `path`, or `kind = "imap"` with `host`,
+/// `port`, `user`, `password_env` (DESIGN §7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 #[non_exhaustive]
@@ -65,6 +69,18 @@ pub enum AccountKind {
     Maildir {
         /// The Maildir root (the folder holding INBOX's `cur/`).
         path: PathBuf,
+    },
+    /// An IMAP server (see [`backend::imap`] for the connection rules: plain TCP to loopback
+    /// only, implicit TLS on 993 otherwise).
+    Imap {
+        /// The server's host name or address.
+        host: String,
+        /// Its port (993 for implicit TLS; any for loopback).
+        port: u16,
+        /// The login name.
+        user: String,
+        /// The environment variable holding the password.
+        password_env: String,
     },
 }
 
@@ -121,7 +137,8 @@ impl EmailPlugin {
     ///
     /// # Errors
     /// [`EmailError::AccountName`] for an empty or repeated name; [`EmailError::Backend`] when a
-    /// Maildir path is not a Maildir (no `cur/`); [`EmailError::Manifest`] never in a released
+    /// Maildir path is not a Maildir (no `cur/`), or an IMAP account would connect in plain text
+    /// to a non-loopback host or its password variable is unset; [`EmailError::Manifest`] never in a released
     /// build.
     pub fn new(
         accounts: Vec<AccountConfig>,
@@ -140,6 +157,26 @@ impl EmailPlugin {
                             account: a.name.clone(),
                             source,
                         })?;
+                    backends.push(Arc::new(b));
+                }
+                AccountKind::Imap {
+                    host,
+                    port,
+                    user,
+                    password_env,
+                } => {
+                    let settings = backend::ImapSettings {
+                        host,
+                        port,
+                        user,
+                        password_env,
+                    };
+                    let b = backend::ImapBackend::open(info, settings).map_err(|source| {
+                        EmailError::Backend {
+                            account: a.name.clone(),
+                            source,
+                        }
+                    })?;
                     backends.push(Arc::new(b));
                 }
             }
