@@ -110,6 +110,9 @@ struct Conn {
     uidplus: bool,
     /// Set when a command failed in a way that leaves the session's state unknown.
     broken: bool,
+    /// Set before the first command of a call that changes the mailbox (MOVE, COPY, STORE,
+    /// EXPUNGE, APPEND, CREATE): from then on a failed call is never run again.
+    mutated: bool,
 }
 
 /// An account on an IMAP server.
@@ -245,6 +248,7 @@ impl ImapBackend {
                 uidplus: caps.has_str("UIDPLUS"),
                 session,
                 broken: false,
+                mutated: false,
             })
         };
         match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
@@ -281,23 +285,42 @@ impl ImapBackend {
 
 /// Runs `$body` (a future giving `Result<T, BackendError>`, using `$c: &mut Conn`) on the
 /// account's session within [`CALL_TIMEOUT`]; any failure or a `broken` mark drops the session.
+///
+/// A call that failed on the connection (not a NO/BAD) before it changed anything is run once
+/// more on a fresh session: servers drop sessions (idle logout, a mailbox rebuilt under them)
+/// and reading again is harmless. A call that had started changing the mailbox is never re-run
+/// (fail closed: whether the change happened is unknown).
 macro_rules! with_conn {
     ($self:expr, $what:expr, |$c:ident| $body:expr) => {{
-        let mut guard = $self.conn().await?;
-        let result = match guard.as_mut() {
-            Some($c) => match tokio::time::timeout(CALL_TIMEOUT, $body).await {
-                Ok(r) => r,
-                Err(_) => Err(imap_err(
-                    $what,
-                    format!("no answer within {}s", CALL_TIMEOUT.as_secs()),
-                )),
-            },
-            None => Err(imap_err($what, "no session")),
-        };
-        if result.is_err() || guard.as_ref().is_some_and(|c| c.broken) {
-            *guard = None;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut guard = $self.conn().await?;
+            let (result, mutated) = match guard.as_mut() {
+                Some($c) => {
+                    $c.mutated = false;
+                    let r = match tokio::time::timeout(CALL_TIMEOUT, $body).await {
+                        Ok(r) => r,
+                        Err(_) => Err(imap_err(
+                            $what,
+                            format!("no answer within {}s", CALL_TIMEOUT.as_secs()),
+                        )),
+                    };
+                    (r, $c.mutated)
+                }
+                None => (Err(imap_err($what, "no session")), false),
+            };
+            if result.is_err() || guard.as_ref().is_some_and(|c| c.broken) {
+                *guard = None;
+            }
+            match &result {
+                Err(e) if attempt == 1 && !mutated && !item_error_is_local(e) => {
+                    tracing::info!(account = $self.info.name, error = %e, "IMAP call failed before changing anything; retrying once on a new session");
+                    continue;
+                }
+                _ => break result,
+            }
         }
-        result
     }};
 }
 
@@ -394,6 +417,7 @@ async fn folder_of_role(
     if let Some(f) = list_folders(c).await?.into_iter().find(|f| f.role == role) {
         return Ok(f.name);
     }
+    c.mutated = true;
     c.session
         .create(conventional)
         .await
@@ -502,6 +526,7 @@ async fn message_id_at(c: &mut Conn, uid: u32) -> Result<Option<Option<String>>,
 /// Moves one UID of the selected folder to `dest`, never expunging what was not copied.
 async fn move_uid(c: &mut Conn, uid: u32, dest: &str) -> Result<(), BackendError> {
     let set = uid.to_string();
+    c.mutated = true;
     if c.can_move {
         return c
             .session
@@ -624,6 +649,7 @@ async fn restore_one(
         Ok(s) => s,
         Err(BackendError::NoSuchFolder(_)) => {
             // The folder was deleted meanwhile: recreate it rather than strand the message.
+            c.mutated = true;
             c.session
                 .create(dest)
                 .await
@@ -825,6 +851,7 @@ impl MailBackend for ImapBackend {
         with_conn!(self, "APPEND to Sent", |c| async {
             let sent = folder_of_role(c, FolderRole::Sent, "Sent").await?;
             let next = status(c, &sent).await?.next;
+            c.mutated = true;
             c.session
                 .append(&sent, Some("(\\Seen)"), None, raw)
                 .await

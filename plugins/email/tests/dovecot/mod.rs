@@ -140,6 +140,44 @@ impl Dovecot {
         }
     }
 
+    /// Plays another IMAP client: logs in as the test user and runs each command (no tag), in
+    /// order, panicking unless each ends OK; the server's whole answer.
+    pub fn imap(&self, commands: &[&str]) -> String {
+        use std::io::BufRead;
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to Dovecot");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = std::io::BufReader::new(stream);
+        let mut out = String::new();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap(); // greeting
+        let login = format!("LOGIN {USER} {PASSWORD}");
+        for (n, cmd) in std::iter::once(login.as_str())
+            .chain(commands.iter().copied())
+            .chain(std::iter::once("LOGOUT"))
+            .enumerate()
+        {
+            let tag = format!("t{n}");
+            writer
+                .write_all(format!("{tag} {cmd}\r\n").as_bytes())
+                .unwrap();
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap() == 0 {
+                    panic!("Dovecot closed during `{cmd}`; so far:\n{out}");
+                }
+                out.push_str(&line);
+                if let Some(rest) = line.strip_prefix(&format!("{tag} ")) {
+                    assert!(rest.starts_with("OK"), "`{cmd}` failed: {line}\n{out}");
+                    break;
+                }
+            }
+        }
+        out
+    }
+
     /// The temp folder holding everything.
     pub fn root(&self) -> &Path {
         self.root.path()
