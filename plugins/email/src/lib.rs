@@ -35,6 +35,7 @@ pub mod id;
 pub mod parse;
 mod store;
 mod sync;
+mod sync_state;
 pub mod tools;
 
 pub use backend::{

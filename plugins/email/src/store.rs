@@ -205,6 +205,11 @@ impl LocalStore {
         LocalStore { db }
     }
 
+    /// The database (for the plugin's other tables, e.g. `sync_state.rs`).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// Every message of an account, as keys, by id (a fixed order, so a sync decides alike on
     /// both engines).
     pub async fn known_keys(&self, account: &str) -> Result<Vec<KnownKey>, sqlx::Error> {
