@@ -71,6 +71,12 @@ fn greets(port: u16) -> bool {
 impl Dovecot {
     /// Starts a private Dovecot (see the module docs).
     pub fn start() -> Dovecot {
+        Dovecot::start_with("")
+    }
+
+    /// Starts a private Dovecot with `extra` lines appended to the template (e.g. an
+    /// `imap_capability` without MOVE).
+    pub fn start_with(extra: &str) -> Dovecot {
         assert!(
             Path::new(DOVECOT).exists(),
             "{DOVECOT} is missing: run `IRIS_SKIP_CARGO_LEPTOS=1 bash scripts/setup.sh` (it \
@@ -94,7 +100,8 @@ impl Dovecot {
             let port = free_port();
             let conf = TEMPLATE
                 .replace("@ROOT@", &dir.to_string_lossy())
-                .replace("@PORT@", &port.to_string());
+                .replace("@PORT@", &port.to_string())
+                + extra;
             fs::write(dir.join("dovecot.conf"), conf).unwrap();
             fs::write(
                 dir.join("passwd"),
