@@ -10,7 +10,8 @@
 //!   SQLite or PostgreSQL: migrations `migrations/sqlite/0002_email.sql` and
 //!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
 //!   synced headers searches and cards read, and the trashed ledger restore uses;
-//!   [`EmailPlugin::sync`] brings it in line with the mailboxes.
+//!   [`EmailPlugin::sync`] brings it in line with the mailboxes, incrementally where the
+//!   provider reports folder marks (IMAP; table `email_sync_state`, migration 0012).
 //! - [`id`] is the email id rule; [`category`] the category rules; [`demo`] writes the demo
 //!   mailbox (`iris serve --demo`).
 //!
