@@ -100,6 +100,13 @@ setup_main() {
   else
     setup_say "dovecot: present"
   fi
+  # The Dovecot the tests start serves its mail as this system user (Dovecot refuses root).
+  if ! id vmail >/dev/null 2>&1; then
+    setup_say "adding system user vmail (Dovecot's mail user in the IMAP tests)"
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin vmail
+  else
+    setup_say "system user vmail: present"
+  fi
   if ! python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
     setup_say "installing aiosmtpd (PyPI) for python3"
     python3 -m pip install --quiet --disable-pip-version-check aiosmtpd

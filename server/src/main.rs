@@ -7,6 +7,7 @@ mod api;
 mod auth;
 mod cli;
 mod config;
+mod email_accounts;
 mod error;
 mod events;
 mod model;

@@ -100,19 +100,8 @@ pub async fn build(
         ));
     }
     for a in &settings.email.accounts {
-        match (a.kind.as_str(), &a.path) {
-            ("maildir", Some(path)) => {
-                accounts.push(maildir_account(&a.name, &a.address, path.clone()))
-            }
-            ("maildir", None) => anyhow::bail!(
-                "email account `{}`: kind maildir needs `path` (DESIGN §7)",
-                a.name
-            ),
-            (kind, _) => anyhow::bail!(
-                "email account `{}`: kind `{kind}` is not supported yet (maildir works today; IMAP comes next)",
-                a.name
-            ),
-        }
+        // kind maildir or imap (crate::email_accounts names what is missing).
+        accounts.push(crate::email_accounts::account(a)?);
     }
     let mut email = EmailPlugin::new(accounts, &store).context("loading the email plugin")?;
     // send_email's transport (DESIGN §5): IRIS_SMTP_URL, else in the demo a local outbox folder

@@ -5,12 +5,14 @@
 //!   `send_email`), dispatching each verb to the tool's module
 //!   in [`tools`].
 //! - [`backend`] holds the provider side: the [`MailBackend`] trait (shaped for Maildir, IMAP
-//!   and Gmail) and [`MaildirBackend`] for a real Maildir++ folder.
+//!   and Gmail), [`MaildirBackend`] for a real Maildir++ folder and [`ImapBackend`] for an IMAP
+//!   server.
 //! - The local store (tables `email_messages` and `email_trashed` in the project's database,
 //!   SQLite or PostgreSQL: migrations `migrations/sqlite/0002_email.sql` and
 //!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
 //!   synced headers searches and cards read, and the trashed ledger restore uses;
-//!   [`EmailPlugin::sync`] brings it in line with the mailboxes.
+//!   [`EmailPlugin::sync`] brings it in line with the mailboxes, incrementally where the
+//!   provider reports folder marks (IMAP; table `email_sync_state`, migration 0012).
 //! - [`outbox`] is where `send_email` hands mail (SMTP, or the demo outbox).
 //! - [`id`] is the email id rule; [`category`] the triage rules, category paths and synonyms
 //!   (`selection.rs` turns an owner's word into the messages it covers); [`demo`] writes the demo
@@ -39,9 +41,12 @@ pub mod parse;
 mod selection;
 mod store;
 mod sync;
+mod sync_state;
 pub mod tools;
 
-pub use backend::{AccountInfo, Appended, BackendError, MailBackend, MaildirBackend};
+pub use backend::{
+    AccountInfo, Appended, BackendError, ImapBackend, ImapSettings, MailBackend, MaildirBackend,
+};
 pub use category::Category;
 pub use outbox::Outbox;
 pub use sync::{AccountSync, SyncReport};
@@ -62,7 +67,8 @@ pub struct AccountConfig {
     pub kind: AccountKind,
 }
 
-/// The backend of an account (`kind = "maildir"` with `path`; IMAP comes in a later issue).
+/// The backend of an account: `kind = "maildir"` with `path`, or `kind = "imap"` with `host`,
+/// `port`, `user`, `password_env` (DESIGN §7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 #[non_exhaustive]
@@ -71,6 +77,18 @@ pub enum AccountKind {
     Maildir {
         /// The Maildir root (the folder holding INBOX's `cur/`).
         path: PathBuf,
+    },
+    /// An IMAP server (see [`backend::imap`] for the connection rules: plain TCP to loopback
+    /// only, implicit TLS on 993 otherwise).
+    Imap {
+        /// The server's host name or address.
+        host: String,
+        /// Its port (993 for implicit TLS; any for loopback).
+        port: u16,
+        /// The login name.
+        user: String,
+        /// The environment variable holding the password.
+        password_env: String,
     },
 }
 
@@ -131,7 +149,8 @@ impl EmailPlugin {
     ///
     /// # Errors
     /// [`EmailError::AccountName`] for an empty or repeated name; [`EmailError::Backend`] when a
-    /// Maildir path is not a Maildir (no `cur/`); [`EmailError::Manifest`] never in a released
+    /// Maildir path is not a Maildir (no `cur/`), or an IMAP account would connect in plain text
+    /// to a non-loopback host or its password variable is unset; [`EmailError::Manifest`] never in a released
     /// build.
     pub fn new(
         accounts: Vec<AccountConfig>,
@@ -150,6 +169,26 @@ impl EmailPlugin {
                             account: a.name.clone(),
                             source,
                         })?;
+                    backends.push(Arc::new(b));
+                }
+                AccountKind::Imap {
+                    host,
+                    port,
+                    user,
+                    password_env,
+                } => {
+                    let settings = backend::ImapSettings {
+                        host,
+                        port,
+                        user,
+                        password_env,
+                    };
+                    let b = backend::ImapBackend::open(info, settings).map_err(|source| {
+                        EmailError::Backend {
+                            account: a.name.clone(),
+                            source,
+                        }
+                    })?;
                     backends.push(Arc::new(b));
                 }
             }

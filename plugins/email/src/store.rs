@@ -230,6 +230,11 @@ impl LocalStore {
         LocalStore { db }
     }
 
+    /// The database (for the plugin's other tables, e.g. `sync_state.rs`).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// Every message of an account, as keys, by id (a fixed order, so a sync decides alike on
     /// both engines).
     pub async fn known_keys(&self, account: &str) -> Result<Vec<KnownKey>, sqlx::Error> {
@@ -668,7 +673,7 @@ impl LocalStore {
             let mut tx = pool.begin().await?;
             for (row, outcome) in done {
                 match outcome {
-                    RestoreDone::Restored { location } => {
+                    RestoreDone::Restored { location, key } => {
                         sqlx::query(
                             "UPDATE email_trashed SET state = 'restored', restored_at = $1 \
                              WHERE seq = $2",
@@ -680,6 +685,11 @@ impl LocalStore {
                         if let Ok(mut msg) = serde_json::from_str::<MessageRow>(&row.row_json) {
                             msg.location = location.clone();
                             msg.folder = row.original_folder.clone();
+                            if let Some(key) = key {
+                                // IMAP gives a restored message a new UID: the row follows it,
+                                // so the next sync finds it in place (same id).
+                                msg.provider_key = key.clone();
+                            }
                             // A sync may have picked the file up already (another client
                             // restored it first): replace that row so the id stays the one the
                             // model knows.
@@ -724,7 +734,11 @@ pub(crate) enum TrashDone {
 /// How a restore attempt ended, for the ledger.
 #[derive(Debug, Clone)]
 pub(crate) enum RestoreDone {
-    Restored { location: String },
+    Restored {
+        location: String,
+        /// The provider key after the move, when it changed (IMAP).
+        key: Option<String>,
+    },
     Missing,
     Failed,
 }

@@ -7,13 +7,26 @@
 //! cannot be read or parsed never stops the sync: what parses is stored, what cannot be read is
 //! named in the report. A folder that cannot be listed keeps its rows (an I/O error must not look
 //! like the owner deleting everything).
+//!
+//! **Incremental (issue 4).** A provider that reports a folder status (IMAP: UIDVALIDITY,
+//! UIDNEXT, MESSAGES; see `sync_state.rs`) is asked for it first: a folder whose three marks equal
+//! those of its last complete sync is not listed at all (no new mail, none removed); otherwise
+//! it is listed (`UID SEARCH ALL`, keys only) and only the keys the store does not hold are
+//! fetched, which are the UIDs at or above the stored UIDNEXT plus any that could not be read
+//! last time; vanished keys leave the store. A changed UIDVALIDITY means every key of the folder
+//! changed: its rows are dropped and the folder is read afresh, so **the email ids of that
+//! folder's messages change** (an id is derived from the key, see `id.rs`). Marks are saved only
+//! after the folder's rows were applied and every new message was read, so a failure or crash
+//! leads to listing the folder again, never to skipping mail. Maildir reports no status and is
+//! listed every sync (new keys by file name, as before). New messages are fetched in batches
+//! ([`MailBackend::read_batch`]).
 
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::backend::{FolderRole, Listed, MailBackend, MessageRef};
+use crate::backend::{FolderRole, FolderStatus, Listed, MailBackend, MessageRef};
 use crate::id;
 use crate::parse::{parse_message, ParsedHeaders};
 use crate::store::{KnownKey, LocalStore, MessageRow};
@@ -44,6 +57,14 @@ pub struct AccountSync {
     pub unreadable: Vec<String>,
     /// Folders or the account that could not be listed; their rows were kept as they were.
     pub errors: Vec<String>,
+    /// Folders not listed because their status (IMAP UIDVALIDITY, UIDNEXT, MESSAGES) was
+    /// unchanged since their last complete sync.
+    pub folders_skipped: usize,
+    /// Folders whose UIDVALIDITY changed: their rows were dropped and the folder read afresh
+    /// (those messages got new ids).
+    pub folders_reset: usize,
+    /// Messages whose bytes were fetched from the provider in this sync.
+    pub fetched: usize,
 }
 
 fn to_json<T: Serialize>(v: &T) -> String {
@@ -118,10 +139,34 @@ pub(crate) async fn sync_account(
             return Ok(report);
         }
     };
+    let marks = crate::sync_state::load(store, &account).await?;
     let mut scanned: Vec<(String, Listed)> = Vec::new();
     let mut unlisted: HashSet<String> = HashSet::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
+    // Marks to save once the folder's rows are applied.
+    let mut new_marks: Vec<(String, FolderStatus)> = Vec::new();
     for f in folders.iter().filter(|f| f.role != FolderRole::Trash) {
+        let status = match backend.folder_status(&f.name).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(account, folder = f.name, error = %e, "email sync: cannot get folder status");
+                report.errors.push(format!("folder `{}`: {e}", f.name));
+                unlisted.insert(f.name.clone());
+                continue;
+            }
+        };
+        if let (Some(now), Some(before)) = (status, marks.get(&f.name)) {
+            if now == *before {
+                // Nothing added or removed: its rows stand as they are.
+                report.folders_skipped += 1;
+                unlisted.insert(f.name.clone());
+                continue;
+            }
+            if now.validity != before.validity {
+                // Every old key vanishes and every message is new (the listing below does it).
+                report.folders_reset += 1;
+            }
+        }
         match backend.list(&f.name).await {
             Ok(listed) => {
                 for l in listed {
@@ -129,6 +174,9 @@ pub(crate) async fn sync_account(
                     if seen.insert((f.name.clone(), l.key.clone())) {
                         scanned.push((f.name.clone(), l));
                     }
+                }
+                if let Some(st) = status {
+                    new_marks.push((f.name.clone(), st));
                 }
             }
             Err(e) => {
@@ -156,6 +204,7 @@ pub(crate) async fn sync_account(
     let mut inserts = Vec::new();
     let mut moves = Vec::new();
     let mut relocated = Vec::new();
+    let mut to_read: Vec<(&String, &Listed)> = Vec::new();
     for (folder, listed) in &scanned {
         if let Some(k) = by_place.get(&(folder.as_str(), listed.key.as_str())) {
             if k.location != listed.location {
@@ -167,23 +216,50 @@ pub(crate) async fn sync_account(
             moves.push((k.id.clone(), folder.clone(), listed.location.clone()));
             continue;
         }
-        let msg_ref = MessageRef {
-            folder: folder.clone(),
+        to_read.push((folder, listed));
+    }
+    let refs: Vec<MessageRef> = to_read
+        .iter()
+        .map(|(folder, listed)| MessageRef {
+            folder: (*folder).clone(),
             key: listed.key.clone(),
             location: listed.location.clone(),
-        };
-        let raw = match backend.read(&msg_ref).await {
+        })
+        .collect();
+    let read = match backend.read_batch(&refs).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(account, error = %e, "email sync: cannot fetch new messages");
+            let reason = e.to_string();
+            refs.iter()
+                .map(|_| {
+                    Err(crate::backend::BackendError::Task(format!(
+                        "fetch failed: {reason}"
+                    )))
+                })
+                .collect()
+        }
+    };
+    // Folders with a message that could not be read keep their old marks (retried next sync).
+    let mut incomplete_folders: HashSet<&str> = HashSet::new();
+    for ((folder, listed), result) in to_read.iter().zip(read) {
+        let raw = match result {
             Ok(Some(raw)) => raw,
             // Gone between the listing and the read: the next sync sees where it went.
-            Ok(None) => continue,
+            Ok(None) => {
+                incomplete_folders.insert(folder.as_str());
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(account, folder, key = listed.key, error = %e, "email sync: unreadable message");
                 report
                     .unreadable
                     .push(format!("{folder}/{}: {e}", listed.key));
+                incomplete_folders.insert(folder.as_str());
                 continue;
             }
         };
+        report.fetched += 1;
         let parsed = parse_message(&raw);
         if !parsed.complete {
             // Logged here, where a message is first stored: later syncs know its key and never
@@ -204,6 +280,7 @@ pub(crate) async fn sync_account(
             report
                 .unreadable
                 .push(format!("{folder}/{}: no free id", listed.key));
+            incomplete_folders.insert(folder.as_str());
             continue;
         };
         taken.insert(id.clone());
@@ -217,6 +294,8 @@ pub(crate) async fn sync_account(
     store.apply_sync(&inserts, &removes, &moves).await?;
     store.update_locations(&relocated).await?;
     store.recompute_threads(&account).await?;
+    new_marks.retain(|(folder, _)| !incomplete_folders.contains(folder.as_str()));
+    crate::sync_state::save(store, &account, &new_marks, now).await?;
     report.messages = u64::try_from(store.count(&account).await?).unwrap_or(0);
     Ok(report)
 }

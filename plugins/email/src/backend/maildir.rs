@@ -273,6 +273,7 @@ fn restore_one(root: &Path, trash: &Path, m: &TrashedRef) -> RestoreOutcome {
     match fs::rename(&src, &dest) {
         Ok(()) => RestoreOutcome::Restored {
             location: dest_location,
+            key: None,
         },
         Err(e) => RestoreOutcome::Failed {
             reason: format!("cannot move `{}` back from Trash: {e}", src.display()),

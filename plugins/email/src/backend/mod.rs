@@ -15,8 +15,10 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 
+pub mod imap;
 pub mod maildir;
 
+pub use imap::{ImapBackend, ImapSettings};
 pub use maildir::MaildirBackend;
 
 /// The account a backend serves.
@@ -79,6 +81,19 @@ pub struct Appended {
     pub listed: Listed,
 }
 
+/// A folder's change marks, for incremental sync (IMAP `STATUS`: UIDVALIDITY, UIDNEXT,
+/// MESSAGES). Providers without such marks (Maildir) report none and are listed every sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FolderStatus {
+    /// Keys are only comparable within one validity (IMAP UIDVALIDITY); a change means every key
+    /// of the folder changed.
+    pub validity: u64,
+    /// Every message added later gets a key at or above this (IMAP UIDNEXT).
+    pub next: u64,
+    /// How many messages the folder holds (IMAP MESSAGES); catches removals.
+    pub count: u64,
+}
+
 /// A message the caller wants to act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRef {
@@ -101,6 +116,9 @@ pub struct TrashedRef {
     pub original_location: String,
     /// Where the trash move put it (may be stale).
     pub trash_location: String,
+    /// Its Message-ID (without angle brackets), when it has one: IMAP finds it in Trash by this
+    /// when `trash_location` is stale (a UID MOVE gives the message a new UID).
+    pub message_id: Option<String>,
 }
 
 /// One item's result of [`MailBackend::trash`].
@@ -129,6 +147,10 @@ pub enum RestoreOutcome {
     Restored {
         /// Its location there.
         location: String,
+        /// Its provider key now, when the move gave it a new one (IMAP: a new UID in the
+        /// original folder); `None` keeps the key (Maildir). The store keeps the email id either
+        /// way.
+        key: Option<String>,
     },
     /// Not in Trash any more (emptied, or moved by another client); nothing was done.
     Missing,
@@ -162,6 +184,26 @@ pub enum BackendError {
     /// A blocking task did not finish.
     #[error("mail backend task failed: {0}")]
     Task(String),
+    /// An IMAP command failed or the server could not be reached.
+    #[error("IMAP {op}: {reason}")]
+    Imap {
+        /// What was being done ("connect to 127.0.0.1:143", "UID MOVE in INBOX", …).
+        op: String,
+        /// The cause, as the server or the network said it.
+        reason: String,
+    },
+    /// The IMAP server answered NO or BAD to one command (the session stays usable).
+    #[error("IMAP {op}: the server refused: {reason}")]
+    ImapRefused {
+        /// What was being done.
+        op: String,
+        /// The server's text.
+        reason: String,
+    },
+    /// The account's settings cannot be used (a plain-text connection to a non-loopback host, a
+    /// missing password variable): nothing was sent.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A provider of one account's mail. Object-safe: the plugin holds `Arc<dyn MailBackend>`.
@@ -195,6 +237,32 @@ pub trait MailBackend: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`BackendError`] when it exists but cannot be read.
     async fn read(&self, msg: &MessageRef) -> Result<Option<Vec<u8>>, BackendError>;
+
+    /// The raw bytes of several messages of one folder, one result per message, in order (as
+    /// [`MailBackend::read`] each). IMAP fetches them in batches (a few round trips for a whole
+    /// folder); the default reads one by one.
+    ///
+    /// # Errors
+    /// [`BackendError`] when nothing could be read (the per-message results carry the rest).
+    async fn read_batch(
+        &self,
+        msgs: &[MessageRef],
+    ) -> Result<Vec<Result<Option<Vec<u8>>, BackendError>>, BackendError> {
+        let mut out = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            out.push(self.read(m).await);
+        }
+        Ok(out)
+    }
+
+    /// The folder's change marks for incremental sync, or `None` when the provider has none
+    /// (Maildir: the folder is listed every sync, which is cheap for files).
+    ///
+    /// # Errors
+    /// [`BackendError`] when the provider cannot be asked.
+    async fn folder_status(&self, _folder: &str) -> Result<Option<FolderStatus>, BackendError> {
+        Ok(None)
+    }
 
     /// Moves each message into the account's Trash (never a delete); one outcome per item, in
     /// order. Creates the Trash folder when the provider lacks one.

@@ -151,6 +151,9 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
                 original_folder: r.original_folder.clone(),
                 original_location: r.original_location.clone(),
                 trash_location: r.trash_location.clone(),
+                message_id: serde_json::from_str::<crate::store::MessageRow>(&r.row_json)
+                    .ok()
+                    .and_then(|m| m.message_id),
             })
             .collect();
         let results = match plugin.backend(account) {
@@ -173,8 +176,9 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         .iter()
         .map(|(r, o)| {
             let d = match o {
-                RestoreOutcome::Restored { location } => RestoreDone::Restored {
+                RestoreOutcome::Restored { location, key } => RestoreDone::Restored {
                     location: location.clone(),
+                    key: key.clone(),
                 },
                 RestoreOutcome::Missing => RestoreDone::Missing,
                 RestoreOutcome::Failed { .. } => RestoreDone::Failed,
