@@ -50,10 +50,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     let control = world.add_device("phone", "control");
     let read = world.add_device("wall", "read");
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let original = snapshot(&world.maildir);
 
     // 401 without credentials, 403 for a read device on a state-changing route.
@@ -125,10 +122,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     let conversation = halted["conversation_id"].as_str().unwrap().to_string();
     drop(server);
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let row = client
         .get(&format!("/governance/approvals/{id}"), &control)
         .await;
@@ -462,10 +456,7 @@ async fn category_cleanup_and_undo_on_the_demo_mailbox() {
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
     let control = world.add_device("phone", "control");
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let original = snapshot(&world.maildir);
     let in_trash = |s: &std::collections::BTreeMap<String, Vec<u8>>| {
         s.keys()

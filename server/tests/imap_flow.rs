@@ -11,7 +11,7 @@ mod dovecot;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{eventually, Client, ModelServer, World};
+use support::{eventually, ModelServer, World};
 
 const SCRIPT: &str = r#"
 rules:
@@ -72,10 +72,7 @@ async fn approving_a_trash_moves_the_message_into_dovecots_trash() {
         .push((dovecot::PASSWORD_ENV.into(), dovecot::PASSWORD.into()));
     let control = world.add_device("phone", "control");
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
 
     let (s, halted) = client
         .post(

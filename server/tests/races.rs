@@ -315,10 +315,7 @@ async fn race(world: World) {
         })
         .collect();
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let mut outcomes = Vec::new();
     for (i, request) in [
         "trash the promo emails",

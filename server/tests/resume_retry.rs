@@ -9,7 +9,7 @@ mod support;
 
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{eventually, snapshot, Client, ModelServer, World};
+use support::{eventually, snapshot, ModelServer, World};
 
 const SCRIPT: &str = r#"
 rules:
@@ -40,10 +40,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     let control = world.add_device("phone", "control");
     let read = world.add_device("wall", "read");
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let request = json!({"message": "trash the promo emails from this week"});
 
     let (s, halted) = client

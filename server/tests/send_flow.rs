@@ -138,10 +138,7 @@ async fn demo_reply_is_saved_to_the_demo_outbox() {
     assert!(raw.contains("To: anna.weber@example.net"), "{raw}");
     // The owner is told it was saved, not sent.
     let control = world.add_device("tablet", "control");
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let approvals = client.get("/governance/approvals", &control).await;
     let id = approvals["approvals"][0]["id"]
         .as_str()
@@ -179,10 +176,7 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
     let control = world.add_device("phone", "control");
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let (s, done) = client
         .post(
             "/api/chat",
@@ -208,10 +202,7 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
     // No IRIS_SMTP_URL (and not the demo): refused, naming the missing setting.
     world.env.clear();
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let (_, done) = client
         .post(
             "/api/chat",
@@ -240,10 +231,7 @@ async fn unknown_outcome_is_recorded_failed_and_never_retried() {
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
     let control = world.add_device("phone", "control");
     let server = world.start();
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server.url.clone(),
-    };
+    let client = server.client();
     let (_, halted) = client
         .post("/api/chat", Some(&control), json!({"message": REQUEST}))
         .await;

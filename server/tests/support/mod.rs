@@ -216,6 +216,14 @@ pub struct Iris {
 }
 
 impl Iris {
+    /// An HTTP client for this server.
+    pub fn client(&self) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            url: self.url.clone(),
+        }
+    }
+
     /// Kills the process with SIGKILL (`Child::kill` on Unix) and reaps it: a crash, with no
     /// chance to write anything more.
     pub fn kill(mut self) {
