@@ -107,11 +107,18 @@ pub struct Settings {
     /// `IRIS_SWEEP_SECS`: how often the expiry and resume sweeps run (default 15).
     #[serde(default = "default_sweep_secs")]
     pub sweep_secs: u64,
+    /// `IRIS_MAIL_SYNC_SECS`: how often new mail is synced into the local store after start-up
+    /// (default 60; 0 syncs only at start-up).
+    #[serde(default = "default_mail_sync_secs")]
+    pub mail_sync_secs: u64,
     /// `[email]` accounts.
     #[serde(default)]
     pub email: EmailSettings,
 }
 
+fn default_mail_sync_secs() -> u64 {
+    60
+}
 fn default_database_url() -> String {
     "sqlite://data/iris.db".into()
 }

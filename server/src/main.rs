@@ -107,6 +107,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     sweeps::recover_interrupted(&state)
         .await
         .context("finding resumes a stop interrupted")?;
+    sweeps::spawn_mail_sync(state.clone());
     sweeps::spawn_sweeps(state);
     // Tests and scripts read this line to learn the port when IRIS_BIND ends in :0.
     println!("iris listening on http://{addr}");

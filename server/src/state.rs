@@ -40,6 +40,8 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     /// Settings as loaded.
     pub settings: Arc<Settings>,
+    /// The email plugin (also among the agent's plugins), for the periodic mail sync.
+    pub email: Arc<EmailPlugin>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -146,7 +148,8 @@ pub async fn build(
         },
         enabled: settings.approvals_enabled,
     };
-    let plugins: Vec<Arc<dyn Plugin>> = vec![Arc::new(email)];
+    let email = Arc::new(email);
+    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
     let agent = Agent::new(
         model,
         plugins,
@@ -194,6 +197,7 @@ pub async fn build(
     };
 
     Ok(AppState {
+        email,
         agent: Arc::new(agent),
         governance,
         store,

@@ -92,3 +92,43 @@ pub fn spawn_sweeps(state: AppState) {
         }
     });
 }
+
+/// Runs the email plugin's sync every `IRIS_MAIL_SYNC_SECS` seconds (0: never), so mail that
+/// arrives after start-up reaches searches and category clean-ups. Incremental: an IMAP folder
+/// whose UIDVALIDITY, UIDNEXT and count are unchanged is not listed again. A failed sync is
+/// logged and retried at the next tick; it never stops the server.
+pub fn spawn_mail_sync(state: AppState) {
+    let secs = state.settings.mail_sync_secs;
+    if secs == 0 {
+        return;
+    }
+    let every = Duration::from_secs(secs);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        // The first tick fires at once, and start-up has just synced.
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            match state.email.sync().await {
+                Ok(report) => {
+                    for a in report
+                        .accounts
+                        .iter()
+                        .filter(|a| a.added + a.removed + a.moved > 0)
+                    {
+                        tracing::info!(
+                            account = a.account,
+                            added = a.added,
+                            removed = a.removed,
+                            moved = a.moved,
+                            "mail sync"
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "mail sync failed; retrying at the next tick")
+                }
+            }
+        }
+    });
+}

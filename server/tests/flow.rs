@@ -528,3 +528,49 @@ async fn category_cleanup_and_undo_on_the_demo_mailbox() {
     }
     drop(server);
 }
+
+/// Mail that arrives after start-up is synced by the periodic mail sync
+/// (`IRIS_MAIL_SYNC_SECS`), so the model's searches see it without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_mail_is_synced_while_the_server_runs() {
+    let model = ModelServer::start(
+        r#"
+rules:
+  - when: "(?i)find"
+    steps:
+      - call: search_inbox
+        args: {query: "latecomer"}
+      - reply: "found {count}"
+fallback: "?"
+"#,
+    )
+    .await;
+    let mut world = World::new(&model.base_url);
+    world.env.push(("IRIS_MAIL_SYNC_SECS".into(), "1".into()));
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let ask = || async {
+        let (status, turn) = client
+            .post(
+                "/api/chat",
+                Some(&control),
+                json!({"message": "find the latecomer"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{turn}");
+        turn["reply"].as_str().unwrap().to_string()
+    };
+    assert_eq!(ask().await, "found 0");
+    std::fs::write(
+        world.maildir.join("new/1795000000.M1P1.late"),
+        "From: Late Comer <late@example.net>\r\nTo: owner@example.org\r\nSubject: The latecomer\r\nDate: Mon, 30 Nov 2026 09:00:00 +0000\r\nMessage-ID: <late@example.net>\r\n\r\nHello.\r\n",
+    )
+    .unwrap();
+    eventually("the new message in search results", || async {
+        (ask().await == "found 1").then_some(())
+    })
+    .await;
+    drop(server);
+}
