@@ -574,3 +574,63 @@ fallback: "?"
     .await;
     drop(server);
 }
+
+/// Issue 4 "bad input": a tool called with arguments that do not match its schema gets a clear
+/// error observation naming the tool, and changes nothing: no file moves, no approval row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_off_schema_change_nothing() {
+    let model = ModelServer::start(
+        r#"
+rules:
+  - when: "(?i)one"
+    steps:
+      - call: trash_email
+        args: {ids: "m123"}
+      - reply: "?"
+  - when: "(?i)two"
+    steps:
+      - call: trash_category
+        args: {category: "promo", since_days: "seven"}
+      - reply: "?"
+  - when: "(?i)three"
+    steps:
+      - call: trash_category
+        args: {category: "promo", since_days: 7, permanently: true}
+      - reply: "?"
+  - when: "(?i)four"
+    steps:
+      - call: send_email
+        args: {to: "anna@example.net", body: 5}
+      - reply: "?"
+fallback: "?"
+"#,
+    )
+    .await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let before = snapshot(&world.maildir);
+    for (word, tool) in [
+        ("one", "trash_email"),
+        ("two", "trash_category"),
+        ("three", "trash_category"),
+        ("four", "send_email"),
+    ] {
+        let (status, turn) = client
+            .post("/api/chat", Some(&control), json!({"message": word}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{turn}");
+        let reply = turn["reply"].as_str().unwrap();
+        assert!(
+            reply.contains(&format!("invalid arguments for `{tool}`")),
+            "{word}: {reply}"
+        );
+        assert!(turn["approval_id"].is_null(), "{turn}");
+    }
+    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
+    let approvals = client.get("/governance/approvals", &control).await;
+    assert_eq!(approvals["approvals"], json!([]));
+    drop(server);
+}
