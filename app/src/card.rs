@@ -431,7 +431,10 @@ fn ConfirmDialog(
     let title_id = format!("{dialog_id}-title");
     let desc_id = format!("{dialog_id}-desc");
     let count = lines.len();
-    let shown: Vec<String> = lines.iter().take(6).cloned().collect();
+    // A destructive card lists items: a few stand for the list (the card above has them all).
+    // A pinned write's lines are the content that will go out: all of them, nothing hidden.
+    let cap = if destructive { 6 } else { count };
+    let shown: Vec<String> = lines.iter().take(cap).cloned().collect();
     let more = count.saturating_sub(shown.len());
     let title = format!("{action}?");
     let labelled_by = title_id.clone();

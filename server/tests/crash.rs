@@ -36,6 +36,7 @@ rules:
         args: {ids: "$ids"}
         if_empty: "Nothing matched; nothing was trashed."
       - reply: "Finished ({status})."
+        on_unknown: "Finished (unknown)."
 fallback: "?"
 "#;
 

@@ -62,6 +62,10 @@ enum Step {
         on_expired: Option<String>,
         #[serde(default)]
         on_failed: Option<String>,
+        /// When the call's outcome is `unknown` (it may or may not have run); `{message}` is
+        /// the observation's message.
+        #[serde(default)]
+        on_unknown: Option<String>,
     },
 }
 
@@ -168,6 +172,7 @@ impl ScriptedModel {
                 on_rejected,
                 on_expired,
                 on_failed,
+                on_unknown,
             }) => {
                 let chosen = match last_status {
                     "rejected" => on_rejected.clone().unwrap_or_else(|| {
@@ -176,7 +181,21 @@ impl ScriptedModel {
                     "expired" => on_expired
                         .clone()
                         .unwrap_or_else(|| "The approval lapsed; nothing was changed.".into()),
-                    "refused" | "denied" | "error" | "not_run" | "failed" => {
+                    // Never the success text for an outcome nobody can vouch for: its
+                    // placeholders would stay unfilled and it would claim what may not be true.
+                    "unknown" => {
+                        let message = last
+                            .as_ref()
+                            .and_then(|v| v.get("message"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("the outcome is unknown");
+                        on_unknown.as_deref().map_or_else(
+                            || format!("I cannot tell whether that happened ({message}). Please check before asking again."),
+                            |t| t.replace("{message}", message),
+                        )
+                    }
+                    // A stale item did nothing (the mail changed since the card).
+                    "refused" | "denied" | "error" | "not_run" | "failed" | "stale" => {
                         failure_text(last.as_ref(), on_failed.as_deref())
                     }
                     _ => fill_text(text, last.as_ref()),
@@ -311,6 +330,58 @@ mod tests {
         });
         let third = m.next_turn(&t);
         assert!(third.content.unwrap().contains("Nothing was changed"));
+    }
+
+    /// Issue 4 trial: a stale or unknown outcome never gets the success text.
+    #[test]
+    fn stale_and_unknown_outcomes_are_not_reported_as_done() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        for (status, message, expected) in [
+            ("stale", "stale: nothing done", "That did not happen: stale: nothing done. Nothing was changed."),
+            (
+                "unknown",
+                "unknown: it may or may not have run; it will not be run again",
+                "I cannot tell whether that happened (unknown: it may or may not have run; it will not be run again). Please check before asking again.",
+            ),
+        ] {
+            let mut t = vec![user("trash the promo emails from this week")];
+            for (name, content) in [
+                ("search_inbox", json!({"results": [{"id": "m1"}], "count": 1})),
+                ("trash_email", json!({"status": status, "message": message})),
+            ] {
+                let turn = m.next_turn(&t);
+                assert_eq!(turn.tool_calls[0].name, name);
+                t.push(Message::Assistant {
+                    content: None,
+                    tool_calls: turn.tool_calls.clone(),
+                });
+                t.push(Message::Tool {
+                    tool_call_id: turn.tool_calls[0].id.clone(),
+                    content,
+                });
+            }
+            assert_eq!(m.next_turn(&t).content.as_deref(), Some(expected), "{status}");
+        }
+    }
+
+    #[test]
+    fn demo_script_does_not_match_lookalike_requests() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        for request in [
+            "delete the sales report from Priya",
+            "don't reply to Anna",
+            "reply to Joanna that Friday works",
+        ] {
+            let turn = m.next_turn(&[user(request)]);
+            assert!(
+                turn.tool_calls.iter().all(|c| c.name != "trash_category"
+                    && c.name != "trash_email"
+                    && c.name != "send_email"),
+                "{request}: {turn:?}"
+            );
+        }
+        let turn = m.next_turn(&[user("Delete my promo emails from this week")]);
+        assert_eq!(turn.tool_calls[0].name, "trash_category");
     }
 
     #[test]

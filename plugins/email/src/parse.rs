@@ -54,9 +54,17 @@ pub struct ParsedHeaders {
 }
 
 /// Collapses every run of white space (including header folding) into one space and trims; drops
-/// NUL characters (PostgreSQL text cannot hold them).
+/// NUL characters (PostgreSQL text cannot hold them) and Unicode bidirectional controls (U+202A
+/// to U+202E, U+2066 to U+2069, U+200E, U+200F, U+061C): a sender's subject must not reorder
+/// the rest of a card line ("… — Sender, date") the owner reads before approving.
 pub fn collapse_ws(s: &str) -> String {
-    drop_nul(&s.split_whitespace().collect::<Vec<_>>().join(" "))
+    let visible: String = s.chars().filter(|c| !is_bidi_control(*c)).collect();
+    drop_nul(&visible.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Whether `c` is a Unicode bidirectional formatting character.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 /// `s` without NUL characters. A message may carry them (raw, or decoded from an encoded word or
@@ -185,6 +193,15 @@ mod tests {
         );
         assert_eq!(p.snippet, "Yes, see you there!");
         assert_eq!(p.category, Category::Personal);
+    }
+
+    #[test]
+    fn bidi_controls_cannot_reorder_a_card_line() {
+        let raw = "From: \"Paperleaf\u{202E} Books\" <p@example.net>\r\nSubject: Your invoice \u{202E}fdp.exe\u{202C} =?utf-8?q?x=E2=80=AEy?=\r\nDate: Sat, 28 Nov 2026 10:15:00 +0000\r\nMessage-ID: <b@example.net>\r\n\r\nbody\r\n";
+        let p = parse_message(raw.as_bytes());
+        assert_eq!(p.subject, "Your invoice fdp.exe xy");
+        assert_eq!(p.from.name.as_deref(), Some("Paperleaf Books"));
+        assert!(!p.subject.chars().any(is_bidi_control));
     }
 
     #[test]

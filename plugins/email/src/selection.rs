@@ -9,6 +9,9 @@
 //!   than the ask (`CATEGORY_UPDATES` holds orders and receipts, the owner asked for orders; or
 //!   the owner named one merchant's path) the mail must also match the triage.
 //!
+//! The owner's own mail (sent from one of the accounts' addresses) is never selected: a
+//! clean-up is about mail others sent (issue 4 trial: "personal" emptied the Sent folder).
+//!
 //! Guards (each refused before anything is read or moved): an empty word; a word that matches
 //! no category; a word covering every category ("email", "all").
 
@@ -135,21 +138,30 @@ pub(crate) fn filters(plugin: &EmailPlugin, selection: &Selection) -> Vec<Accoun
                 .iter()
                 .all(|k| kinds.contains(k))
         });
+    let own_addresses: Vec<String> = plugin
+        .accounts()
+        .iter()
+        .map(|a| a.address.trim().to_lowercase())
+        .filter(|a| !a.is_empty())
+        .collect();
     plugin
         .accounts_with_buckets()
         .into_iter()
         .map(|(account, buckets)| {
+            let own_addresses = own_addresses.clone();
             if !buckets {
                 AccountFilter {
                     account,
                     kinds: triage_kinds.clone(),
                     paths: triage_paths.clone(),
                     labels: Vec::new(),
+                    own_addresses,
                 }
             } else if bucket_is_enough {
                 AccountFilter {
                     account,
                     labels: labels.clone(),
+                    own_addresses,
                     ..AccountFilter::default()
                 }
             } else {
@@ -158,6 +170,7 @@ pub(crate) fn filters(plugin: &EmailPlugin, selection: &Selection) -> Vec<Accoun
                     kinds: triage_kinds.clone(),
                     paths: triage_paths.clone(),
                     labels: labels.clone(),
+                    own_addresses,
                 }
             }
         })

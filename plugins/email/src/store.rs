@@ -116,13 +116,16 @@ pub(crate) struct SearchQuery {
 /// Which of one account's messages a category selection takes (see `selection.rs`): the
 /// triage condition (kind in `kinds`, or path equal to or under one of `paths`) when either is
 /// non-empty, and the bucket condition (carries one of `labels`) when that is non-empty. A filter
-/// with neither condition selects nothing (fail closed: never "every message").
+/// with neither condition selects nothing (fail closed: never "every message"). Mail from one of
+/// `own_addresses` (lower-case; the owner's accounts) is never taken: a clean-up of "personal"
+/// must not empty the owner's Sent folder.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AccountFilter {
     pub account: String,
     pub kinds: Vec<String>,
     pub paths: Vec<String>,
     pub labels: Vec<String>,
+    pub own_addresses: Vec<String>,
 }
 
 /// The project's database as the plugin sees it: the pool of whichever engine it runs on.
@@ -496,6 +499,10 @@ impl LocalStore {
                         b.push(" OR ");
                     }
                     b.push("(account = ").push_bind(f.account.clone());
+                    for own in &f.own_addresses {
+                        b.push(" AND COALESCE(lower(from_address), '') <> ")
+                            .push_bind(own.clone());
+                    }
                     if !f.kinds.is_empty() || !f.paths.is_empty() {
                         b.push(" AND (1 = 0");
                         for k in &f.kinds {

@@ -649,7 +649,49 @@ async fn provider_buckets_win_over_triage(engine: Engine) {
     assert_eq!(files_in(&local_dir, ".Trash/cur/"), 0);
 }
 
+/// Issue 4 trial: a clean-up of "personal" must not take the owner's own sent mail.
+async fn the_owners_own_mail_is_never_taken(engine: Engine) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    mailbox(root);
+    make_maildir(&root.join(".Sent"));
+    std::fs::write(root.join(".Sent/maildirfolder"), b"").unwrap();
+    deliver(
+        root,
+        ".Sent",
+        20,
+        "Re: Dinner on Saturday?",
+        "Robin <OWNER@example.org>",
+        1,
+        "",
+    );
+    let db = engine.open().await;
+    let p = clocked(plugin(root, &db.store));
+    p.sync().await.unwrap();
+    let listed = call(
+        &p,
+        "list_by_category",
+        json!({"category": "personal", "since_days": 7}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        subjects(&listed, "results"),
+        vec!["Dinner on Saturday?", "Photos from the trip"]
+    );
+    let done = call(
+        &p,
+        "trash_category",
+        json!({"category": "personal", "since_days": 7}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done["trashed"], 2);
+    assert_eq!(files_in(root, ".Sent/cur/"), 1, "the sent reply stayed");
+}
+
 on_both_engines!(
+    the_owners_own_mail_is_never_taken,
     list_and_trash_a_category,
     guards_move_nothing,
     newest_200_in_the_window,

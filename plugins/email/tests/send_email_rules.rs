@@ -355,12 +355,31 @@ async fn card_names_the_person_and_shows_the_mail(engine: Engine) {
             "Cc: Carol Jones <carol@example.net>, new@friend.example",
             "Subject: Thursday",
             "│ Hi Anna,",
+            "│ ",
             "│ Thursday works for me.",
             "│ See you at 7.",
             "│ Bring Carol.",
-            "│ … (2 more lines)",
+            "│ Cheers",
+            "│ Robin",
         ]
     );
+    // Every word that goes out is on the card: the last line of a long body too.
+    let long_body: String =
+        (1..=30).map(|i| format!("line {i}\n")).collect::<String>() + "HIDDEN: the last line";
+    let n = p
+        .normalise(
+            TOOL,
+            json!({"to": ["anna.weber@example.net"], "subject": "Long", "body": long_body}),
+            &said("write to anna.weber@example.net"),
+        )
+        .await
+        .unwrap();
+    let d = p.describe(TOOL, &n, &said("")).await.unwrap();
+    assert_eq!(
+        d.lines.last().map(String::as_str),
+        Some("│ HIDDEN: the last line")
+    );
+    assert_eq!(d.lines.iter().filter(|l| l.starts_with('│')).count(), 31);
     assert!(d.undo_note.is_none() && d.preconditions.is_empty());
 
     let dinner = id_of(&p, "Dinner on Saturday?").await;

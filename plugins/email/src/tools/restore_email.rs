@@ -3,7 +3,8 @@
 //!
 //! With `ids`: each id's most recent trash that is not yet restored. Without: every message of
 //! the last trashed batch not yet restored ("undo that"). A restored message comes back into the
-//! local store with the same id. Per item: `restored`, `missing` (no longer in Trash),
+//! local store with the same id. The result's `summary` says it in plain words ("Restored 5
+//! emails from Trash to where they were.", or "Nothing to restore: …"). Per item: `restored`, `missing` (no longer in Trash),
 //! `not_in_trash` (IRIS did not trash it, or it was restored already) or `failed`.
 
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
@@ -242,9 +243,23 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         "batch": p.batch,
         "items": items_json,
     });
-    if outcomes.is_empty() {
+    let summary = if outcomes.is_empty() {
         result["message"] = json!("Nothing to restore: no trashed batch is waiting.");
-    }
+        "Nothing to restore: no trashed batch is waiting.".to_string()
+    } else {
+        let not_back = outcomes.len() - restored;
+        format!(
+            "Restored {restored} email{} from Trash to where {} were.{}",
+            if restored == 1 { "" } else { "s" },
+            if restored == 1 { "it" } else { "they" },
+            if not_back == 0 {
+                String::new()
+            } else {
+                format!(" {not_back} could not be restored (see each item).")
+            }
+        )
+    };
+    result["summary"] = json!(summary);
     Ok(ToolOutput {
         result,
         items: outcomes

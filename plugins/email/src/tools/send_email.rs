@@ -27,7 +27,7 @@
 //!
 //! **Card** (kind `pinned_write`, "acts for you"): title "Send an email to Anna Weber" (names
 //! from the store where known, "and N others" for more), action "Send email", lines From, To,
-//! Cc, Subject, "In reply to", then the first lines of the body. Items: one per recipient
+//! Cc, Subject, "In reply to", then every line of the body. Items: one per recipient
 //! address (To then Cc), so the audit has one entry per person the mail went to.
 //!
 //! **Execute** builds the message from the pinned arguments only, with an explicit Message-ID
@@ -67,9 +67,6 @@ pub const MAX_SUBJECT_CHARS: usize = 200;
 
 /// Longest body, in characters.
 pub const MAX_BODY_CHARS: usize = 20_000;
-
-/// Body lines shown on the card.
-pub const CARD_BODY_LINES: usize = 4;
 
 /// Longest card line, in characters (longer ones end in "…").
 const CARD_LINE_CHARS: usize = 160;
@@ -589,28 +586,24 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         1 => format!("Send an email to {first_name} and 1 other"),
         n => format!("Send an email to {first_name} and {n} others"),
     };
+    // Everything that goes out is on the card, whole: recipients, subject and every line of the
+    // body (blank lines too), so approving never sends words the owner did not see (issue 4
+    // trial: a hidden last line). Only the "in reply to" context line is shortened.
     let mut lines = vec![
         format!("From: {}", p.from),
-        shorten(&format!("To: {}", to_shown.join(", "))),
+        format!("To: {}", to_shown.join(", ")),
     ];
     if !cc_shown.is_empty() {
-        lines.push(shorten(&format!("Cc: {}", cc_shown.join(", "))));
+        lines.push(format!("Cc: {}", cc_shown.join(", ")));
     }
-    lines.push(shorten(&format!("Subject: {}", p.subject)));
+    lines.push(format!("Subject: {}", p.subject));
     if let Some(id) = &p.reply_to_id {
         if let Some(o) = plugin.store().get(id).await.map_err(store_err)? {
             lines.push(shorten(&format!("In reply to: {}", super::row_line(&o))));
         }
     }
-    let body_lines: Vec<&str> = p.body.lines().filter(|l| !l.trim().is_empty()).collect();
-    for l in body_lines.iter().take(CARD_BODY_LINES) {
-        lines.push(shorten(&format!("│ {}", l.trim_end())));
-    }
-    if body_lines.len() > CARD_BODY_LINES {
-        lines.push(format!(
-            "│ … ({} more lines)",
-            body_lines.len() - CARD_BODY_LINES
-        ));
+    for l in p.body.trim_end().lines() {
+        lines.push(format!("│ {}", l.trim_end()));
     }
     Ok(Description {
         title,

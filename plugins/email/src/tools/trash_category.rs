@@ -125,7 +125,11 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
     let summary = format!(
         "Moved {trashed} email{} ({what}) to Trash{}. {}Say “undo that” to restore {} (for {} days).",
         if trashed == 1 { "" } else { "s" },
-        if quoted.is_empty() { String::new() } else { format!(", such as {}", quoted.join(", ")) },
+        match (quoted.is_empty(), usize::try_from(trashed).unwrap_or(0) > quoted.len()) {
+            (true, _) => String::new(),
+            (false, true) => format!(", such as {}", quoted.join(", ")),
+            (false, false) => format!(": {}", quoted.join(", ")),
+        },
         if remaining == 0 {
             String::new()
         } else {
