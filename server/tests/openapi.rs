@@ -6,8 +6,9 @@
 //! the router but missing from the document fails here). The walk then takes every operation
 //! from the served document: without credentials each answers 401 except the deliberately
 //! public ones ([`PUBLIC`]); a read device gets 403 on every state-changing method and nothing
-//! changes; a control device answering an unknown id gets 404. A cookie request from another
-//! origin to any state-changing operation is refused with 403 (CSRF).
+//! changes; a control device answering an unknown id gets 404; a method the document does not
+//! list on one of its paths answers 405. A cookie request from another origin to any
+//! state-changing operation is refused with 403 (CSRF).
 
 mod support;
 
@@ -247,6 +248,31 @@ async fn every_documented_route_is_gated() {
                 resp.status(),
                 StatusCode::UNAUTHORIZED,
                 "{method} {path} forged"
+            );
+        }
+    }
+
+    // On a documented path, every method the document does not list answers 405: the router
+    // serves no operation there that the document leaves out.
+    let paths: BTreeSet<&String> = documented.iter().map(|(_, p)| p).collect();
+    for path in paths {
+        let url = format!("{}{}", f.server.url, concrete(path, &f.pending));
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+            if documented.contains(&(method.to_string(), path.clone())) {
+                continue;
+            }
+            let resp = client
+                .http
+                .request(Method::from_bytes(method.as_bytes()).unwrap(), &url)
+                .bearer_auth(&f.control)
+                .json(&acceptable_body())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                resp.status(),
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path} is served but not in the document"
             );
         }
     }
