@@ -6,38 +6,56 @@ use std::convert::Infallible;
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
+use axum::http::Method;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::routing::{get, post};
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
 use futures::Stream;
 use iris_core::kernel::Actor;
 use iris_core::ports::{AuditLog, ConversationStore, QueueStore};
 use iris_core::wire::{
     Approval, ApprovalList, ApprovalStatus, AuditList, ChatRequest, ChatResponse, Conversation,
-    PluginList, RespondRequest, RespondResponse, ResumeResponse,
+    ErrorBody, Event, PluginList, RespondRequest, RespondResponse, ResumeResponse,
 };
 use serde::Deserialize;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt;
 
+use crate::api_routes::{Endpoint, API_ROUTES};
 use crate::auth::{self, Presented};
 use crate::error::ApiError;
+use crate::openapi;
 use crate::state::AppState;
 use crate::sweeps;
 
-/// The routes of DESIGN §7 (the web app's pages and server functions are added in `web`).
+/// The routes of DESIGN §7 (the web app's pages and server functions are added in `web`), built
+/// from [`API_ROUTES`]: the table gives path and method, [`handler`] the handler, so every
+/// served route is one the OpenAPI document must list (`server/tests/openapi.rs` checks it).
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/chat", post(chat))
-        .route("/api/audit", get(audit))
-        .route("/api/events", get(events))
-        .route("/api/conversations/{id}", get(conversation))
-        .route("/api/plugins", get(plugins))
-        .route("/api/health", get(|| async { "ok" }))
-        .route("/governance/approvals", get(list_approvals))
-        .route("/governance/approvals/{id}", get(get_approval))
-        .route("/governance/approvals/{id}/respond", post(respond))
-        .route("/governance/approvals/{id}/resume", post(retry_resume))
+    API_ROUTES.iter().fold(Router::new(), |router, route| {
+        let method = Method::from_bytes(route.method.as_bytes())
+            .ok()
+            .and_then(|m| MethodFilter::try_from(m).ok())
+            .unwrap_or_else(|| panic!("API_ROUTES: `{}` is not an HTTP method", route.method));
+        router.route(route.path, handler(route.endpoint, method))
+    })
+}
+
+/// The handler of each [`Endpoint`], answering only `method` (from the route table).
+fn handler(endpoint: Endpoint, method: MethodFilter) -> MethodRouter<AppState> {
+    match endpoint {
+        Endpoint::Chat => on(method, chat),
+        Endpoint::Audit => on(method, audit),
+        Endpoint::Events => on(method, events),
+        Endpoint::Conversation => on(method, conversation),
+        Endpoint::Plugins => on(method, plugins),
+        Endpoint::Health => on(method, health),
+        Endpoint::OpenApi => on(method, openapi::document),
+        Endpoint::ListApprovals => on(method, list_approvals),
+        Endpoint::GetApproval => on(method, get_approval),
+        Endpoint::Respond => on(method, respond),
+        Endpoint::RetryResume => on(method, retry_resume),
+    }
 }
 
 /// An authenticated device (401 without credentials).
@@ -128,7 +146,22 @@ pub fn chat_message(message: &str) -> Result<&str, String> {
     Ok(message)
 }
 
-async fn chat(
+/// `POST /api/chat` (control only): one turn of the agent loop.
+#[utoipa::path(
+    post,
+    path = "/api/chat",
+    tag = "chat",
+    request_body = ChatRequest,
+    responses(
+        (status = 200, description = "The turn ran: done, awaiting approval, refused or failed.", body = ChatResponse),
+        (status = 400, description = "The body does not parse; nothing changed.", body = ErrorBody),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn chat(
     State(state): State<AppState>,
     Controller(_actor): Controller,
     body: Bytes,
@@ -166,12 +199,27 @@ async fn chat(
     Ok(Json(outcome.turn.to_response()))
 }
 
+/// `?status=` of `GET /governance/approvals`.
 #[derive(Deserialize)]
-struct StatusQuery {
+pub(crate) struct StatusQuery {
     status: Option<String>,
 }
 
-async fn list_approvals(
+/// `GET /governance/approvals` (any device): the rows, pending first.
+#[utoipa::path(
+    get,
+    path = "/governance/approvals",
+    tag = "governance",
+    params(("status" = Option<String>, Query, description = "pending, approved, rejected, expired or all (the default).")),
+    responses(
+        (status = 200, description = "The rows.", body = ApprovalList),
+        (status = 400, description = "Unknown status.", body = ErrorBody),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn list_approvals(
     State(state): State<AppState>,
     _authed: Authed,
     Query(q): Query<StatusQuery>,
@@ -189,7 +237,21 @@ async fn list_approvals(
     }))
 }
 
-async fn get_approval(
+/// `GET /governance/approvals/{id}` (any device): one row.
+#[utoipa::path(
+    get,
+    path = "/governance/approvals/{id}",
+    tag = "governance",
+    params(("id" = String, Path, description = "The approval id.")),
+    responses(
+        (status = 200, description = "The row.", body = Approval),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 404, description = "No approval has this id.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn get_approval(
     State(state): State<AppState>,
     _authed: Authed,
     Path(id): Path<String>,
@@ -202,7 +264,27 @@ async fn get_approval(
         .ok_or_else(|| ApiError::NotFound(format!("approval `{id}` does not exist")))
 }
 
-async fn respond(
+/// `POST /governance/approvals/{id}/respond` (control only): the owner's answer, through
+/// `respond_to_approval` (DESIGN §7).
+#[utoipa::path(
+    post,
+    path = "/governance/approvals/{id}/respond",
+    tag = "governance",
+    params(("id" = String, Path, description = "The approval id.")),
+    request_body(content = RespondRequest, description = "Any `tool` or `args` in the body are ignored."),
+    responses(
+        (status = 200, description = "The answer was stored; an approved call runs once.", body = RespondResponse),
+        (status = 400, description = "The body does not parse; nothing changed.", body = ErrorBody),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
+        (status = 404, description = "No approval has this id.", body = ErrorBody),
+        (status = 409, description = "Already decided: `approval` says by whom, where and when.", body = ErrorBody),
+        (status = 410, description = "Expired: nothing runs.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn respond(
     State(state): State<AppState>,
     Controller(actor): Controller,
     Path(id): Path<String>,
@@ -226,7 +308,22 @@ async fn respond(
 /// pinned call is never executed again (the ledger's result is reused). 404 unknown; 409 still
 /// pending, or no failed resume to retry (failed resumes are retried only on this request, never
 /// by the sweep).
-async fn retry_resume(
+#[utoipa::path(
+    post,
+    path = "/governance/approvals/{id}/resume",
+    tag = "governance",
+    params(("id" = String, Path, description = "The approval id.")),
+    responses(
+        (status = 200, description = "The run continued from the ledger's result.", body = ResumeResponse),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
+        (status = 404, description = "No approval has this id.", body = ErrorBody),
+        (status = 409, description = "Still pending, or no failed resume to retry.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn retry_resume(
     State(state): State<AppState>,
     Controller(actor): Controller,
     Path(id): Path<String>,
@@ -241,12 +338,26 @@ async fn retry_resume(
     Ok(Json(ResumeResponse { approval, run }))
 }
 
+/// `?approval_id=` of `GET /api/audit`.
 #[derive(Deserialize)]
-struct AuditQuery {
+pub(crate) struct AuditQuery {
     approval_id: Option<String>,
 }
 
-async fn audit(
+/// `GET /api/audit` (any device): the append-only audit log, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/audit",
+    tag = "governance",
+    params(("approval_id" = Option<String>, Query, description = "Only the entries of this approval.")),
+    responses(
+        (status = 200, description = "The entries.", body = AuditList),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn audit(
     State(state): State<AppState>,
     _authed: Authed,
     Query(q): Query<AuditQuery>,
@@ -256,7 +367,20 @@ async fn audit(
     }))
 }
 
-async fn conversation(
+/// `GET /api/conversations/{id}` (any device): what was said, oldest first.
+#[utoipa::path(
+    get,
+    path = "/api/conversations/{id}",
+    tag = "chat",
+    params(("id" = String, Path, description = "The conversation id.")),
+    responses(
+        (status = 200, description = "The lines (none for an unknown id).", body = Conversation),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn conversation(
     State(state): State<AppState>,
     _authed: Authed,
     Path(id): Path<String>,
@@ -266,11 +390,35 @@ async fn conversation(
 }
 
 /// `GET /api/plugins`: every loaded plugin's tools with effect, gate and undo (any device).
-async fn plugins(State(state): State<AppState>, _authed: Authed) -> Json<PluginList> {
+#[utoipa::path(
+    get,
+    path = "/api/plugins",
+    tag = "plugins",
+    responses(
+        (status = 200, description = "Every loaded plugin's tools.", body = PluginList),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn plugins(State(state): State<AppState>, _authed: Authed) -> Json<PluginList> {
     Json(state.agent.registry().plugin_list())
 }
 
-async fn events(
+/// `GET /api/events` (any device): Server-Sent Events; each event's name is `event` and its data
+/// the JSON `data` of [`iris_core::wire::Event`].
+#[utoipa::path(
+    get,
+    path = "/api/events",
+    tag = "events",
+    responses(
+        (status = 200, description = "An endless stream: approval.requested, approval.responded, approval.lapsed, run.message.", content_type = "text/event-stream", body = Event),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn events(
     State(state): State<AppState>,
     _authed: Authed,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
@@ -282,4 +430,16 @@ async fn events(
             .data(data.to_string())))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// `GET /api/health` (public): `ok` while the server answers.
+#[utoipa::path(
+    get,
+    path = "/api/health",
+    tag = "meta",
+    responses((status = 200, description = "The server answers.", content_type = "text/plain", body = String)),
+    security(())
+)]
+pub(crate) async fn health() -> &'static str {
+    "ok"
 }

@@ -4,6 +4,7 @@
 //! `IRIS_URL` and `IRIS_TOKEN`.
 
 mod api;
+mod api_routes;
 mod auth;
 mod cli;
 mod config;
@@ -11,6 +12,7 @@ mod email_accounts;
 mod error;
 mod events;
 mod model;
+mod openapi;
 mod state;
 mod sweeps;
 mod web;

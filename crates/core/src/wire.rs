@@ -2,6 +2,8 @@
 //!
 //! These compile to `wasm32-unknown-unknown` (no kernel dependencies). Field names are the
 //! external contract: checks outside the code rely on them, so renaming one is a contract change.
+//! With the `openapi` feature (the server's), each also derives `utoipa::ToSchema` for the
+//! OpenAPI document at `GET /api/openapi.json`; the browser build never enables it.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -9,6 +11,7 @@ use serde_json::Value;
 
 /// What a tool does to the owner's data (DESIGN §2 "effect").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     /// Only reads.
@@ -32,6 +35,7 @@ impl Effect {
 
 /// Why a row exists (DESIGN §2 "kind").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalKind {
     /// A destructive tool call.
@@ -65,6 +69,7 @@ impl ApprovalKind {
 
 /// Where a row stands in its life (DESIGN §3 steps 5 and 9). Only `pending` can move, once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for the owner.
@@ -102,6 +107,7 @@ impl ApprovalStatus {
 
 /// What the side-effect ledger knows about the pinned call (DESIGN §2 "side-effect ledger").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Execution {
     /// Nothing has been attempted.
@@ -143,6 +149,7 @@ impl Execution {
 
 /// The owner's answer (DESIGN §7 respond body `decision`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Run exactly the pinned call, once.
@@ -153,6 +160,7 @@ pub enum Decision {
 
 /// What the owner sees, frozen into the row when it is written (DESIGN §2 "card").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Card {
     /// Heading, e.g. "Trash 3 emails".
     pub title: String,
@@ -179,6 +187,7 @@ pub struct Card {
 /// `result` and `resume_error` extend the contract: the outcome the card shows after execution
 /// (ledger result) and why a resume failed, if it did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Approval {
     /// Row id (UUID text).
     pub id: String,
@@ -222,6 +231,7 @@ pub struct Approval {
 
 /// `GET /governance/approvals` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalList {
     /// Pending first, then the newest answered.
     pub approvals: Vec<Approval>,
@@ -229,6 +239,7 @@ pub struct ApprovalList {
 
 /// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RespondRequest {
     /// approve or reject.
     pub decision: Decision,
@@ -239,6 +250,7 @@ pub struct RespondRequest {
 
 /// `POST /governance/approvals/{id}/respond` 200 body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RespondResponse {
     /// The row after the answer was stored.
     pub approval: Approval,
@@ -248,6 +260,7 @@ pub struct RespondResponse {
 /// (issue 3). The pinned call is never executed again: the run continues from the ledger's
 /// recorded result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResumeResponse {
     /// The row after the retry (`resume_error` cleared, or set again if the retry failed).
     pub approval: Approval,
@@ -257,6 +270,7 @@ pub struct ResumeResponse {
 
 /// `POST /api/chat` body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatRequest {
     /// What the owner says.
     pub message: String,
@@ -267,6 +281,7 @@ pub struct ChatRequest {
 
 /// How a run ended (DESIGN §7 chat `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The model gave its final answer.
@@ -281,6 +296,7 @@ pub enum RunStatus {
 
 /// `POST /api/chat` 200 body, also the result of a resumed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatResponse {
     /// The conversation this turn belongs to.
     pub conversation_id: String,
@@ -300,6 +316,7 @@ pub struct ChatResponse {
 
 /// What an audit entry records (DESIGN §2 "audit log").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AuditKind {
     /// The owner answered a row.
@@ -314,6 +331,7 @@ pub enum AuditKind {
 
 /// One append-only audit entry (`GET /api/audit`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditEntry {
     /// Monotonic id.
     pub id: i64,
@@ -337,6 +355,7 @@ pub struct AuditEntry {
 
 /// `GET /api/audit` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditList {
     /// Oldest first.
     pub entries: Vec<AuditEntry>,
@@ -344,6 +363,7 @@ pub struct AuditList {
 
 /// One line of a conversation as the app shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatLine {
     /// `owner` or `assistant`.
     pub role: String,
@@ -355,6 +375,7 @@ pub struct ChatLine {
 
 /// `GET /api/conversations/{id}` body: what was said, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Conversation {
     /// The conversation id.
     pub id: String,
@@ -364,6 +385,7 @@ pub struct Conversation {
 
 /// The error body every 4xx/5xx carries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     /// A sentence naming the thing and the rule.
     pub error: String,
@@ -375,6 +397,7 @@ pub struct ErrorBody {
 /// A notice the channel router fans out (SSE on `GET /api/events`; DESIGN §2 "channel router").
 /// Serialised with `event` as the SSE event name and the rest as its JSON data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "event", content = "data")]
 pub enum Event {
     /// A new row waits for the owner.
@@ -405,6 +428,7 @@ impl Event {
 
 /// Payload of `run.message`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunMessage {
     /// The conversation.
     pub conversation_id: String,
@@ -418,6 +442,7 @@ pub struct RunMessage {
 
 /// A tool's gate as the Plugins panel shows it (DESIGN §2 "gate"), derived from the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolGate {
     /// Runs without asking.
@@ -441,6 +466,7 @@ impl ToolGate {
 
 /// One declared tool as `GET /api/plugins` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PluginTool {
     /// Canonical name (what approval rows pin).
     pub name: String,
@@ -462,6 +488,7 @@ pub struct PluginTool {
 
 /// One loaded plugin and its tools, in declaration order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PluginInfo {
     /// The plugin's name (its manifest's `plugin`).
     pub name: String,
@@ -471,6 +498,7 @@ pub struct PluginInfo {
 
 /// `GET /api/plugins` body: every loaded plugin, in load order.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PluginList {
     /// The plugins.
     pub plugins: Vec<PluginInfo>,
