@@ -112,9 +112,10 @@ async fn approving_a_trash_moves_the_message_into_dovecots_trash() {
     assert_eq!(s, StatusCode::OK, "{body}");
     // Dovecot's MOVE on Maildir links the file into Trash, then unlinks it from INBOX: wait
     // for both halves before reading the folders.
-    eventually("the message in Dovecot's Trash and out of INBOX", || async {
-        (d.count("Trash") == 1 && d.count("INBOX") == 1).then_some(())
-    })
+    eventually(
+        "the message in Dovecot's Trash and out of INBOX",
+        || async { (d.count("Trash") == 1 && d.count("INBOX") == 1).then_some(()) },
+    )
     .await;
     let trashed = String::from_utf8(d.messages("Trash").remove(0)).unwrap();
     assert!(
