@@ -115,7 +115,15 @@ pub async fn build(
     {
         email = email.with_outbox(Outbox::smtp(url)?);
     } else if demo {
-        email = email.with_outbox(Outbox::demo(demo_dir().join("demo-outbox")));
+        // Beside the demo mailbox (`data/demo-outbox` by default; the end-to-end tests' own run
+        // folder when they set IRIS_MAILDIR), never inside someone's checkout by accident.
+        let outbox = settings
+            .maildir
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .map_or_else(demo_dir, std::path::Path::to_path_buf)
+            .join("demo-outbox");
+        email = email.with_outbox(Outbox::demo(outbox));
     }
     if let Some(sender) = &settings.email_default_sender {
         email = email.with_default_sender(sender.clone());

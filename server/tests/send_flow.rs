@@ -132,7 +132,8 @@ async fn demo_reply_is_saved_to_the_demo_outbox() {
     let model = ModelServer::start(DEMO_SCRIPT).await;
     let world = World::new(&model.base_url);
     let server = world.start_with(&["serve", "--demo"]);
-    let outbox = world.dir.path().join("data").join("demo-outbox");
+    // Beside the demo mailbox (`data/demo-outbox` when the demo keeps its own `data/`).
+    let outbox = world.maildir.parent().unwrap().join("demo-outbox");
     reply_flow(&world, &server.url, || files(&outbox).len()).await;
     let raw = String::from_utf8(files(&outbox).remove(0)).unwrap();
     assert!(raw.contains("To: anna.weber@example.net"), "{raw}");
