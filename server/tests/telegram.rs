@@ -276,6 +276,24 @@ fn card_keyboard(row: &Value) -> Value {
     ]]})
 }
 
+/// The audit of `id` once it holds at least `n` execution entries (written right after the
+/// ledger says `executed`), so exact counts can then be checked.
+async fn audit_once_executed(client: &Client, token: &str, id: &str, n: usize) -> Value {
+    eventually("the execution audit entries", || async move {
+        let audit = client
+            .get(&format!("/api/audit?approval_id={id}"), token)
+            .await;
+        let executions = audit["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "execution")
+            .count();
+        (executions >= n).then_some(audit)
+    })
+    .await
+}
+
 async fn row(client: &Client, token: &str, id: &str) -> Value {
     client
         .get(&format!("/governance/approvals/{id}"), token)
@@ -419,9 +437,7 @@ async fn the_card_is_answered_from_the_owners_chat() {
         again.contains("already approved by @owner via telegram"),
         "{again}"
     );
-    let audit = client
-        .get(&format!("/api/audit?approval_id={id}"), &control)
-        .await;
+    let audit = audit_once_executed(&client, &control, &id, n).await;
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(
         entries.iter().filter(|e| e["kind"] == "decision").count(),
@@ -532,4 +548,101 @@ async fn a_lapse_edits_the_card_to_the_notice() {
     let answer = bot.answer(&q).await;
     assert!(answer.contains("expired"), "{answer}");
     assert_eq!(snapshot(&world.maildir), original);
+}
+
+/// DESIGN §8 "one pinned call executes at most once, whatever … two surfaces answering at
+/// once": Yes on Telegram and approves over HTTP (as the API and as the CLI) at the same moment
+/// give one decision and one execution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn telegram_and_http_answering_at_once_decide_once() {
+    let bot = FakeBot::start().await;
+    let (world, control, server) = start(&bot, &[]).await;
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+    let row0 = halt(&client, &control).await;
+    let id = row0["id"].as_str().unwrap().to_string();
+    let n = row0["items"].as_array().unwrap().len();
+    eventually("the card", || async {
+        (bot.calls("sendMessage").len() == 1).then_some(())
+    })
+    .await;
+    let q = bot.tap(OWNER, OWNER, 1, &format!("a:{id}"));
+    bot.answer(&q).await;
+
+    let yes = bot.tap(OWNER, OWNER, 1, &format!("y:{id}"));
+    let mut http = Vec::new();
+    for i in 0..6 {
+        let (client, url, token, id) = (
+            client.http.clone(),
+            client.url.clone(),
+            control.clone(),
+            id.clone(),
+        );
+        http.push(tokio::spawn(async move {
+            client
+                .post(format!("{url}/governance/approvals/{id}/respond"))
+                .bearer_auth(token)
+                .header("x-iris-surface", if i % 2 == 0 { "cli" } else { "api" })
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    let mut won_over_http = 0;
+    for answer in http {
+        let status = answer.await.unwrap();
+        assert!(
+            status == reqwest::StatusCode::OK || status == reqwest::StatusCode::CONFLICT,
+            "{status}"
+        );
+        won_over_http += usize::from(status == reqwest::StatusCode::OK);
+    }
+    let telegram = bot.answer(&yes).await;
+    let won_on_telegram = usize::from(telegram == "Approved.");
+    assert_eq!(
+        won_over_http + won_on_telegram,
+        1,
+        "telegram said {telegram:?}"
+    );
+    if won_on_telegram == 0 {
+        assert!(telegram.contains("already approved by phone"), "{telegram}");
+    }
+
+    let done = eventually("the pinned call to execute", || {
+        let (client, control, id) = (&client, &control, &id);
+        async move {
+            let r = row(client, control, id).await;
+            (r["execution"] == "executed").then_some(r)
+        }
+    })
+    .await;
+    let surface = done["surface"].as_str().unwrap();
+    assert!(matches!(surface, "telegram" | "cli" | "api"), "{surface}");
+    let outcome = bot
+        .edited_to(1, &format!("Moved {n} emails to Trash"))
+        .await;
+    assert!(
+        outcome["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("via {surface} at")),
+        "{outcome}"
+    );
+    let audit = audit_once_executed(&client, &control, &id, n).await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "execution").count(),
+        n
+    );
+    let moved = snapshot(&world.maildir)
+        .keys()
+        .filter(|k| !original.contains_key(*k))
+        .count();
+    assert_eq!(moved, n, "not exactly the pinned mail moved once");
 }

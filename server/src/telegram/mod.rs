@@ -661,6 +661,11 @@ mod tests {
             let s = TelegramSettings::from_settings(&load()?).unwrap().unwrap();
             assert_eq!(s.owner_chat_id, -1001234567890);
             assert_eq!(s.api_url, "http://127.0.0.1:9");
+            // In iris.toml the chat id may be written as a number too.
+            jail.create_file("iris.toml", "telegram_chat_id = 99\n")?;
+            std::env::remove_var("IRIS_TELEGRAM_CHAT_ID");
+            let s = TelegramSettings::from_settings(&load()?).unwrap().unwrap();
+            assert_eq!(s.owner_chat_id, 99);
             jail.set_env("IRIS_TELEGRAM_CHAT_ID", "@owner");
             assert_eq!(
                 TelegramSettings::from_settings(&load()?),
