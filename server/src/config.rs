@@ -98,8 +98,9 @@ pub struct Settings {
     /// `IRIS_TELEGRAM_TOKEN`.
     #[serde(default)]
     pub telegram_token: Option<String>,
-    /// `IRIS_TELEGRAM_CHAT_ID`.
-    #[serde(default)]
+    /// `IRIS_TELEGRAM_CHAT_ID`: the owner's chat. A number (`4242`, `-1001234567890`) is read
+    /// as its text: figment reads such an environment value as a number, not a string.
+    #[serde(default, deserialize_with = "string_or_number")]
     pub telegram_chat_id: Option<String>,
     /// `IRIS_TELEGRAM_API_URL`.
     #[serde(default)]
@@ -114,6 +115,22 @@ pub struct Settings {
     /// `[email]` accounts.
     #[serde(default)]
     pub email: EmailSettings,
+}
+
+/// An optional setting given as text or as a whole number, kept as text.
+fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Text(String),
+        Signed(i64),
+        Unsigned(u64),
+    }
+    Ok(Option::<Given>::deserialize(d)?.map(|g| match g {
+        Given::Text(s) => s,
+        Given::Signed(n) => n.to_string(),
+        Given::Unsigned(n) => n.to_string(),
+    }))
 }
 
 fn default_mail_sync_secs() -> u64 {

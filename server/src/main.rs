@@ -1,7 +1,7 @@
 //! The `iris` binary (DESIGN §7): `iris serve [--demo]` runs the server (axum routes, the Leptos
-//! app, SSE, sweeps); `iris devices …` talks to the database directly, for the person at the
-//! server; `iris approvals …` and `iris chat` talk to a running server over HTTP with
-//! `IRIS_URL` and `IRIS_TOKEN`.
+//! app, SSE, sweeps, the Telegram surface when `IRIS_TELEGRAM_TOKEN` is set); `iris devices …`
+//! talks to the database directly, for the person at the server; `iris approvals …` and
+//! `iris chat` talk to a running server over HTTP with `IRIS_URL` and `IRIS_TOKEN`.
 
 mod api;
 mod api_routes;
@@ -15,6 +15,7 @@ mod model;
 mod openapi;
 mod state;
 mod sweeps;
+mod telegram;
 mod web;
 
 use anyhow::Context;
@@ -91,6 +92,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     let settings = config::Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
     let bind = settings.bind.clone();
     let conf = leptos::config::get_configuration(None).context("reading Leptos settings")?;
+    let telegram = telegram::TelegramSettings::from_settings(&settings)?;
     let state = state::build(settings, demo, conf.leptos_options).await?;
 
     let app = api::routes()
@@ -110,6 +112,10 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
         .await
         .context("finding resumes a stop interrupted")?;
     sweeps::spawn_mail_sync(state.clone());
+    // The Telegram surface, when IRIS_TELEGRAM_TOKEN is set: background tasks only.
+    if let Some(telegram) = telegram {
+        telegram::spawn(state.clone(), telegram);
+    }
     sweeps::spawn_sweeps(state);
     // Tests and scripts read this line to learn the port when IRIS_BIND ends in :0.
     println!("iris listening on http://{addr}");

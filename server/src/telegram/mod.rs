@@ -1,0 +1,677 @@
+//! The Telegram surface (issue 5 "Telegram"; DESIGN §2 "surface", §6 puts it in the server):
+//! a view of the approval row in the owner's chat that answers through the one capability,
+//! `respond_to_approval`, with surface `telegram`.
+//!
+//! - Every `approval.requested` from the channel router is sent to the owner's chat
+//!   (`IRIS_TELEGRAM_CHAT_ID`) as the card in MarkdownV2 ([`render`]) with two buttons: the
+//!   card's action ("Trash 3 emails") and Reject.
+//! - Tapping the action edits the message to the confirm view ("Trash 3 emails?" with Yes and
+//!   Cancel); Yes approves, Cancel goes back to the card, Reject is one tap.
+//! - Only the owner's chat may answer: any other tap is told "You are not allowed to answer
+//!   this." and nothing changes.
+//! - `approval.responded` and `approval.lapsed` edit the message to the outcome (who, which
+//!   surface, when, what ran) or to the lapse notice, whichever surface answered.
+//!
+//! Updates arrive by long polling `getUpdates` in a background task; errors back off and retry
+//! and never touch the server. The Bot API is spoken through [`bot_api`], a few documented
+//! methods over the reqwest client already in the tree (no extra dependency to build).
+//!
+//! Which message shows which row is kept in memory: after a restart a tap on an older message
+//! still works (the button names the row; the message is learnt from the tap), but an answer
+//! given elsewhere before that tap does not edit the older message.
+
+pub mod bot_api;
+pub mod callback;
+pub mod render;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_core::kernel::{Actor, RespondError};
+use iris_core::ports::{QueueStore, Scope};
+use iris_core::wire::{Approval, ApprovalStatus, Decision, Event};
+use tokio::sync::{broadcast, Mutex};
+
+use crate::config::Settings;
+use crate::state::AppState;
+use bot_api::{BotApi, BotApiError, CallbackQuery, Update, User};
+use callback::{CallbackData, Step};
+
+/// Telegram's own Bot API, used when `IRIS_TELEGRAM_API_URL` is unset.
+pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
+
+/// What anyone but the owner's chat is told when tapping a button.
+pub const NOT_ALLOWED: &str = "You are not allowed to answer this.";
+
+/// The surface name stored on rows answered here (DESIGN §7 Approval `surface`).
+pub const SURFACE: &str = "telegram";
+
+/// The Telegram settings of DESIGN §7, checked.
+#[derive(Clone, PartialEq)]
+pub struct TelegramSettings {
+    /// `IRIS_TELEGRAM_TOKEN`: the bot's token (never logged).
+    pub token: String,
+    /// `IRIS_TELEGRAM_CHAT_ID`: the owner's chat; the only chat that receives cards and the
+    /// only one whose taps are answered.
+    pub owner_chat_id: i64,
+    /// `IRIS_TELEGRAM_API_URL` (default [`DEFAULT_API_URL`]); tests point it at loopback.
+    pub api_url: String,
+}
+
+impl fmt::Debug for TelegramSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelegramSettings")
+            .field("token", &"…")
+            .field("owner_chat_id", &self.owner_chat_id)
+            .field("api_url", &self.api_url)
+            .finish()
+    }
+}
+
+/// Why the Telegram settings cannot be used (the server refuses to start: a surface the owner
+/// configured must not silently be missing).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TelegramSettingsError {
+    /// A token without the owner's chat.
+    #[error("IRIS_TELEGRAM_TOKEN is set but IRIS_TELEGRAM_CHAT_ID is not: cards need the owner's chat, and only that chat may answer")]
+    MissingChatId,
+    /// The chat id is not a whole number.
+    #[error("IRIS_TELEGRAM_CHAT_ID `{0}` is not a Telegram chat id (a whole number, e.g. 123456789 or -1001234567890)")]
+    BadChatId(String),
+}
+
+impl TelegramSettings {
+    /// The Telegram settings from [`Settings`]: `None` when no token is set (the surface is off).
+    ///
+    /// # Errors
+    /// A token without a chat id, or a chat id that is not a whole number.
+    pub fn from_settings(
+        settings: &Settings,
+    ) -> Result<Option<TelegramSettings>, TelegramSettingsError> {
+        let Some(token) = settings
+            .telegram_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        else {
+            return Ok(None);
+        };
+        let chat = settings
+            .telegram_chat_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .ok_or(TelegramSettingsError::MissingChatId)?;
+        let owner_chat_id = chat
+            .parse::<i64>()
+            .map_err(|_| TelegramSettingsError::BadChatId(chat.to_string()))?;
+        let api_url = settings
+            .telegram_api_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .unwrap_or(DEFAULT_API_URL)
+            .trim_end_matches('/')
+            .to_string();
+        Ok(Some(TelegramSettings {
+            token: token.to_string(),
+            owner_chat_id,
+            api_url,
+        }))
+    }
+}
+
+/// Starts the Telegram surface: subscribes to the channel router now (so no request made after
+/// this call is missed), then relays events and polls for taps in two background tasks.
+pub fn spawn(state: AppState, settings: TelegramSettings) {
+    let events = state.events.subscribe();
+    let bridge = Bridge {
+        api: BotApi::new(&settings.api_url, &settings.token),
+        owner: settings.owner_chat_id,
+        cards: Arc::new(Mutex::new(HashMap::new())),
+        state,
+    };
+    tracing::info!(chat = settings.owner_chat_id, api = %settings.api_url, "Telegram: cards go to the owner's chat");
+    tokio::spawn(bridge.clone().relay_events(events));
+    tokio::spawn(bridge.poll_updates());
+}
+
+/// What a card's message shows now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    /// The card with the action and Reject.
+    Card,
+    /// "Trash 3 emails?" with Yes and Cancel.
+    Confirm,
+    /// The outcome or the lapse notice, no buttons.
+    Closed,
+}
+
+/// The message showing one row.
+#[derive(Debug, Clone, Copy)]
+struct Shown {
+    message_id: i64,
+    view: View,
+}
+
+/// What a tap is answered with (`answerCallbackQuery`).
+struct Answer {
+    text: String,
+    /// Shown as a dialog the owner must dismiss (refusals, already decided), else a toast.
+    alert: bool,
+}
+
+impl Answer {
+    fn toast(text: impl Into<String>) -> Answer {
+        Answer {
+            text: text.into(),
+            alert: false,
+        }
+    }
+    fn alert(text: impl Into<String>) -> Answer {
+        Answer {
+            text: text.into(),
+            alert: true,
+        }
+    }
+}
+
+/// True when a tap comes from the owner's chat: the button's message is in that chat and, for a
+/// private chat (positive id), the person tapping is the owner themself. In a group chat
+/// (negative id) every member of that group counts as the owner's chat.
+fn from_owner(owner_chat_id: i64, query: &CallbackQuery) -> bool {
+    query.message.as_ref().is_some_and(|m| {
+        m.chat.id == owner_chat_id && (owner_chat_id < 0 || query.from.id == owner_chat_id)
+    })
+}
+
+/// The answering actor's name: `@username`, else the first name, else the user id.
+fn actor_name(user: &User) -> String {
+    if let Some(username) = user.username.as_deref().filter(|u| !u.is_empty()) {
+        return format!("@{username}");
+    }
+    let first: String = user.first_name.trim().chars().take(64).collect();
+    if first.is_empty() {
+        format!("telegram user {}", user.id)
+    } else {
+        first
+    }
+}
+
+/// The sentence for a row that can no longer be answered: who decided, where and when, or
+/// when it lapsed (the same words as the HTTP API's 409/410).
+fn closed_sentence(row: &Approval) -> String {
+    if row.status == ApprovalStatus::Expired {
+        RespondError::Expired(Box::new(row.clone())).to_string()
+    } else {
+        RespondError::AlreadyDecided(Box::new(row.clone())).to_string()
+    }
+}
+
+/// Waits between failed polls: 1 s, doubling to at most 60 s; reset after a success.
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_secs(1);
+    const MAX: Duration = Duration::from_secs(60);
+
+    fn new() -> Backoff {
+        Backoff { next: Self::FIRST }
+    }
+
+    /// The wait before the next try.
+    fn next_wait(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        wait
+    }
+
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+}
+
+/// The running surface: the bot, the owner's chat and which message shows which row.
+#[derive(Clone)]
+struct Bridge {
+    state: AppState,
+    api: BotApi,
+    owner: i64,
+    /// Approval id → its message. The lock also serialises every edit, so a tap and an event
+    /// about the same row never interleave their read-then-edit.
+    cards: Arc<Mutex<HashMap<String, Shown>>>,
+}
+
+impl Bridge {
+    /// Relays the channel router's events to the owner's chat, in order, until the router closes.
+    async fn relay_events(self, mut events: broadcast::Receiver<Event>) {
+        loop {
+            match events.recv().await {
+                Ok(Event::ApprovalRequested(row)) => self.send_card(&row).await,
+                Ok(Event::ApprovalResponded(row)) | Ok(Event::ApprovalLapsed(row)) => {
+                    if row.status != ApprovalStatus::Pending {
+                        let mut cards = self.cards.lock().await;
+                        if let Some(shown) = cards.get(&row.id).copied() {
+                            self.close(&mut cards, shown.message_id, &row).await;
+                        }
+                    }
+                }
+                // A resumed run speaks after the pinned call ran: the row now knows what ran
+                // (execution, result), which the outcome shows.
+                Ok(Event::RunMessage(message)) => {
+                    if let Some(id) = message.approval_id {
+                        self.refresh_outcome(&id).await;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => tracing::warn!(
+                    missed,
+                    "Telegram: missed events; those cards update on the next event or tap"
+                ),
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// Re-reads row `id` and, if its message is known and the row is answered or lapsed, edits
+    /// the message to the current outcome.
+    async fn refresh_outcome(&self, id: &str) {
+        let mut cards = self.cards.lock().await;
+        let Some(shown) = cards.get(id).copied() else {
+            return;
+        };
+        match self.state.store.get(id).await {
+            Ok(Some(row)) if row.status != ApprovalStatus::Pending => {
+                self.close(&mut cards, shown.message_id, &row).await;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(approval = %id, error = %e, "Telegram: reading the approval failed")
+            }
+        }
+    }
+
+    /// Sends the pending card with its two buttons; a failure is retried twice (the row stays
+    /// answerable on every other surface either way).
+    async fn send_card(&self, row: &Approval) {
+        let text = render::card_text(row);
+        let keyboard = render::card_keyboard(row);
+        let mut backoff = Backoff::new();
+        for attempt in 1..=3 {
+            let mut cards = self.cards.lock().await;
+            match self.api.send_message(self.owner, &text, &keyboard).await {
+                Ok(message_id) => {
+                    cards.insert(
+                        row.id.clone(),
+                        Shown {
+                            message_id,
+                            view: View::Card,
+                        },
+                    );
+                    return;
+                }
+                Err(e) => {
+                    drop(cards);
+                    tracing::warn!(approval = %row.id, attempt, error = %e, "Telegram: sending the card failed");
+                    let wait = e
+                        .retry_after()
+                        .map(Duration::from_secs)
+                        .unwrap_or_else(|| backoff.next_wait());
+                    if attempt < 3 {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+            }
+        }
+        tracing::error!(approval = %row.id, "Telegram: the card was not delivered; answer it on another surface");
+    }
+
+    /// Edits `message_id` to `row`'s outcome (or lapse notice) without buttons.
+    async fn close(&self, cards: &mut HashMap<String, Shown>, message_id: i64, row: &Approval) {
+        self.edit(cards, message_id, row, View::Closed).await;
+    }
+
+    /// Edits `message_id` to `view` of `row` and remembers it.
+    async fn edit(
+        &self,
+        cards: &mut HashMap<String, Shown>,
+        message_id: i64,
+        row: &Approval,
+        view: View,
+    ) {
+        let (text, keyboard) = match view {
+            View::Card => (render::card_text(row), Some(render::card_keyboard(row))),
+            View::Confirm => (
+                render::confirm_text(row),
+                Some(render::confirm_keyboard(row)),
+            ),
+            View::Closed => (render::outcome_text(row), None),
+        };
+        match self
+            .api
+            .edit_message_text(self.owner, message_id, &text, keyboard.as_ref())
+            .await
+        {
+            Ok(()) => {
+                cards.insert(row.id.clone(), Shown { message_id, view });
+            }
+            Err(e) => {
+                tracing::warn!(approval = %row.id, error = %e, "Telegram: editing the card failed")
+            }
+        }
+    }
+
+    /// Long-polls `getUpdates` forever, handling each tap in order; errors back off (or wait as
+    /// long as Telegram asks) and retry.
+    async fn poll_updates(self) {
+        let mut offset = 0_i64;
+        let mut backoff = Backoff::new();
+        loop {
+            match self.api.get_updates(offset).await {
+                Ok(updates) => {
+                    backoff.reset();
+                    for update in updates {
+                        match update {
+                            Ok(Update {
+                                update_id,
+                                callback_query,
+                            }) => {
+                                offset = offset.max(update_id + 1);
+                                if let Some(query) = callback_query {
+                                    self.on_tap(query).await;
+                                }
+                            }
+                            Err(update_id) => {
+                                offset = offset.max(update_id + 1);
+                                tracing::warn!(
+                                    update_id,
+                                    "Telegram: skipped an update that does not decode"
+                                );
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    let wait = match &e {
+                        BotApiError::Refused {
+                            retry_after: Some(secs),
+                            ..
+                        } => Duration::from_secs(*secs),
+                        _ => backoff.next_wait(),
+                    };
+                    tracing::warn!(error = %e, retry_in_secs = wait.as_secs(), "Telegram: polling for updates failed; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+    }
+
+    /// Handles one tap and answers it (which also stops the button's spinner).
+    async fn on_tap(&self, query: CallbackQuery) {
+        let answer = self.decide_tap(&query).await;
+        if let Err(e) = self
+            .api
+            .answer_callback_query(&query.id, &answer.text, answer.alert)
+            .await
+        {
+            tracing::warn!(error = %e, "Telegram: answering a tap failed");
+        }
+    }
+
+    /// What a tap does. Everything after the owner check holds the card lock, so the row read
+    /// here and the edit made here cannot cross an event's edit of the same message.
+    async fn decide_tap(&self, query: &CallbackQuery) -> Answer {
+        let Some(message) = query
+            .message
+            .as_ref()
+            .filter(|_| from_owner(self.owner, query))
+        else {
+            tracing::warn!(
+                from = query.from.id,
+                chat = query.message.as_ref().map(|m| m.chat.id),
+                "Telegram: refused a tap from outside the owner's chat"
+            );
+            return Answer::alert(NOT_ALLOWED);
+        };
+        let data = match CallbackData::parse(query.data.as_deref()) {
+            Ok(data) => data,
+            Err(e) => {
+                tracing::warn!(error = %e, "Telegram: refused a tap with unknown data");
+                return Answer::alert(format!("{e}; nothing was changed."));
+            }
+        };
+        let id = data.approval_id.as_str();
+        let mut cards = self.cards.lock().await;
+        if let Some(shown) = cards.get(id) {
+            if shown.message_id != message.message_id {
+                return Answer::alert(
+                    "This button does not belong to this approval's card; nothing was changed.",
+                );
+            }
+        }
+        let mut row = match self.state.store.get(id).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return Answer::alert("This approval does not exist; nothing was changed."),
+            Err(e) => {
+                tracing::error!(approval = %id, error = %e, "Telegram: reading the approval failed");
+                return Answer::alert(
+                    "The approval could not be read; nothing was changed. Try again.",
+                );
+            }
+        };
+        // A row past its hour is marked expired here if the sweep has not yet (DESIGN §3 step 9).
+        let now = self.state.governance.clock.now();
+        if row.status == ApprovalStatus::Pending && row.expires_at <= now {
+            match self.state.governance.expire(id, now).await {
+                Ok(_) => {
+                    if let Ok(Some(fresh)) = self.state.store.get(id).await {
+                        row = fresh;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(approval = %id, error = %e, "Telegram: expiring a lapsed approval failed");
+                    return Answer::alert(
+                        "This approval has expired and can no longer be answered; nothing was changed.",
+                    );
+                }
+            }
+        }
+        if row.status != ApprovalStatus::Pending {
+            self.close(&mut cards, message.message_id, &row).await;
+            return Answer::alert(closed_sentence(&row));
+        }
+        match data.step {
+            Step::Ask => {
+                self.edit(&mut cards, message.message_id, &row, View::Confirm)
+                    .await;
+                Answer::toast(format!("{}?", row.card.action))
+            }
+            Step::Cancel => {
+                self.edit(&mut cards, message.message_id, &row, View::Card)
+                    .await;
+                Answer::toast("Cancelled; nothing was changed.")
+            }
+            Step::Yes => {
+                // Yes approves only from the confirm view this surface showed on this message;
+                // otherwise (e.g. after a restart) the confirm is shown again first.
+                let confirmed = cards
+                    .get(id)
+                    .is_some_and(|s| s.view == View::Confirm && s.message_id == message.message_id);
+                if !confirmed {
+                    self.edit(&mut cards, message.message_id, &row, View::Confirm)
+                        .await;
+                    return Answer::toast("Please confirm: tap Yes to approve.");
+                }
+                self.respond(
+                    &mut cards,
+                    message.message_id,
+                    query,
+                    &row,
+                    Decision::Approve,
+                )
+                .await
+            }
+            Step::Reject => {
+                self.respond(
+                    &mut cards,
+                    message.message_id,
+                    query,
+                    &row,
+                    Decision::Reject,
+                )
+                .await
+            }
+        }
+    }
+
+    /// Answers the row through `respond_to_approval` as the owner's Telegram chat (control
+    /// scope, surface `telegram`), then resumes the run in the background as the HTTP API does.
+    /// The message is edited to the outcome by the `approval.responded` event that follows.
+    async fn respond(
+        &self,
+        cards: &mut HashMap<String, Shown>,
+        message_id: i64,
+        query: &CallbackQuery,
+        row: &Approval,
+        decision: Decision,
+    ) -> Answer {
+        // Remember the message first, so the outcome edit finds it even after a restart.
+        let view = cards.get(&row.id).map_or(View::Card, |s| s.view);
+        cards.insert(row.id.clone(), Shown { message_id, view });
+        let actor = Actor {
+            name: actor_name(&query.from),
+            scope: Scope::Control,
+            surface: SURFACE.into(),
+        };
+        match self
+            .state
+            .governance
+            .respond_to_approval(&row.id, decision, None, &actor)
+            .await
+        {
+            Ok(_) => {
+                crate::sweeps::spawn_resume(self.state.clone(), row.id.clone());
+                Answer::toast(match decision {
+                    Decision::Approve => "Approved.",
+                    Decision::Reject => "Rejected; nothing was changed.",
+                })
+            }
+            Err(e @ (RespondError::AlreadyDecided(_) | RespondError::Expired(_))) => {
+                if let RespondError::AlreadyDecided(row) | RespondError::Expired(row) = &e {
+                    self.close(cards, message_id, row).await;
+                }
+                Answer::alert(e.to_string())
+            }
+            Err(e @ RespondError::NotFound(_)) => {
+                Answer::alert(format!("{e}; nothing was changed."))
+            }
+            Err(RespondError::Forbidden(_)) => Answer::alert(NOT_ALLOWED),
+            Err(RespondError::Store(e)) => {
+                tracing::error!(approval = %row.id, error = %e, "Telegram: storing the answer failed");
+                Answer::alert("The answer could not be stored; nothing was decided. Try again.")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bot_api::{Chat, MessageRef};
+
+    fn tap(from: i64, chat: Option<i64>) -> CallbackQuery {
+        CallbackQuery {
+            id: "q".into(),
+            from: User {
+                id: from,
+                first_name: "Anna".into(),
+                username: None,
+            },
+            message: chat.map(|id| MessageRef {
+                message_id: 1,
+                chat: Chat { id },
+            }),
+            data: None,
+        }
+    }
+
+    #[test]
+    fn only_the_owners_chat_may_answer() {
+        assert!(from_owner(42, &tap(42, Some(42))));
+        assert!(!from_owner(42, &tap(7, Some(7))), "another chat");
+        assert!(
+            !from_owner(42, &tap(7, Some(42))),
+            "another person in the owner's chat id"
+        );
+        assert!(
+            !from_owner(42, &tap(42, Some(7))),
+            "the owner, in another chat"
+        );
+        assert!(!from_owner(42, &tap(42, None)), "no message to check");
+        // A group as the owner's chat: its members answer; other chats do not.
+        assert!(from_owner(-100, &tap(7, Some(-100))));
+        assert!(!from_owner(-100, &tap(7, Some(-101))));
+    }
+
+    #[test]
+    fn actor_names() {
+        let mut user = tap(42, None).from;
+        assert_eq!(actor_name(&user), "Anna");
+        user.username = Some("anna".into());
+        assert_eq!(actor_name(&user), "@anna");
+        user.username = None;
+        user.first_name = "  ".into();
+        assert_eq!(actor_name(&user), "telegram user 42");
+    }
+
+    #[test]
+    fn backoff_doubles_to_a_minute_and_resets() {
+        let mut b = Backoff::new();
+        let waits: Vec<u64> = (0..8).map(|_| b.next_wait().as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        b.reset();
+        assert_eq!(b.next_wait().as_secs(), 1);
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn settings_from_the_environment() {
+        figment::Jail::expect_with(|jail| {
+            let load = || Settings::load().map_err(|e| *e);
+            assert_eq!(TelegramSettings::from_settings(&load()?), Ok(None));
+            jail.set_env("IRIS_TELEGRAM_TOKEN", "123:abc");
+            assert_eq!(
+                TelegramSettings::from_settings(&load()?),
+                Err(TelegramSettingsError::MissingChatId)
+            );
+            jail.set_env("IRIS_TELEGRAM_CHAT_ID", "4242");
+            let s = TelegramSettings::from_settings(&load()?).unwrap().unwrap();
+            assert_eq!(s.owner_chat_id, 4242);
+            assert_eq!(s.api_url, DEFAULT_API_URL);
+            assert!(
+                !format!("{s:?}").contains("abc"),
+                "the token is never printed"
+            );
+            jail.set_env("IRIS_TELEGRAM_CHAT_ID", "-1001234567890");
+            jail.set_env("IRIS_TELEGRAM_API_URL", "http://127.0.0.1:9/");
+            let s = TelegramSettings::from_settings(&load()?).unwrap().unwrap();
+            assert_eq!(s.owner_chat_id, -1001234567890);
+            assert_eq!(s.api_url, "http://127.0.0.1:9");
+            // In iris.toml the chat id may be written as a number too.
+            jail.create_file("iris.toml", "telegram_chat_id = 99\n")?;
+            std::env::remove_var("IRIS_TELEGRAM_CHAT_ID");
+            let s = TelegramSettings::from_settings(&load()?).unwrap().unwrap();
+            assert_eq!(s.owner_chat_id, 99);
+            jail.set_env("IRIS_TELEGRAM_CHAT_ID", "@owner");
+            assert_eq!(
+                TelegramSettings::from_settings(&load()?),
+                Err(TelegramSettingsError::BadChatId("@owner".into()))
+            );
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,648 @@
+//! The Telegram surface end to end (issue 5 "Telegram"): the real `iris` binary with
+//! `IRIS_TELEGRAM_API_URL` pointing at a fake Bot API server on loopback that records every call
+//! (method names compared case-insensitively) and delivers callback updates by long polling.
+//! A halted chat turn sends exactly one card with the escaped text and two buttons; the action
+//! asks "…? Yes / Cancel"; Cancel goes back; Yes approves with surface `telegram` and the call
+//! runs once; Reject is one tap; a tap from another chat changes nothing; an answer on the HTTP
+//! API and a lapse edit the message.
+
+mod support;
+
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use support::{eventually, snapshot, Client, ModelServer, World};
+use tokio::sync::Notify;
+
+const TOKEN: &str = "123456:test-token";
+const OWNER: i64 = 4242;
+const STRANGER: i64 = 777;
+/// The owner's request: MarkdownV2 specials in "You asked" must arrive escaped.
+const REQUEST: &str = "trash the promo emails from this week (all of them) - thanks!";
+
+const SCRIPT: &str = r#"
+rules:
+  - when: "(?i)trash"
+    steps:
+      - call: search_inbox
+        args: {category: promotions, since_days: 7}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+fallback: "?"
+"#;
+
+/// The test's own MarkdownV2 escaping (the Bot API's list of reserved characters).
+fn escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if "_*[]()~`>#+-=|{}.!\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[derive(Clone, Default)]
+struct BotState {
+    /// Every call: lower-cased method name and JSON body.
+    calls: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Every update ever queued; `getUpdates` returns those at or after its offset.
+    updates: Arc<Mutex<Vec<Value>>>,
+    arrived: Arc<Notify>,
+    next_message_id: Arc<AtomicI64>,
+    /// `getUpdates` calls still to fail with 502 (the poller must back off and retry).
+    failing_polls: Arc<AtomicUsize>,
+    /// Path segments that did not name this bot's token.
+    wrong_token: Arc<Mutex<Vec<String>>>,
+}
+
+/// A fake Telegram Bot API on loopback.
+struct FakeBot {
+    url: String,
+    state: BotState,
+    next_update: AtomicI64,
+}
+
+fn ok(result: Value) -> Response {
+    Json(json!({"ok": true, "result": result})).into_response()
+}
+
+async fn bot_method(
+    State(state): State<BotState>,
+    Path((bot, method)): Path<(String, String)>,
+    body: Option<Json<Value>>,
+) -> Response {
+    let method = method.to_ascii_lowercase();
+    let body = body.map(|Json(b)| b).unwrap_or(Value::Null);
+    if bot != format!("bot{TOKEN}") {
+        state.wrong_token.lock().unwrap().push(bot);
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"ok": false, "error_code": 401, "description": "Unauthorized"})),
+        )
+            .into_response();
+    }
+    state
+        .calls
+        .lock()
+        .unwrap()
+        .push((method.clone(), body.clone()));
+    match method.as_str() {
+        "getupdates" => {
+            if state
+                .failing_polls
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return (StatusCode::BAD_GATEWAY, "bad gateway (test)").into_response();
+            }
+            let offset = body["offset"].as_i64().unwrap_or(0);
+            // Long polling: answer as soon as an update is there, or empty after a second.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+            loop {
+                let arrived = state.arrived.notified();
+                let pending: Vec<Value> = state
+                    .updates
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|u| u["update_id"].as_i64().unwrap() >= offset)
+                    .cloned()
+                    .collect();
+                if !pending.is_empty() {
+                    return ok(Value::Array(pending));
+                }
+                if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                    return ok(json!([]));
+                }
+            }
+        }
+        "sendmessage" => {
+            let id = state.next_message_id.fetch_add(1, Ordering::SeqCst) + 1;
+            ok(json!({"message_id": id, "date": 0,
+                      "chat": {"id": body["chat_id"], "type": "private"}, "text": body["text"]}))
+        }
+        "editmessagetext" => ok(json!({"message_id": body["message_id"], "date": 0,
+                                        "chat": {"id": body["chat_id"], "type": "private"},
+                                        "text": body["text"]})),
+        "answercallbackquery" => ok(json!(true)),
+        _ => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"ok": false, "error_code": 404, "description": "Not Found: method not found"})),
+        )
+            .into_response(),
+    }
+}
+
+impl FakeBot {
+    async fn start() -> FakeBot {
+        let state = BotState::default();
+        state.failing_polls.store(1, Ordering::SeqCst);
+        let app = Router::new()
+            .route("/{bot}/{method}", post(bot_method))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        FakeBot {
+            url: format!("http://{addr}"),
+            state,
+            next_update: AtomicI64::new(1),
+        }
+    }
+
+    /// The settings pointing `iris` at this bot, with the owner's chat.
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("IRIS_TELEGRAM_TOKEN".into(), TOKEN.into()),
+            ("IRIS_TELEGRAM_CHAT_ID".into(), OWNER.to_string()),
+            ("IRIS_TELEGRAM_API_URL".into(), self.url.clone()),
+        ]
+    }
+
+    /// Bodies of every call of `method` (any case), in order.
+    fn calls(&self, method: &str) -> Vec<Value> {
+        let method = method.to_ascii_lowercase();
+        self.state
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| *m == method)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+
+    /// Edits of one message, in order.
+    fn edits_of(&self, message_id: i64) -> Vec<Value> {
+        self.calls("editMessageText")
+            .into_iter()
+            .filter(|e| e["message_id"] == message_id)
+            .collect()
+    }
+
+    /// Queues a tap on `data` by user `from` on `message_id` in `chat`; the callback query id.
+    fn tap(&self, from: i64, chat: i64, message_id: i64, data: &str) -> String {
+        let update_id = self.next_update.fetch_add(1, Ordering::SeqCst);
+        let query_id = format!("cbq-{update_id}");
+        let username = if from == OWNER { "owner" } else { "stranger" };
+        self.state.updates.lock().unwrap().push(json!({
+            "update_id": update_id,
+            "callback_query": {
+                "id": query_id,
+                "from": {"id": from, "is_bot": false, "first_name": "Someone", "username": username},
+                "message": {"message_id": message_id, "date": 0,
+                            "chat": {"id": chat, "type": "private"}, "text": "card"},
+                "chat_instance": "test",
+                "data": data
+            }
+        }));
+        self.state.arrived.notify_waiters();
+        query_id
+    }
+
+    /// Waits for the answer to a tap; its `text`.
+    async fn answer(&self, query_id: &str) -> String {
+        eventually("the tap's answerCallbackQuery", || async move {
+            self.calls("answerCallbackQuery")
+                .into_iter()
+                .find(|a| a["callback_query_id"] == query_id)
+                .map(|a| a["text"].as_str().unwrap_or_default().to_string())
+        })
+        .await
+    }
+
+    /// Waits for an edit of `message_id` whose text contains `needle`; that edit.
+    async fn edited_to(&self, message_id: i64, needle: &str) -> Value {
+        eventually(
+            &format!("an edit of message {message_id} to {needle:?}"),
+            || async move {
+                self.edits_of(message_id)
+                    .into_iter()
+                    .rev()
+                    .find(|e| e["text"].as_str().unwrap().contains(needle))
+            },
+        )
+        .await
+    }
+}
+
+/// A server with the demo mailbox, a control device "phone" and Telegram pointed at `bot`.
+async fn start(bot: &FakeBot, extra: &[(&str, &str)]) -> (World, String, support::Iris) {
+    let model = ModelServer::start(SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    // The model server's task keeps serving after this handle is dropped.
+    drop(model);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    world.env = bot.env();
+    world
+        .env
+        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    (world, control, server)
+}
+
+/// Asks to trash the promo mail; the halted turn's approval row.
+async fn halt(client: &Client, token: &str) -> Value {
+    let (status, halted) = client
+        .post("/api/chat", Some(token), json!({"message": REQUEST}))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap();
+    client
+        .get(&format!("/governance/approvals/{id}"), token)
+        .await
+}
+
+/// The card's keyboard: the action and Reject.
+fn card_keyboard(row: &Value) -> Value {
+    let id = row["id"].as_str().unwrap();
+    json!({"inline_keyboard": [[
+        {"text": row["card"]["action"], "callback_data": format!("a:{id}")},
+        {"text": "Reject", "callback_data": format!("r:{id}")}
+    ]]})
+}
+
+/// The audit of `id` once it holds at least `n` execution entries (written right after the
+/// ledger says `executed`), so exact counts can then be checked.
+async fn audit_once_executed(client: &Client, token: &str, id: &str, n: usize) -> Value {
+    eventually("the execution audit entries", || async move {
+        let audit = client
+            .get(&format!("/api/audit?approval_id={id}"), token)
+            .await;
+        let executions = audit["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "execution")
+            .count();
+        (executions >= n).then_some(audit)
+    })
+    .await
+}
+
+async fn row(client: &Client, token: &str, id: &str) -> Value {
+    client
+        .get(&format!("/governance/approvals/{id}"), token)
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_is_answered_from_the_owners_chat() {
+    let bot = FakeBot::start().await;
+    let (world, control, server) = start(&bot, &[]).await;
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+
+    let row0 = halt(&client, &control).await;
+    let id = row0["id"].as_str().unwrap().to_string();
+    let card = &row0["card"];
+    let action = card["action"].as_str().unwrap().to_string();
+    let n = row0["items"].as_array().unwrap().len();
+    assert!(n > 0);
+    assert_eq!(action, format!("Trash {n} emails"));
+
+    // Exactly one card, to the owner's chat, escaped MarkdownV2, with the action and Reject.
+    let sent = eventually("the card message", || async {
+        let sent = bot.calls("sendMessage");
+        (!sent.is_empty()).then_some(sent)
+    })
+    .await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let message = &sent[0];
+    assert_eq!(message["chat_id"], OWNER);
+    assert_eq!(message["parse_mode"], "MarkdownV2");
+    let text = message["text"].as_str().unwrap().to_string();
+    assert!(
+        text.starts_with(&format!("*{}*", escape(card["title"].as_str().unwrap()))),
+        "{text}"
+    );
+    for line in card["lines"].as_array().unwrap() {
+        assert!(
+            text.contains(&escape(line.as_str().unwrap())),
+            "{line} in {text}"
+        );
+    }
+    assert!(
+        text.contains(&format!("You asked: “{}”", escape(REQUEST))),
+        "{text}"
+    );
+    assert!(text.contains("\\(all of them\\) \\- thanks\\!"), "{text}");
+    if let Some(undo) = card["undo_note"].as_str() {
+        assert!(text.contains(&escape(undo)), "{text}");
+    }
+    assert_eq!(message["reply_markup"], card_keyboard(&row0));
+    let message_id = 1;
+
+    // A tap from another chat is told it is not allowed; nothing changes.
+    let q = bot.tap(STRANGER, STRANGER, message_id, &format!("y:{id}"));
+    assert_eq!(bot.answer(&q).await, "You are not allowed to answer this.");
+    let q = bot.tap(STRANGER, STRANGER, message_id, &format!("r:{id}"));
+    assert_eq!(bot.answer(&q).await, "You are not allowed to answer this.");
+    assert_eq!(row(&client, &control, &id).await["status"], "pending");
+    assert!(bot.edits_of(message_id).is_empty());
+
+    // Data IRIS did not make is refused.
+    let q = bot.tap(OWNER, OWNER, message_id, "y:../../approve-everything");
+    assert!(bot.answer(&q).await.contains("not one IRIS made"));
+    assert_eq!(row(&client, &control, &id).await["status"], "pending");
+
+    // Yes straight from the card (no confirm shown yet) only shows the confirm.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("y:{id}"));
+    assert!(bot.answer(&q).await.contains("confirm"));
+    assert_eq!(row(&client, &control, &id).await["status"], "pending");
+
+    // Cancel goes back to the card, exactly as sent.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("c:{id}"));
+    bot.answer(&q).await;
+    let back = bot.edits_of(message_id).last().unwrap().clone();
+    assert_eq!(back["text"], text.as_str());
+    assert_eq!(back["reply_markup"], card_keyboard(&row0));
+
+    // The action asks "Trash N emails? Yes / Cancel".
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("a:{id}"));
+    bot.answer(&q).await;
+    let confirm = bot.edits_of(message_id).last().unwrap().clone();
+    assert!(
+        confirm["text"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("*{}?*", escape(&action))),
+        "{confirm}"
+    );
+    assert_eq!(
+        confirm["reply_markup"],
+        json!({"inline_keyboard": [[
+            {"text": "Yes", "callback_data": format!("y:{id}")},
+            {"text": "Cancel", "callback_data": format!("c:{id}")}
+        ]]})
+    );
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "nothing runs before Yes"
+    );
+
+    // Yes approves through respond_to_approval with surface telegram; the call runs once.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("y:{id}"));
+    assert_eq!(bot.answer(&q).await, "Approved.");
+    let done = eventually("the pinned call to execute", || {
+        let (client, control, id) = (&client, &control, &id);
+        async move {
+            let r = row(client, control, id).await;
+            (r["execution"] == "executed").then_some(r)
+        }
+    })
+    .await;
+    assert_eq!(done["status"], "approved");
+    assert_eq!(done["surface"], "telegram");
+    assert_eq!(done["responded_by"], "@owner");
+    assert_eq!(done["result"]["trashed"], n);
+    let after = snapshot(&world.maildir);
+    let arrived: Vec<&String> = after
+        .keys()
+        .filter(|k| !original.contains_key(*k))
+        .collect();
+    assert_eq!(arrived.len(), n, "{arrived:?}");
+    assert!(arrived.iter().all(|k| k.starts_with(".Trash/cur/")));
+
+    // The message shows the outcome, with what ran, and no buttons.
+    let outcome = bot
+        .edited_to(message_id, &format!("Moved {n} emails to Trash"))
+        .await;
+    let outcome_text = outcome["text"].as_str().unwrap();
+    assert!(
+        outcome_text.contains("*Approved* by @owner via telegram at"),
+        "{outcome_text}"
+    );
+    assert!(outcome.get("reply_markup").is_none(), "{outcome}");
+
+    // A second Yes (a replayed tap) is told who decided; nothing runs again.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("y:{id}"));
+    let again = bot.answer(&q).await;
+    assert!(
+        again.contains("already approved by @owner via telegram"),
+        "{again}"
+    );
+    let audit = audit_once_executed(&client, &control, &id, n).await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "execution").count(),
+        n
+    );
+    assert_eq!(snapshot(&world.maildir), after, "something ran twice");
+    assert_eq!(bot.calls("sendMessage").len(), 1, "one card per approval");
+    // The first poll failed (502) and the poller retried: taps arrived after it.
+    assert!(bot.calls("getUpdates").len() >= 2);
+    assert!(bot.state.wrong_token.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reject_is_one_tap_and_answers_elsewhere_edit_the_card() {
+    let bot = FakeBot::start().await;
+    let (world, control, server) = start(&bot, &[]).await;
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+
+    // Reject: one tap, nothing moves, the message shows who rejected where.
+    let first = halt(&client, &control).await;
+    let id = first["id"].as_str().unwrap().to_string();
+    eventually("the first card", || async {
+        (bot.calls("sendMessage").len() == 1).then_some(())
+    })
+    .await;
+    // The first card is message 1.
+    let q = bot.tap(OWNER, OWNER, 1, &format!("r:{id}"));
+    assert_eq!(bot.answer(&q).await, "Rejected; nothing was changed.");
+    let rejected = row(&client, &control, &id).await;
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["surface"], "telegram");
+    assert_eq!(rejected["responded_by"], "@owner");
+    let outcome = bot
+        .edited_to(1, "*Rejected* by @owner via telegram at")
+        .await;
+    assert!(outcome.get("reply_markup").is_none(), "{outcome}");
+    assert!(outcome["text"]
+        .as_str()
+        .unwrap()
+        .contains("Nothing was changed, sent or deleted\\."));
+
+    // Approved on the HTTP API: the second card's message shows it, by whom and where.
+    let second = halt(&client, &control).await;
+    let id2 = second["id"].as_str().unwrap().to_string();
+    eventually("the second card", || async {
+        (bot.calls("sendMessage").len() == 2).then_some(())
+    })
+    .await;
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id2}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let outcome = bot.edited_to(2, "*Approved* by phone via api at").await;
+    assert!(outcome.get("reply_markup").is_none(), "{outcome}");
+    eventually("the API-approved call to execute", || {
+        let (client, control, id2) = (&client, &control, &id2);
+        async move { (row(client, control, id2).await["execution"] == "executed").then_some(()) }
+    })
+    .await;
+
+    // A late tap on that message is told who decided; the first row stays rejected.
+    let q = bot.tap(OWNER, OWNER, 2, &format!("a:{id2}"));
+    let late = bot.answer(&q).await;
+    assert!(late.contains("already approved by phone via api"), "{late}");
+    // A button naming one row on another row's message is refused.
+    let q = bot.tap(OWNER, OWNER, 2, &format!("y:{id}"));
+    assert!(bot.answer(&q).await.contains("does not belong"));
+    assert_eq!(row(&client, &control, &id).await["status"], "rejected");
+    let moved = snapshot(&world.maildir)
+        .keys()
+        .filter(|k| !original.contains_key(*k))
+        .count();
+    assert_eq!(moved, second["items"].as_array().unwrap().len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapse_edits_the_card_to_the_notice() {
+    let bot = FakeBot::start().await;
+    let (world, control, server) = start(
+        &bot,
+        &[("IRIS_DESTRUCTIVE_TTL_SECS", "2"), ("IRIS_SWEEP_SECS", "1")],
+    )
+    .await;
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+    let lapsing = halt(&client, &control).await;
+    let id = lapsing["id"].as_str().unwrap().to_string();
+    let notice = bot.edited_to(1, "This approval lapsed at").await;
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("without an answer; nothing was changed\\."),
+        "{text}"
+    );
+    assert!(notice.get("reply_markup").is_none(), "{notice}");
+    assert_eq!(row(&client, &control, &id).await["status"], "expired");
+
+    // A tap after the lapse is told so; nothing runs.
+    let q = bot.tap(OWNER, OWNER, 1, &format!("y:{id}"));
+    let answer = bot.answer(&q).await;
+    assert!(answer.contains("expired"), "{answer}");
+    assert_eq!(snapshot(&world.maildir), original);
+}
+
+/// DESIGN §8 "one pinned call executes at most once, whatever … two surfaces answering at
+/// once": Yes on Telegram and approves over HTTP (as the API and as the CLI) at the same moment
+/// give one decision and one execution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn telegram_and_http_answering_at_once_decide_once() {
+    let bot = FakeBot::start().await;
+    let (world, control, server) = start(&bot, &[]).await;
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+    let row0 = halt(&client, &control).await;
+    let id = row0["id"].as_str().unwrap().to_string();
+    let n = row0["items"].as_array().unwrap().len();
+    eventually("the card", || async {
+        (bot.calls("sendMessage").len() == 1).then_some(())
+    })
+    .await;
+    let q = bot.tap(OWNER, OWNER, 1, &format!("a:{id}"));
+    bot.answer(&q).await;
+
+    let yes = bot.tap(OWNER, OWNER, 1, &format!("y:{id}"));
+    let mut http = Vec::new();
+    for i in 0..6 {
+        let (client, url, token, id) = (
+            client.http.clone(),
+            client.url.clone(),
+            control.clone(),
+            id.clone(),
+        );
+        http.push(tokio::spawn(async move {
+            client
+                .post(format!("{url}/governance/approvals/{id}/respond"))
+                .bearer_auth(token)
+                .header("x-iris-surface", if i % 2 == 0 { "cli" } else { "api" })
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    let mut won_over_http = 0;
+    for answer in http {
+        let status = answer.await.unwrap();
+        assert!(
+            status == reqwest::StatusCode::OK || status == reqwest::StatusCode::CONFLICT,
+            "{status}"
+        );
+        won_over_http += usize::from(status == reqwest::StatusCode::OK);
+    }
+    let telegram = bot.answer(&yes).await;
+    let won_on_telegram = usize::from(telegram == "Approved.");
+    assert_eq!(
+        won_over_http + won_on_telegram,
+        1,
+        "telegram said {telegram:?}"
+    );
+    if won_on_telegram == 0 {
+        assert!(telegram.contains("already approved by phone"), "{telegram}");
+    }
+
+    let done = eventually("the pinned call to execute", || {
+        let (client, control, id) = (&client, &control, &id);
+        async move {
+            let r = row(client, control, id).await;
+            (r["execution"] == "executed").then_some(r)
+        }
+    })
+    .await;
+    let surface = done["surface"].as_str().unwrap();
+    assert!(matches!(surface, "telegram" | "cli" | "api"), "{surface}");
+    let outcome = bot
+        .edited_to(1, &format!("Moved {n} emails to Trash"))
+        .await;
+    assert!(
+        outcome["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("via {surface} at")),
+        "{outcome}"
+    );
+    let audit = audit_once_executed(&client, &control, &id, n).await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "execution").count(),
+        n
+    );
+    let moved = snapshot(&world.maildir)
+        .keys()
+        .filter(|k| !original.contains_key(*k))
+        .count();
+    assert_eq!(moved, n, "not exactly the pinned mail moved once");
+}
