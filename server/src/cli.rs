@@ -373,10 +373,15 @@ async fn report_execution(remote: &Remote, mut row: Approval) {
             "The call runs on the server; `iris approvals show {}` shows its result.",
             row.id
         ),
-        _ => println!(
-            "{}",
-            render::printable(&app::format::execution_sentence(&row))
-        ),
+        _ => {
+            let sentence = render::printable(&app::format::execution_sentence(&row));
+            let stop = if sentence.ends_with(['.', '!', '?', '…']) {
+                ""
+            } else {
+                "."
+            };
+            println!("{sentence}{stop}");
+        }
     }
 }
 

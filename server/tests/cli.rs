@@ -419,6 +419,87 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     drop(server);
 }
 
+/// `iris approvals approve ID` without `--yes` on a pseudo-terminal (util-linux `script`), with
+/// `answer` typed; `script -e` exits with the CLI's own code.
+async fn approve_at_a_terminal(url: &str, token: &str, id: &str, answer: &str) -> Run {
+    use tokio::io::AsyncWriteExt;
+    let line = format!("'{}' approvals approve '{id}'", env!("CARGO_BIN_EXE_iris"));
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_remove("IRIS_TOKEN")
+        .env("IRIS_URL", url)
+        .env("IRIS_TOKEN", token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).await.unwrap();
+    drop(stdin);
+    finished(child.wait_with_output().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!(
+            "skipped: util-linux `script` (a pseudo-terminal for the prompt) is not installed"
+        );
+        return;
+    }
+    let model = ModelServer::start(SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let laptop = world.add_device("laptop", "control");
+    let server = world.start();
+    let client = server.client();
+    let pending = halt(&client, &laptop, "trash the promo emails").await;
+    let before = snapshot(&world.maildir);
+
+    // Anything but yes: the card was shown, the question asked, nothing sent.
+    let declined = approve_at_a_terminal(&server.url, &laptop, &pending.id, "n\n").await;
+    assert_eq!(declined.code, 9, "{declined}");
+    assert!(declined.stdout.contains(&pending.card.title), "{declined}");
+    assert!(declined.stdout.contains("You asked: "), "{declined}");
+    assert!(
+        declined.stdout.contains(&format!(
+            "Call:      trash_email {}",
+            canonical_json(&pending.args)
+        )),
+        "{declined}"
+    );
+    assert!(
+        declined.stdout.contains(&format!(
+            "{}? This runs exactly the call above, once. [y/N]",
+            pending.card.action
+        )),
+        "{declined}"
+    );
+    assert!(declined.stdout.contains("Nothing was sent."), "{declined}");
+    assert_eq!(row(&client, &laptop, &pending.id).await, pending);
+    assert_eq!(snapshot(&world.maildir), before);
+
+    // Yes: approved and run once.
+    let approved = approve_at_a_terminal(&server.url, &laptop, &pending.id, "y\n").await;
+    assert_eq!(approved.code, exit::DONE, "{approved}");
+    assert!(
+        approved.stdout.contains("Approved \u{201c}Trash "),
+        "{approved}"
+    );
+    let n = pending.items.len();
+    assert!(
+        approved
+            .stdout
+            .contains(&format!("Moved {n} emails to Trash.")),
+        "{approved}"
+    );
+    let (gone, arrived) = moved(&before, &snapshot(&world.maildir));
+    assert_eq!((gone.len(), arrived.len()), (n, n));
+    drop(server);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
     let model = ModelServer::start(SCRIPT).await;
