@@ -414,6 +414,7 @@ async fn run_chat(args: ChatArgs) -> Result<(), Failure> {
         let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
         print!("{}", render::card(&row, Utc::now()));
         println!();
+        println!("Web:     {}/activity/{}", remote.base, segment(id));
         println!("Approve: iris approvals approve {id}");
         println!("Reject:  iris approvals reject {id} --reason \"…\"");
     }

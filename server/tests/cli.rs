@@ -200,6 +200,11 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     assert!(chat.stdout.contains(&pending.card.title), "{chat}");
     assert!(
         chat.stdout
+            .contains(&format!("Web:     {url}/activity/{id}\n")),
+        "{chat}"
+    );
+    assert!(
+        chat.stdout
             .contains("You asked: \u{201c}trash the promo emails\u{201d}"),
         "{chat}"
     );
@@ -497,6 +502,17 @@ async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
     );
     let (gone, arrived) = moved(&before, &snapshot(&world.maildir));
     assert_eq!((gone.len(), arrived.len()), (n, n));
+
+    // Already answered: said at once, without asking.
+    let again = approve_at_a_terminal(&server.url, &laptop, &pending.id, "y\n").await;
+    assert_eq!(again.code, exit::ALREADY_DECIDED, "{again}");
+    assert!(!again.stdout.contains("[y/N]"), "{again}");
+    assert!(
+        again
+            .stdout
+            .contains("was already approved by laptop via cli at"),
+        "{again}"
+    );
     drop(server);
 }
 
