@@ -1,17 +1,26 @@
 //! CLI subcommands (DESIGN §7). `devices` talks to the database directly; `approvals` and `chat`
 //! are a surface over HTTP (`IRIS_URL`, default `http://127.0.0.1:3000`, and `IRIS_TOKEN`), so
-//! an answer from the CLI goes through the same `respond_to_approval` as every other surface.
+//! an answer from the CLI goes through the same `respond_to_approval` as every other surface
+//! (surface `cli`). `remote` holds the HTTP side and the exit codes, `render` the terminal text.
+
+mod remote;
+mod render;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::Utc;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use iris_core::ports::{Device, DeviceStore, Scope};
-use iris_core::wire::{Approval, ApprovalList, ChatResponse, ErrorBody, RespondResponse};
+use iris_core::wire::{Approval, ApprovalList, ApprovalStatus, ChatResponse, Execution, RunStatus};
 use iris_store::Store;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::auth;
 use crate::config::Settings;
+pub use remote::{ExitCode, EXIT_CODES_HELP};
+use remote::{Failure, Remote};
 
 /// `iris devices …`.
 #[derive(Subcommand)]
@@ -34,33 +43,78 @@ pub enum DevicesCommand {
     },
 }
 
+/// `--json` on every HTTP subcommand.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Output {
+    /// Print the server's JSON as it answered (for scripts) instead of text. On a failure the
+    /// server's error body, if any, goes to stdout; the sentence still goes to stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `iris approvals …`.
 #[derive(Subcommand)]
 pub enum ApprovalsCommand {
-    /// List approvals.
+    /// List approvals as aligned rows (id, status, title, created, expires), pending first.
     List {
-        /// pending, approved, rejected or expired.
-        #[arg(long)]
+        /// Only rows in this state.
+        #[arg(long, value_parser = ["pending", "approved", "rejected", "expired", "all"])]
         status: Option<String>,
+        #[command(flatten)]
+        output: Output,
     },
-    /// Show one approval in full.
+    /// Show one approval: the card (title, every line, the undo sentence, what you asked),
+    /// its status, who answered where and when, execution and result, and the exact call.
     Show {
         /// Approval id.
         id: String,
+        #[command(flatten)]
+        output: Output,
     },
-    /// Approve: runs exactly the pinned call, once.
+    /// Approve: the server runs exactly the pinned call, once. Shows the card and asks first
+    /// when stdin is a terminal; a script passes --yes.
     Approve {
         /// Approval id.
         id: String,
+        /// Do not ask: approve at once (needed when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// Reject: nothing runs.
     Reject {
         /// Approval id.
         id: String,
-        /// Why.
+        /// Why, stored on the row and shown on every surface.
         #[arg(long)]
         reason: Option<String>,
+        #[command(flatten)]
+        output: Output,
     },
+}
+
+impl ApprovalsCommand {
+    fn output(&self) -> Output {
+        match self {
+            ApprovalsCommand::List { output, .. }
+            | ApprovalsCommand::Show { output, .. }
+            | ApprovalsCommand::Approve { output, .. }
+            | ApprovalsCommand::Reject { output, .. } => *output,
+        }
+    }
+}
+
+/// `iris chat MESSAGE`.
+#[derive(Args)]
+pub struct ChatArgs {
+    /// What to say.
+    pub message: String,
+    /// Continue this conversation.
+    #[arg(long)]
+    pub conversation: Option<String>,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 async fn open_store() -> anyhow::Result<Store> {
@@ -122,127 +176,251 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-struct Remote {
-    base: String,
-    token: String,
-    http: reqwest::Client,
-}
+/// How long `approve` waits for the pinned call's outcome before it leaves it to the server.
+const EXECUTION_WAIT: Duration = Duration::from_secs(15);
 
-impl Remote {
-    fn from_env() -> anyhow::Result<Remote> {
-        let base = std::env::var("IRIS_URL").unwrap_or_else(|_| "http://127.0.0.1:3000".into());
-        let token = std::env::var("IRIS_TOKEN")
-            .context("IRIS_TOKEN is not set: add a device with `iris devices add --name cli --scope control`")?;
-        Ok(Remote {
-            base: base.trim_end_matches('/').to_string(),
-            token,
-            http: reqwest::Client::new(),
+/// A path segment with everything but unreserved characters percent-encoded, so an id typed
+/// with `/` or `?` names one approval and nothing else.
+fn segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
         })
-    }
-
-    async fn send<T: serde::de::DeserializeOwned>(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> anyhow::Result<T> {
-        let response = request
-            .bearer_auth(&self.token)
-            .header("x-iris-surface", "cli")
-            .send()
-            .await
-            .with_context(|| format!("reaching {} (IRIS_URL)", self.base))?;
-        let status = response.status();
-        let body = response.bytes().await?;
-        if !status.is_success() {
-            let message = serde_json::from_slice::<ErrorBody>(&body)
-                .map(|e| e.error)
-                .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-            bail!("{} {}", status.as_u16(), message);
-        }
-        serde_json::from_slice(&body).context("the server's answer did not parse")
-    }
+        .collect()
 }
 
-fn print_row(a: &Approval) {
+fn approval_path(id: &str) -> String {
+    format!("/governance/approvals/{}", segment(id))
+}
+
+/// Reads the server's JSON as `T`.
+fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, Failure> {
+    serde_json::from_value(value)
+        .map_err(|e| Failure::Other(format!("the server's {what} did not parse: {e}")))
+}
+
+fn print_json(value: &Value) {
     println!(
-        "{}\t{}\t{}\t{}\t{}",
-        a.id,
-        a.status.as_str(),
-        a.execution.as_str(),
-        a.card.title,
-        a.expires_at.to_rfc3339()
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
 }
 
-/// Runs `iris approvals …` over HTTP.
-///
-/// # Errors
-/// When the server is unreachable or answers with an error (printed with its status).
-pub async fn approvals(command: ApprovalsCommand) -> anyhow::Result<()> {
+/// Prints the outcome of a command and gives its exit code: on failure the sentence goes to
+/// stderr and, with `--json`, the server's error body to stdout.
+fn conclude(result: Result<(), Failure>, output: Output) -> ExitCode {
+    let code = match result {
+        Ok(()) => ExitCode::Done,
+        Err(failure) => {
+            if output.json {
+                if let Some(body) = failure.body() {
+                    print_json(body);
+                }
+            }
+            eprintln!("iris: {}", failure.message());
+            failure.exit_code()
+        }
+    };
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    code
+}
+
+/// Runs `iris approvals …` over HTTP and gives the exit code ([`ExitCode`]).
+pub async fn approvals(command: ApprovalsCommand) -> ExitCode {
+    let output = command.output();
+    conclude(run_approvals(command).await, output)
+}
+
+async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
     let remote = Remote::from_env()?;
     match command {
-        ApprovalsCommand::List { status } => {
-            let mut url = format!("{}/governance/approvals", remote.base);
-            if let Some(s) = status {
-                url.push_str(&format!("?status={s}"));
+        ApprovalsCommand::List { status, output } => {
+            let path = match &status {
+                Some(s) => format!("/governance/approvals?status={s}"),
+                None => "/governance/approvals".to_string(),
+            };
+            let value = remote.get(&path, None).await?;
+            if output.json {
+                print_json(&value);
+                return Ok(());
             }
-            let list: ApprovalList = remote.send(remote.http.get(url)).await?;
-            for a in &list.approvals {
-                print_row(a);
+            let list: ApprovalList = parse(value, "list of approvals")?;
+            if list.approvals.is_empty() {
+                match status.as_deref().filter(|s| *s != "all") {
+                    Some(s) => println!("No {s} approvals."),
+                    None => println!("No approvals."),
+                }
+            } else {
+                print!("{}", render::rows(&list.approvals));
             }
         }
-        ApprovalsCommand::Show { id } => {
-            let a: Approval = remote
-                .send(
-                    remote
-                        .http
-                        .get(format!("{}/governance/approvals/{id}", remote.base)),
-                )
-                .await?;
-            println!("{}", serde_json::to_string_pretty(&a)?);
+        ApprovalsCommand::Show { id, output } => {
+            let value = remote.get(&approval_path(&id), Some(&id)).await?;
+            if output.json {
+                print_json(&value);
+                return Ok(());
+            }
+            let row: Approval = parse(value, "approval")?;
+            print!("{}", render::card(&row, Utc::now()));
         }
-        ApprovalsCommand::Approve { id } => {
-            let r: RespondResponse = remote
-                .send(
-                    remote
-                        .http
-                        .post(format!("{}/governance/approvals/{id}/respond", remote.base))
-                        .json(&json!({"decision": "approve"})),
+        ApprovalsCommand::Approve { id, yes, output } => {
+            if !yes {
+                confirm(&remote, &id).await?;
+            }
+            let value = remote
+                .post(
+                    &format!("{}/respond", approval_path(&id)),
+                    &json!({"decision": "approve"}),
+                    Some(&id),
                 )
                 .await?;
-            println!("approved: {}", r.approval.card.title);
+            if output.json {
+                print_json(&value);
+                return Ok(());
+            }
+            let row: Approval = parse(value["approval"].clone(), "answer")?;
+            println!(
+                "Approved \u{201c}{}\u{201d} {}.",
+                render::printable(&row.card.title),
+                render::answered_by(&row)
+            );
+            report_execution(&remote, row).await;
         }
-        ApprovalsCommand::Reject { id, reason } => {
-            let r: RespondResponse = remote
-                .send(
-                    remote
-                        .http
-                        .post(format!("{}/governance/approvals/{id}/respond", remote.base))
-                        .json(&json!({"decision": "reject", "reason": reason})),
+        ApprovalsCommand::Reject { id, reason, output } => {
+            let value = remote
+                .post(
+                    &format!("{}/respond", approval_path(&id)),
+                    &json!({"decision": "reject", "reason": reason}),
+                    Some(&id),
                 )
                 .await?;
-            println!("rejected: {}", r.approval.card.title);
+            if output.json {
+                print_json(&value);
+                return Ok(());
+            }
+            let row: Approval = parse(value["approval"].clone(), "answer")?;
+            println!(
+                "Rejected \u{201c}{}\u{201d} {}. Nothing will run.",
+                render::printable(&row.card.title),
+                render::answered_by(&row)
+            );
         }
     }
     Ok(())
 }
 
-/// Runs `iris chat "MESSAGE"`: prints the reply (and the approval id when one is waiting).
+/// Before `approve` without `--yes`: only with a person at a terminal, shows the card (on
+/// stderr, so stdout keeps only the outcome) and asks. A row already answered or past its
+/// expiry is reported without asking.
 ///
 /// # Errors
-/// When the server is unreachable or answers with an error.
-pub async fn chat(message: &str, conversation_id: Option<String>) -> anyhow::Result<()> {
+/// [`Failure::Usage`] when stdin is not a terminal; [`Failure::Settled`] when the row cannot be
+/// approved any more; [`Failure::NotConfirmed`] unless the answer is y or yes.
+async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(
+            "`iris approvals approve` asks before it approves, and stdin is not a terminal: pass --yes to approve from a script. Nothing was sent.".into(),
+        ));
+    }
+    let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
+    let now = Utc::now();
+    if row.status != ApprovalStatus::Pending || row.expires_at <= now {
+        return Err(Failure::Settled(Box::new(row)));
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "{}\n{}? This runs exactly the call above, once. [y/N] ",
+        render::card(&row, now),
+        render::printable(&row.card.action)
+    );
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::Other(format!("reading your answer: {e}")))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Failure::NotConfirmed),
+    }
+}
+
+/// After an approval: waits (up to [`EXECUTION_WAIT`], polling the row) for the ledger's outcome
+/// and prints it; past the wait, says where to look. Never answers or runs anything itself.
+async fn report_execution(remote: &Remote, mut row: Approval) {
+    let deadline = Instant::now() + EXECUTION_WAIT;
+    let path = approval_path(&row.id);
+    while matches!(row.execution, Execution::None | Execution::Executing)
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        match remote.get(&path, Some(&row.id)).await {
+            Ok(value) => match serde_json::from_value::<Approval>(value) {
+                Ok(fresh) => row = fresh,
+                Err(_) => break,
+            },
+            Err(_) => break,
+        }
+    }
+    match row.execution {
+        Execution::None | Execution::Executing => println!(
+            "The call runs on the server; `iris approvals show {}` shows its result.",
+            row.id
+        ),
+        _ => {
+            let sentence = render::printable(&app::format::execution_sentence(&row));
+            let stop = if sentence.ends_with(['.', '!', '?', '…']) {
+                ""
+            } else {
+                "."
+            };
+            println!("{sentence}{stop}");
+        }
+    }
+}
+
+/// Runs `iris chat MESSAGE` over HTTP: prints the reply and, when the turn waits for an
+/// approval, its card and how to answer it. Gives the exit code ([`ExitCode`]).
+pub async fn chat(args: ChatArgs) -> ExitCode {
+    let output = args.output;
+    conclude(run_chat(args).await, output)
+}
+
+async fn run_chat(args: ChatArgs) -> Result<(), Failure> {
     let remote = Remote::from_env()?;
-    let r: ChatResponse = remote
-        .send(
-            remote
-                .http
-                .post(format!("{}/api/chat", remote.base))
-                .json(&json!({"message": message, "conversation_id": conversation_id})),
+    let value = remote
+        .post(
+            "/api/chat",
+            &json!({"message": args.message, "conversation_id": args.conversation}),
+            None,
         )
         .await?;
-    println!("{}", r.reply);
-    if let Some(id) = r.approval_id {
-        println!("approval: {id}");
+    if args.output.json {
+        print_json(&value);
+        return Ok(());
     }
+    let response: ChatResponse = parse(value, "chat answer")?;
+    for line in response.reply.lines() {
+        println!("{}", render::printable(line));
+    }
+    if let (RunStatus::AwaitingApproval, Some(id)) = (response.status, &response.approval_id) {
+        println!();
+        let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
+        print!("{}", render::card(&row, Utc::now()));
+        println!();
+        println!("Web:     {}/activity/{}", remote.base, segment(id));
+        println!("Approve: iris approvals approve {id}");
+        println!("Reject:  iris approvals reject {id} --reason \"…\"");
+    }
+    println!(
+        "(conversation {}; continue with --conversation {})",
+        response.conversation_id, response.conversation_id
+    );
     Ok(())
 }

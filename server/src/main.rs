@@ -44,18 +44,14 @@ enum Command {
         command: cli::DevicesCommand,
     },
     /// Approvals over HTTP (IRIS_URL, IRIS_TOKEN).
+    #[command(after_help = cli::EXIT_CODES_HELP)]
     Approvals {
         #[command(subcommand)]
         command: cli::ApprovalsCommand,
     },
-    /// One chat turn over HTTP; prints the reply.
-    Chat {
-        /// What to say.
-        message: String,
-        /// Continue this conversation.
-        #[arg(long)]
-        conversation: Option<String>,
-    },
+    /// One chat turn over HTTP (IRIS_URL, IRIS_TOKEN); prints the reply and any card it waits on.
+    #[command(after_help = cli::EXIT_CODES_HELP)]
+    Chat(cli::ChatArgs),
     /// A one-time pairing link for a browser (coming with device pairing).
     Pair {
         /// read or control.
@@ -77,11 +73,12 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { demo } => serve(demo).await,
         Command::Devices { command } => cli::devices(command).await,
-        Command::Approvals { command } => cli::approvals(command).await,
-        Command::Chat {
-            message,
-            conversation,
-        } => cli::chat(&message, conversation).await,
+        // The HTTP commands end with their own exit code (`cli::ExitCode`, documented in
+        // `iris approvals --help`), so scripts can tell the failures apart.
+        Command::Approvals { command } => {
+            std::process::exit(cli::approvals(command).await as i32)
+        }
+        Command::Chat(args) => std::process::exit(cli::chat(args).await as i32),
         Command::Pair { scope } => anyhow::bail!(
             "pairing links are not available yet; add a device with `iris devices add --name NAME --scope {scope}` and use its token"
         ),
