@@ -72,11 +72,11 @@ pub enum ApprovalsCommand {
         output: Output,
     },
     /// Approve: the server runs exactly the pinned call, once. Shows the card and asks first
-    /// when stdin is a terminal; a script passes --yes.
+    /// when stdin is a terminal (unless --yes); from a script it approves at once.
     Approve {
         /// Approval id.
         id: String,
-        /// Do not ask: approve at once (needed when stdin is not a terminal).
+        /// Do not ask, even at a terminal.
         #[arg(long, short = 'y')]
         yes: bool,
         #[command(flatten)]
@@ -314,18 +314,17 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Before `approve` without `--yes`: only with a person at a terminal, shows the card (on
-/// stderr, so stdout keeps only the outcome) and asks. A row already answered or past its
-/// expiry is reported without asking.
+/// Before `approve` without `--yes`: with a person at a terminal, shows the card (on stderr, so
+/// stdout keeps only the outcome) and asks. A row already answered or past its expiry is
+/// reported without asking. Without a terminal (a script) there is nobody to ask: the command
+/// itself is the consent, as DESIGN §7's `iris approvals approve ID` promises.
 ///
 /// # Errors
-/// [`Failure::Usage`] when stdin is not a terminal; [`Failure::Settled`] when the row cannot be
-/// approved any more; [`Failure::NotConfirmed`] unless the answer is y or yes.
+/// [`Failure::Settled`] when the row cannot be approved any more; [`Failure::NotConfirmed`]
+/// unless the answer is y or yes.
 async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
     if !std::io::stdin().is_terminal() {
-        return Err(Failure::Usage(
-            "`iris approvals approve` asks before it approves, and stdin is not a terminal: pass --yes to approve from a script. Nothing was sent.".into(),
-        ));
+        return Ok(());
     }
     let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
     let now = Utc::now();

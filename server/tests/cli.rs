@@ -318,10 +318,9 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     .await;
     assert_eq!(away.code, exit::UNREACHABLE, "{away}");
     assert!(away.stderr.contains("cannot be reached"), "{away}");
-    // With stdin not a terminal and no --yes, nobody can confirm: nothing is sent.
-    let unconfirmed = iris(&url, Some(&laptop), &["approvals", "approve", &id]).await;
-    assert_eq!(unconfirmed.code, exit::USAGE, "{unconfirmed}");
-    assert!(unconfirmed.stderr.contains("--yes"), "{unconfirmed}");
+    // An IRIS_URL that is not a URL is wrong usage; nothing is sent.
+    let bad = iris("not a url", Some(&laptop), &["approvals", "approve", &id]).await;
+    assert_eq!(bad.code, exit::USAGE, "{bad}");
     assert_eq!(
         row(&client, &laptop, &id).await,
         pending,
@@ -329,8 +328,9 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     );
     assert_eq!(snapshot(&world.maildir), original, "a failure moved mail");
 
-    // Approve: the outcome, then the execution's result.
-    let approve = iris(&url, Some(&laptop), &["approvals", "approve", &id, "--yes"]).await;
+    // Approve from a script (stdin not a terminal, no --yes: DESIGN §7's `iris approvals approve
+    // ID`): the outcome, then the execution's result.
+    let approve = iris(&url, Some(&laptop), &["approvals", "approve", &id]).await;
     assert_eq!(approve.code, exit::DONE, "{approve}");
     assert!(
         approve.stdout.starts_with(&format!(

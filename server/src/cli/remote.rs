@@ -25,8 +25,7 @@ pub enum ExitCode {
     Done = 0,
     /// 1: anything else (a 400 or 500 from the server, an answer that does not parse).
     Other = 1,
-    /// 2: wrong usage: bad arguments (clap), `IRIS_URL` not a URL, or `approve` without `--yes`
-    /// when stdin is not a terminal (nobody could confirm). Nothing was sent.
+    /// 2: wrong usage: bad arguments (clap) or `IRIS_URL` not a URL. Nothing was sent.
     Usage = 2,
     /// 3: the server could not be reached at `IRIS_URL`. Nothing was decided by this command.
     Unreachable = 3,
@@ -50,7 +49,7 @@ pub const EXIT_CODES_HELP: &str = "\
 Exit codes (the same for `iris chat`):
   0  done
   1  any other failure (a 400 or 500 from the server, an answer that does not parse)
-  2  wrong usage, or `approve` without --yes when stdin is not a terminal (nothing was sent)
+  2  wrong usage (nothing was sent)
   3  the server is unreachable at IRIS_URL (nothing was decided by this command)
   4  unauthorized (401): IRIS_TOKEN is missing, unknown or revoked
   5  forbidden (403): this device has read scope and may only look
