@@ -54,6 +54,13 @@ mod on_server {
     }
 }
 
+/// Who is looking (name and whether this device may answer), e.g. for the chat box.
+#[server(prefix = "/ui", input = Json)]
+pub async fn current_viewer() -> Result<Viewer, AppError> {
+    let (_backend, viewer) = on_server::signed_in().await?;
+    Ok(viewer)
+}
+
 /// The viewer and every approval; `focus` (from `/activity/:id`) is fetched and included even
 /// when the list would not hold it.
 #[server(prefix = "/ui", input = Json)]

@@ -12,8 +12,8 @@ use leptos::prelude::*;
 use crate::api::respond_approval;
 use crate::backend::Viewer;
 use crate::format::{
-    exact_args, execution_sentence, format_time, pretty_json, result_summary, status_label,
-    undo_sentence, who_and_where,
+    approved_headline, exact_args, execution_sentence, format_time, outcome_problem, outcome_tone,
+    pretty_json, result_summary, status_label, undo_sentence, who_and_where, OutcomeTone,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -89,6 +89,13 @@ pub fn ApprovalCard(
     let pending = approval.status == ApprovalStatus::Pending;
     let answerable = pending && viewer.can_answer;
     let status = approval.status.as_str();
+    // A failed, stale or unknown execution must not look like a success (issue 5).
+    let tone = outcome_tone(&approval);
+    let badge_label = match tone {
+        OutcomeTone::Failed => "Failed",
+        OutcomeTone::Warning => "Not done",
+        OutcomeTone::Neutral | OutcomeTone::Success => status_label(approval.status),
+    };
     let title_id = format!("card-{id}-title");
     let dialog_id = format!("card-{id}-dialog");
 
@@ -137,8 +144,8 @@ pub fn ApprovalCard(
             {destructive.then(|| view! { <span class="badge badge-danger" data-testid="badge-deletes">"Deletes data"</span> })}
             {acts_for_you.then(|| view! { <span class="badge badge-acts" data-testid="badge-acts">"Acts for you"</span> })}
             {evaluator.then(|| view! { <span class="badge badge-review">"Paused for review"</span> })}
-            <span class=format!("badge badge-status status-{status}") data-testid="card-status">
-                {status_label(approval.status)}
+            <span class=format!("badge badge-status status-{status} tone-{}", tone.as_str()) data-testid="card-status">
+                {badge_label}
             </span>
         </div>
     }
@@ -254,7 +261,8 @@ pub fn ApprovalCard(
     });
 
     let class = format!(
-        "card status-{status}{}{}",
+        "card status-{status} tone-{}{}{}",
+        tone.as_str(),
         if destructive {
             " card-destructive"
         } else {
@@ -270,6 +278,7 @@ pub fn ApprovalCard(
             id=format!("card-{id}")
             data-testid=format!("card-{id}")
             data-status=status
+            data-outcome=tone.as_str()
             aria-labelledby=labelled_by
             tabindex=focused.then_some("-1")
         >
@@ -304,6 +313,11 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
     let answered_at = approval.responded_at.unwrap_or(approval.expires_at);
     let when = move || format_time(answered_at, offset.get());
 
+    let tone = outcome_tone(approval);
+    let headline = match status {
+        ApprovalStatus::Approved => approved_headline(approval),
+        _ => status_label(status),
+    };
     let head = match status {
         ApprovalStatus::Expired => view! {
             <p class="outcome-head"><strong>"Expired"</strong>" at "<time datetime=answered_at.to_rfc3339()>{when}</time>"."</p>
@@ -311,7 +325,7 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
         .into_any(),
         _ => view! {
             <p class="outcome-head">
-                <strong>{status_label(status)}</strong>
+                <strong>{headline}</strong>
                 {who}
                 " at "
                 <time datetime=answered_at.to_rfc3339()>{when}</time>
@@ -363,18 +377,35 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
         .clone()
         .filter(|r| !r.trim().is_empty())
         .map(|r| view! { <p class="outcome-reason"><span class="label">"Reason: "</span>{r}</p> });
-    let resume_error = approval.resume_error.clone().map(|e| {
-        view! {
-            <p class="outcome-error" role="alert" data-testid="resume-error">
-                "The assistant could not continue: "{e}
-            </p>
-        }
+    let problem = outcome_problem(approval);
+    // The problem line already says the resume error when it is the only reason given.
+    let resume_error_said = problem.is_some() && problem == approval.resume_error;
+    let problem = problem.map(|p| {
+        view! { <p class="outcome-problem" data-testid="outcome-problem">{p}</p> }
     });
+    let resume_error = approval
+        .resume_error
+        .clone()
+        .filter(|_| !resume_error_said)
+        .map(|e| {
+            view! {
+                <p class="outcome-error" role="alert" data-testid="resume-error">
+                    "The assistant could not continue: "{e}
+                </p>
+            }
+        });
 
     view! {
-        <div class=format!("outcome outcome-{}", status.as_str()) data-testid="outcome" data-status=status.as_str() role="status">
+        <div
+            class=format!("outcome outcome-{} outcome-tone-{}", status.as_str(), tone.as_str())
+            data-testid="outcome"
+            data-status=status.as_str()
+            data-outcome=tone.as_str()
+            role="status"
+        >
             {head}
             {detail}
+            {problem}
             {reason}
             {resume_error}
         </div>
@@ -635,6 +666,103 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("model unreachable"), "{html}");
+    }
+
+    fn approved(execution: Execution, result: Option<serde_json::Value>) -> Approval {
+        let mut approval = destructive();
+        approval.status = ApprovalStatus::Approved;
+        approval.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 10, 5, 0).unwrap());
+        approval.responded_by = Some("owner".into());
+        approval.surface = Some("web".into());
+        approval.execution = execution;
+        approval.result = result;
+        approval
+    }
+
+    /// Issue 5: only a call that ran with every item done may look like a success.
+    #[test]
+    fn a_success_is_green_and_says_approved() {
+        let html = render(
+            approved(
+                Execution::Executed,
+                Some(json!({"trashed": ["m1", "m2", "m3"]})),
+            ),
+            owner(),
+        );
+        assert!(html.contains("outcome-tone-success"), "{html}");
+        assert!(html.contains("data-outcome=\"success\""), "{html}");
+        assert!(!html.contains("outcome-problem"), "{html}");
+    }
+
+    #[test]
+    fn a_failed_execution_is_red_with_its_reason() {
+        let html = render(
+            approved(
+                Execution::Failed,
+                Some(json!({"status": "failed", "message": "IMAP server refused the move"})),
+            ),
+            owner(),
+        );
+        assert!(html.contains("outcome-tone-failed"), "{html}");
+        assert!(!html.contains("outcome-tone-success"), "{html}");
+        assert!(html.contains("Approved, but it failed"), "{html}");
+        assert!(html.contains("IMAP server refused the move"), "{html}");
+        assert!(
+            html.contains("badge-status status-approved tone-failed\">Failed</span>"),
+            "{html}"
+        );
+        assert!(
+            !html.contains(">Approved</"),
+            "no plain Approved headline: {html}"
+        );
+    }
+
+    #[test]
+    fn a_stale_call_says_nothing_was_done() {
+        let html = render(
+            approved(
+                Execution::Failed,
+                Some(
+                    json!({"status": "stale", "message": "stale: nothing done", "changed": false,
+                    "stale": [{"id": "m1", "status": "stale", "message": "stale: nothing done"}]}),
+                ),
+            ),
+            owner(),
+        );
+        assert!(html.contains("outcome-tone-warning"), "{html}");
+        assert!(html.contains("Approved, but nothing was done"), "{html}");
+        assert!(html.contains("so nothing was run"), "{html}");
+        assert!(!html.contains("outcome-tone-success"), "{html}");
+    }
+
+    #[test]
+    fn a_partly_stale_call_is_a_warning_naming_the_skipped_items() {
+        let html = render(
+            approved(
+                Execution::Executed,
+                Some(json!({"trashed": ["m2", "m3"],
+                    "stale": [{"id": "m1", "status": "stale", "message": "stale: nothing done"}]})),
+            ),
+            owner(),
+        );
+        assert!(html.contains("outcome-tone-warning"), "{html}");
+        assert!(html.contains("Approved, partly done"), "{html}");
+        assert!(
+            html.contains("1 item changed after the card was made and was left alone."),
+            "{html}"
+        );
+        assert!(html.contains("Moved 2 emails to Trash"), "{html}");
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_a_warning_not_a_success() {
+        let mut approval = approved(Execution::Unknown, None);
+        approval.resume_error = Some("server restarted mid-call".into());
+        let html = render(approval, owner());
+        assert!(html.contains("outcome-tone-warning"), "{html}");
+        assert!(html.contains("Approved, outcome unknown"), "{html}");
+        assert!(html.contains("server restarted mid-call"), "{html}");
+        assert!(!html.contains("outcome-tone-success"), "{html}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use leptos::html;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::api::{load_conversation, send_chat};
+use crate::api::{current_viewer, load_conversation, send_chat};
 use crate::format::find_card_link;
 use crate::live::is_live;
 
@@ -29,6 +29,10 @@ pub struct ChatState {
     pub sending: RwSignal<bool>,
     /// The last error, shown under the box.
     pub error: RwSignal<Option<String>>,
+    /// Whether this device may chat (a `control` device): `None` until the server says, and
+    /// Send stays disabled until it says yes; `Some(false)` (a `read` device) disables the box
+    /// with the view-only line instead of refusing on send (issue 5).
+    pub can_answer: RwSignal<Option<bool>>,
     /// Orders reloads: only the newest one's answer is applied.
     generation: RwSignal<u64>,
 }
@@ -43,6 +47,7 @@ impl ChatState {
             draft: RwSignal::new(String::new()),
             sending: RwSignal::new(false),
             error: RwSignal::new(None),
+            can_answer: RwSignal::new(None),
             generation: RwSignal::new(0),
         }
     }
@@ -73,6 +78,21 @@ impl ChatState {
                 self.conversation_id.set(Some(id));
             }
         }
+    }
+
+    /// Asks the server who is looking and records whether this device may chat.
+    pub fn learn_viewer(&self) {
+        let state = *self;
+        leptos::task::spawn_local(async move {
+            if let Ok(viewer) = current_viewer().await {
+                state.can_answer.try_set(Some(viewer.can_answer));
+            }
+        });
+    }
+
+    /// Whether the box is shut because this device can only view.
+    pub fn view_only(&self) -> bool {
+        self.can_answer.get() == Some(false)
     }
 
     /// Fetches the conversation again (no-op without one).
@@ -123,7 +143,10 @@ impl ChatState {
     /// Sends one turn; the owner's line shows at once, the reply when it comes.
     pub fn send(&self, text: String) {
         let text = text.trim().to_owned();
-        if text.is_empty() || self.sending.get_untracked() {
+        if text.is_empty()
+            || self.sending.get_untracked()
+            || self.can_answer.get_untracked() != Some(true)
+        {
             return;
         }
         self.sending.set(true);
@@ -288,6 +311,8 @@ pub fn ChatPanel() -> impl IntoView {
                     placeholder="Ask IRIS…"
                     node_ref=input_ref
                     readonly=move || !live.get()
+                    disabled=move || chat.view_only()
+                    aria-describedby=move || chat.view_only().then_some("chat-view-only")
                     prop:value=move || chat.draft.get()
                     on:input:target=move |ev| chat.draft.set(ev.target().value())
                     on:keydown=move |ev| {
@@ -301,11 +326,16 @@ pub fn ChatPanel() -> impl IntoView {
                     type="submit"
                     class="btn btn-primary"
                     data-testid="chat-send"
-                    disabled=move || chat.sending.get() || !live.get()
+                    disabled=move || {
+                        chat.sending.get() || !live.get() || chat.can_answer.get() != Some(true)
+                    }
                 >
                     {move || if chat.sending.get() { "Sending…" } else { "Send" }}
                 </button>
             </form>
+            <Show when=move || chat.view_only()>
+                <p class="chat-view-only" id="chat-view-only" data-testid="chat-view-only">"This device can only view."</p>
+            </Show>
             {move || {
                 chat.error
                     .get()

@@ -108,10 +108,120 @@ pub fn execution_sentence(approval: &Approval) -> String {
             .as_ref()
             .and_then(result_summary)
             .unwrap_or_else(|| "Done.".to_owned()),
+        Execution::Failed if wholly_stale(approval) => {
+            "Nothing was done; it will not be tried again.".to_owned()
+        }
         Execution::Failed => "It failed; nothing more will be tried.".to_owned(),
         Execution::Unknown => {
             "It is not known whether this ran; it will not be run again.".to_owned()
         }
+    }
+}
+
+/// How an answered card's outcome looks. Only a call that ran with every item done is a
+/// success; a failure, a stale call (nothing done), a partly stale one and an unknown outcome
+/// must never look like one (issue 5 "failed/unknown"; DESIGN §8 fail closed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutcomeTone {
+    /// Not a result: pending, rejected, expired, or approved and not finished yet.
+    Neutral,
+    /// Approved and executed, every item done.
+    Success,
+    /// Approved, but nothing or not everything was done (stale), or nobody knows whether it ran.
+    Warning,
+    /// Approved, and the call failed or was refused.
+    Failed,
+}
+
+impl OutcomeTone {
+    /// The CSS/test spelling: `neutral`, `success`, `warning`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeTone::Neutral => "neutral",
+            OutcomeTone::Success => "success",
+            OutcomeTone::Warning => "warning",
+            OutcomeTone::Failed => "failed",
+        }
+    }
+}
+
+/// The items the executor skipped as stale (`result.stale`, issue 3 staleness).
+fn stale_items(approval: &Approval) -> usize {
+    approval
+        .result
+        .as_ref()
+        .and_then(|r| r.get("stale"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// The whole call was stale: the executor ran nothing (`result.status == "stale"`).
+fn wholly_stale(approval: &Approval) -> bool {
+    approval
+        .result
+        .as_ref()
+        .and_then(|r| r.get("status"))
+        .and_then(Value::as_str)
+        == Some("stale")
+}
+
+/// The tone of `approval`'s outcome (see [`OutcomeTone`]).
+pub fn outcome_tone(approval: &Approval) -> OutcomeTone {
+    if approval.status != ApprovalStatus::Approved {
+        return OutcomeTone::Neutral;
+    }
+    match approval.execution {
+        Execution::None | Execution::Executing => OutcomeTone::Neutral,
+        Execution::Executed if stale_items(approval) > 0 => OutcomeTone::Warning,
+        Execution::Executed => OutcomeTone::Success,
+        Execution::Failed if wholly_stale(approval) => OutcomeTone::Warning,
+        Execution::Failed => OutcomeTone::Failed,
+        Execution::Unknown => OutcomeTone::Warning,
+    }
+}
+
+/// The headline of an approved card's outcome: "Approved" for a success or a call still on its
+/// way, else words that say it did not (fully) happen.
+pub fn approved_headline(approval: &Approval) -> &'static str {
+    match (approval.execution, outcome_tone(approval)) {
+        (Execution::Failed, OutcomeTone::Warning) => "Approved, but nothing was done",
+        (Execution::Failed, _) => "Approved, but it failed",
+        (Execution::Unknown, _) => "Approved, outcome unknown",
+        (_, OutcomeTone::Warning) => "Approved, partly done",
+        _ => "Approved",
+    }
+}
+
+/// Why an approved call did not (fully) happen, in plain words; `None` for a success or a call
+/// still on its way. The executor's own message comes first (`result.message`), else the
+/// resume error.
+pub fn outcome_problem(approval: &Approval) -> Option<String> {
+    let message = approval
+        .result
+        .as_ref()
+        .and_then(|r| r.get("message"))
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty())
+        .map(str::to_owned);
+    match outcome_tone(approval) {
+        OutcomeTone::Neutral | OutcomeTone::Success => None,
+        _ if approval.execution == Execution::Executed => {
+            let n = stale_items(approval);
+            Some(format!(
+                "{} changed after the card was made and {} left alone.",
+                count(n, "item", "items"),
+                if n == 1 { "was" } else { "were" }
+            ))
+        }
+        _ if wholly_stale(approval) => {
+            Some("Everything on the card changed after it was made, so nothing was run.".to_owned())
+        }
+        _ => message
+            .or_else(|| approval.resume_error.clone())
+            .or_else(|| {
+                (approval.execution == Execution::Failed)
+                    .then(|| "No reason was recorded.".to_owned())
+            }),
     }
 }
 

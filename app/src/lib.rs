@@ -4,6 +4,7 @@
 //! - [`shell`] is the HTML document the server renders around [`App`].
 //! - [`App`] holds the router and the app-wide state (chat, live updates, clock).
 //! - [`activity`] is the Activity page: pending cards first, then answered ones.
+//! - [`banner`] is the new-card banner every page shows on `approval.requested`.
 //! - [`card`] is the approval card, its confirm dialog and its outcome.
 //! - [`chat`] is the chat box that asks the assistant and links to the cards it halts on.
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
@@ -20,6 +21,7 @@
 pub mod activity;
 pub mod api;
 pub mod backend;
+pub mod banner;
 pub mod card;
 pub mod chat;
 pub mod error;
@@ -35,6 +37,7 @@ use leptos_router::{
 };
 
 use crate::activity::ActivityPage;
+use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
 use crate::live::{ClientClock, Hydrated, Live};
 use crate::plugins::PluginsPage;
@@ -82,13 +85,16 @@ pub fn App() -> impl IntoView {
     provide_context(clock);
     let hydrated = Hydrated::new();
     provide_context(hydrated);
+    let banner = RequestBanner::new();
+    provide_context(banner);
 
     // Effects only run in the browser, after hydration.
     Effect::new(move |_| {
         hydrated.0.set(true);
         clock.start();
         chat.restore();
-        live::connect(live, chat);
+        chat.learn_viewer();
+        live::connect(live, chat, banner);
     });
     // Refetch the conversation on every live event (and once at start, after `restore`).
     Effect::new(move |_| {
@@ -111,6 +117,7 @@ pub fn App() -> impl IntoView {
                     <A href="/plugins">"Plugins"</A>
                 </nav>
             </header>
+            <RequestBannerView/>
             <main class="layout">
                 <aside class="chat-col" aria-label="Chat">
                     <ChatPanel/>

@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::banner::RequestBanner;
 use crate::chat::ChatState;
 
 /// Bumped on every live event; pages that show approvals refetch when it changes.
@@ -104,9 +105,10 @@ pub fn clock_offset() -> Signal<Option<i32>> {
 
 /// Opens `EventSource("/api/events")` and, on `approval.requested`, `approval.responded`,
 /// `approval.lapsed` and `run.message`, bumps [`Live`]; a `run.message` for the open
-/// conversation is also added to the chat at once. A (re)connection also bumps, so nothing
+/// conversation is also added to the chat at once; `approval.requested` raises the
+/// [`RequestBanner`] and `approval.responded`/`approval.lapsed` clear it for that card. A (re)connection also bumps, so nothing
 /// missed while disconnected stays stale. Browser only; a no-op on the server.
-pub fn connect(live: Live, chat: ChatState) {
+pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::{closure::Closure, JsCast};
@@ -121,7 +123,19 @@ pub fn connect(live: Live, chat: ChatState) {
             "approval.lapsed",
         ] {
             let on_event = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
-                move |_event: web_sys::MessageEvent| live.bump(),
+                move |event: web_sys::MessageEvent| {
+                    let approval = event.data().as_string().and_then(|text| {
+                        serde_json::from_str::<iris_core::wire::Approval>(&text).ok()
+                    });
+                    if let Some(approval) = approval {
+                        if name == "approval.requested" {
+                            banner.on_requested(&approval);
+                        } else {
+                            banner.on_settled(&approval.id);
+                        }
+                    }
+                    live.bump();
+                },
             );
             let _ =
                 source.add_event_listener_with_callback(name, on_event.as_ref().unchecked_ref());
@@ -150,6 +164,6 @@ pub fn connect(live: Live, chat: ChatState) {
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (live, chat);
+        let _ = (live, chat, banner);
     }
 }
