@@ -324,6 +324,47 @@ mod tests {
         assert_eq!(result_summary(&json!([1])), None);
     }
 
+    /// Only an executed call with every item done is a success; nothing in flight is a result.
+    #[test]
+    fn only_a_full_execution_is_a_success() {
+        use chrono::TimeZone;
+        use iris_core::wire::ApprovalKind;
+        let mut approval = Approval {
+            id: "a1".into(),
+            kind: ApprovalKind::Destructive,
+            status: ApprovalStatus::Approved,
+            tool: "trash_email".into(),
+            args: json!({}),
+            call_hash: "h".into(),
+            items: vec!["m1".into()],
+            card: card(),
+            run_id: "r1".into(),
+            created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
+            expires_at: Utc.with_ymd_and_hms(2025, 11, 30, 11, 0, 0).unwrap(),
+            responded_at: None,
+            responded_by: None,
+            surface: None,
+            reason: None,
+            execution: Execution::Executing,
+            result: None,
+            resume_error: None,
+        };
+        assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
+        approval.execution = Execution::Executed;
+        approval.result = Some(json!({"trashed": ["m1"]}));
+        assert_eq!(outcome_tone(&approval), OutcomeTone::Success);
+        assert_eq!(outcome_problem(&approval), None);
+        approval.execution = Execution::Failed;
+        approval.result = Some(json!({"status": "failed"}));
+        assert_eq!(outcome_tone(&approval), OutcomeTone::Failed);
+        assert_eq!(
+            outcome_problem(&approval).as_deref(),
+            Some("No reason was recorded.")
+        );
+        approval.status = ApprovalStatus::Rejected;
+        assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
+    }
+
     #[test]
     fn card_links_cover_the_whole_url() {
         let text = "Approve it here: http://h:1/activity/abc. Thanks";
