@@ -29,37 +29,7 @@ use serde_json::{json, Value};
 use support::{eventually, snapshot, Client, ModelServer, World};
 use tokio::sync::Barrier;
 
-const SCRIPT: &str = r#"
-rules:
-  - when: "(?i)promo"
-    steps:
-      - call: search_inbox
-        args: {category: promotions}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-  - when: "(?i)newsletter"
-    steps:
-      - call: search_inbox
-        args: {category: newsletters}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-  - when: "(?i)order"
-    steps:
-      - call: search_inbox
-        args: {category: orders}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-fallback: "?"
-"#;
+use support::CATEGORY_TRASH_SCRIPT as SCRIPT;
 
 /// The documented exit codes (`iris approvals --help`).
 mod exit {

@@ -212,15 +212,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(body["approval"]["status"], "approved");
     assert_eq!(body["approval"]["responded_by"], "phone");
-    let row = eventually("the pinned call to execute", || {
-        let client = &client;
-        let (id, t) = (id.clone(), control.clone());
-        async move {
-            let row = client.get(&format!("/governance/approvals/{id}"), &t).await;
-            (row["execution"] == "executed").then_some(row)
-        }
-    })
-    .await;
+    let row = client.wait_execution(&id, &control, "executed").await;
     assert_eq!(row["result"]["trashed"], n);
 
     // Exactly the pinned files moved to .Trash, byte for byte; nothing was deleted.
@@ -416,15 +408,7 @@ async fn two_servers_on_one_postgres_database_execute_once() {
         23
     );
 
-    let row = eventually("one execution", || {
-        let client = &client_a;
-        let (id, t) = (id.clone(), tokens[0].clone());
-        async move {
-            let row = client.get(&format!("/governance/approvals/{id}"), &t).await;
-            (row["execution"] == "executed").then_some(row)
-        }
-    })
-    .await;
+    let row = client_a.wait_execution(&id, &tokens[0], "executed").await;
     let n = row["items"].as_array().unwrap().len();
     let audit = audit_with_executions(&client_a, &id, &tokens[0], n).await;
     let entries = audit["entries"].as_array().unwrap();

@@ -23,37 +23,7 @@ const ANSWERS: usize = 50;
 /// Surfaces the answering devices claim (`X-Iris-Surface`; none means `api`).
 const SURFACES: [Option<&str>; 4] = [Some("cli"), Some("phone"), Some("telegram"), None];
 
-const SCRIPT: &str = r#"
-rules:
-  - when: "(?i)promo"
-    steps:
-      - call: search_inbox
-        args: {category: promotions}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-  - when: "(?i)newsletter"
-    steps:
-      - call: search_inbox
-        args: {category: newsletters}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-  - when: "(?i)order"
-    steps:
-      - call: search_inbox
-        args: {category: orders}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-fallback: "?"
-"#;
+use support::CATEGORY_TRASH_SCRIPT as SCRIPT;
 
 /// One answer as sent and as received.
 struct Answer {
@@ -215,14 +185,7 @@ async fn round(
     }
 
     if winner.decision == "approve" {
-        let row = eventually("the pinned call to execute", || {
-            let (id, t) = (id.clone(), owner.clone());
-            async move {
-                let row = client.get(&format!("/governance/approvals/{id}"), &t).await;
-                (row["execution"] == "executed").then_some(row)
-            }
-        })
-        .await;
+        let row = client.wait_execution(&id, owner, "executed").await;
         assert_eq!(row["result"]["trashed"], n, "{row}");
         eventually("the resumed run's reply", || {
             let (c, t) = (conversation.clone(), owner.clone());

@@ -84,17 +84,7 @@ async fn reply_flow(world: &World, server_url: &str, delivered: impl Fn() -> usi
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let row = eventually("the send to run", || {
-        let client = &client;
-        let (id, control) = (id.clone(), control.clone());
-        async move {
-            let row = client
-                .get(&format!("/governance/approvals/{id}"), &control)
-                .await;
-            (row["execution"] == "executed").then_some(row)
-        }
-    })
-    .await;
+    let row = client.wait_execution(&id, &control, "executed").await;
     assert_eq!(delivered(), 1, "exactly one mail");
     assert_eq!(sent_copies(&world.maildir), sent_before + 1);
 
@@ -247,17 +237,7 @@ async fn unknown_outcome_is_recorded_failed_and_never_retried() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    let row = eventually("the failed execution", || {
-        let client = &client;
-        let (id, control) = (id.clone(), control.clone());
-        async move {
-            let row = client
-                .get(&format!("/governance/approvals/{id}"), &control)
-                .await;
-            (row["execution"] == "failed").then_some(row)
-        }
-    })
-    .await;
+    let row = client.wait_execution(&id, &control, "failed").await;
     assert_eq!(row["status"], "approved");
     let reply = eventually("the resumed run's reply", || {
         let client = &client;

@@ -466,6 +466,19 @@ impl Client {
         resp.json().await.unwrap()
     }
 
+    /// Waits (see [`eventually`]) until approval `id` reaches `execution` (`executed`, `failed`,
+    /// `unknown`) and returns the row.
+    pub async fn wait_execution(&self, id: &str, token: &str, execution: &str) -> Value {
+        let what = format!("approval {id} to reach execution `{execution}`");
+        eventually(&what, || async move {
+            let row = self
+                .get(&format!("/governance/approvals/{id}"), token)
+                .await;
+            (row["execution"] == execution).then_some(row)
+        })
+        .await
+    }
+
     /// The last line of a conversation.
     pub async fn last_reply(&self, conversation: &str, token: &str) -> String {
         let c = self
@@ -501,3 +514,38 @@ pub async fn kernel_store() -> (iris_store::Store, Option<iris_store::testing::D
         Ok(other) => panic!("IRIS_KERNEL_ENGINE `{other}` is not sqlite or postgres"),
     }
 }
+
+/// A scripted model that trashes a whole category on a card: a request naming "promo",
+/// "newsletter" or "order" searches that category and calls `trash_email` with the ids found.
+/// Shared by the suites that race answers on one card (`races.rs`, `cli.rs`).
+pub const CATEGORY_TRASH_SCRIPT: &str = r#"
+rules:
+  - when: "(?i)promo"
+    steps:
+      - call: search_inbox
+        args: {category: promotions}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+  - when: "(?i)newsletter"
+    steps:
+      - call: search_inbox
+        args: {category: newsletters}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+  - when: "(?i)order"
+    steps:
+      - call: search_inbox
+        args: {category: orders}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+fallback: "?"
+"#;
