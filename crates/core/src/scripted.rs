@@ -148,7 +148,7 @@ impl ScriptedModel {
                     last_status,
                     "rejected" | "expired" | "refused" | "denied" | "error" | "not_run" | "failed"
                 ) {
-                    return reply(&failure_text(last.as_ref(), None));
+                    return reply(&failed_text(last.as_ref(), None));
                 }
                 let (args, empty) = fill_args(args, last.as_ref());
                 if empty {
@@ -183,20 +183,17 @@ impl ScriptedModel {
                         .unwrap_or_else(|| "The approval lapsed; nothing was changed.".into()),
                     // Never the success text for an outcome nobody can vouch for: its
                     // placeholders would stay unfilled and it would claim what may not be true.
-                    "unknown" => {
-                        let message = last
-                            .as_ref()
-                            .and_then(|v| v.get("message"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("the outcome is unknown");
-                        on_unknown.as_deref().map_or_else(
-                            || format!("I cannot tell whether that happened ({message}). Please check before asking again."),
-                            |t| t.replace("{message}", message),
-                        )
-                    }
+                    "unknown" => outcome_text(
+                        last.as_ref(),
+                        on_unknown.as_deref(),
+                        "the outcome is unknown",
+                        |m| {
+                            format!("I cannot tell whether that happened ({m}). Please check before asking again.")
+                        },
+                    ),
                     // A stale item did nothing (the mail changed since the card).
                     "refused" | "denied" | "error" | "not_run" | "failed" | "stale" => {
-                        failure_text(last.as_ref(), on_failed.as_deref())
+                        failed_text(last.as_ref(), on_failed.as_deref())
                     }
                     _ => fill_text(text, last.as_ref()),
                 };
@@ -207,15 +204,29 @@ impl ScriptedModel {
     }
 }
 
-fn failure_text(last: Option<&Value>, template: Option<&str>) -> String {
+/// The reply for an outcome that is not a success: `template` with `{message}` replaced by the
+/// observation's message (`fallback` when it has none), else `default(message)`.
+fn outcome_text(
+    last: Option<&Value>,
+    template: Option<&str>,
+    fallback: &str,
+    default: impl FnOnce(&str) -> String,
+) -> String {
     let message = last
         .and_then(|v| v.get("message"))
         .and_then(Value::as_str)
-        .unwrap_or("it did not run");
+        .unwrap_or(fallback);
     match template {
         Some(t) => t.replace("{message}", message),
-        None => format!("That did not happen: {message}. Nothing was changed."),
+        None => default(message),
     }
+}
+
+/// The reply when the call did not happen (refused, denied, failed, stale, ...).
+fn failed_text(last: Option<&Value>, template: Option<&str>) -> String {
+    outcome_text(last, template, "it did not run", |m| {
+        format!("That did not happen: {m}. Nothing was changed.")
+    })
 }
 
 fn reply(text: &str) -> ModelTurn {
