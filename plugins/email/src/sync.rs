@@ -299,3 +299,38 @@ pub(crate) async fn sync_account(
     report.messages = u64::try_from(store.count(&account).await?).unwrap_or(0);
     Ok(report)
 }
+
+/// Stores one message the plugin itself just put in a folder (the Sent copy of `send_email`):
+/// parsed from the bytes it wrote, under the first free id of the id rule, threads recomputed.
+/// Cheaper than a whole account sync on the send path; a later sync finds the key known and
+/// leaves it alone.
+pub(crate) async fn store_appended(
+    store: &LocalStore,
+    account: &str,
+    appended: &crate::backend::Appended,
+    raw: &[u8],
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    let parsed = parse_message(raw);
+    let mut free = None;
+    for candidate in id::email_id_candidates(account, &appended.folder, &appended.listed.key) {
+        if store.get(&candidate).await?.is_none() {
+            free = Some(candidate);
+            break;
+        }
+    }
+    // Three taken hashes cannot happen short of a broken store; the next sync tries again.
+    let Some(id) = free else {
+        return Ok(());
+    };
+    let row = row_from(
+        id,
+        account,
+        &appended.folder,
+        &appended.listed,
+        &parsed,
+        now,
+    );
+    store.apply_sync(&[row], &[], &[]).await?;
+    store.recompute_threads(account).await
+}

@@ -105,6 +105,11 @@ async fn sends_exactly_the_pinned_mail(engine: Engine) {
     assert_eq!(hits.len(), 1, "{found}");
     assert_eq!(hits[0]["folder"], "Sent");
     assert!(sent_copies(&boxes.work()).is_empty());
+    // A later sync finds the stored copy's key known: still one row, same id.
+    let report = p.sync().await.unwrap();
+    assert!(report.accounts.iter().all(|a| a.added == 0), "{report:?}");
+    let again = search(&p, json!({"query": "thursday"})).await;
+    assert_eq!(again["results"], found["results"]);
 }
 
 async fn reply_is_threaded_from_the_receiving_account(engine: Engine) {

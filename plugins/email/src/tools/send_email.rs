@@ -33,7 +33,7 @@
 //! **Execute** builds the message from the pinned arguments only, with an explicit Message-ID
 //! `<uuid@sender-domain>` and the plugin clock's Date, hands it to the outbox once (never a
 //! retry; an unknown outcome is an error the core records), then stores a copy in the account's
-//! Sent folder (`MailBackend::append_sent`) and syncs that account so it shows in searches. A
+//! Sent folder (`MailBackend::append_sent`) and stores that copy in the local store so it shows in searches. A
 //! failed copy is reported in the result; the mail is never sent a second time. The result's
 //! `summary` says in one sentence what happened ("saved to the demo outbox, not sent" in the
 //! demo).
@@ -660,7 +660,7 @@ fn build_message(plugin: &EmailPlugin, p: &Pinned, message_id: &str) -> Result<M
         })
 }
 
-/// Sends the pinned mail once, then stores and syncs the Sent copy (see the module docs).
+/// Sends the pinned mail once, then stores the Sent copy in the mailbox and the local store (see the module docs).
 ///
 /// # Errors
 /// [`ToolError::InvalidArgs`] for arguments that are not the pinned form or name an account
@@ -735,8 +735,10 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         Ok(appended) => {
             result["sent_copy"] = json!({ "folder": appended.folder });
             let _guard = plugin.lock().await;
+            let account = backend.account().name.clone();
             if let Err(e) =
-                crate::sync::sync_account(plugin.store(), backend.as_ref(), plugin.now()).await
+                crate::sync::store_appended(plugin.store(), &account, &appended, &raw, plugin.now())
+                    .await
             {
                 result["sent_copy"]["sync_error"] = json!(format!(
                     "the copy is in {} but the local store could not be updated: {e}",
