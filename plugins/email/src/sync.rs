@@ -200,7 +200,6 @@ pub(crate) async fn sync_account(
         }
     }
 
-    let mut taken = store.all_ids().await?;
     let mut inserts = Vec::new();
     let mut moves = Vec::new();
     let mut relocated = Vec::new();
@@ -218,6 +217,13 @@ pub(crate) async fn sync_account(
         }
         to_read.push((folder, listed));
     }
+    // Every id in the store, for the collision rule: only needed when something is new (the
+    // periodic sync mostly finds nothing new and must stay cheap).
+    let mut taken = if to_read.is_empty() {
+        HashSet::new()
+    } else {
+        store.all_ids().await?
+    };
     let refs: Vec<MessageRef> = to_read
         .iter()
         .map(|(folder, listed)| MessageRef {
@@ -291,9 +297,12 @@ pub(crate) async fn sync_account(
     report.added = inserts.len();
     report.removed = removes.len();
     report.moved = moves.len();
-    store.apply_sync(&inserts, &removes, &moves).await?;
+    if !(inserts.is_empty() && removes.is_empty() && moves.is_empty()) {
+        store.apply_sync(&inserts, &removes, &moves).await?;
+        // Threads change only when messages come or go.
+        store.recompute_threads(&account).await?;
+    }
     store.update_locations(&relocated).await?;
-    store.recompute_threads(&account).await?;
     new_marks.retain(|(folder, _)| !incomplete_folders.contains(folder.as_str()));
     crate::sync_state::save(store, &account, &new_marks, now).await?;
     report.messages = u64::try_from(store.count(&account).await?).unwrap_or(0);
