@@ -35,6 +35,8 @@ pub mod manifest;
 #[cfg(feature = "kernel")]
 pub mod model;
 #[cfg(feature = "kernel")]
+pub mod pairing;
+#[cfg(feature = "kernel")]
 pub mod plugin;
 #[cfg(feature = "kernel")]
 pub mod ports;

@@ -451,6 +451,45 @@ pub trait DeviceStore: Send + Sync {
     async fn revoke(&self, name: &str) -> Result<bool, StoreError>;
 }
 
+/// One-time pairing links (issue 5; rules in [`crate::pairing`]). Codes are stored only as
+/// their hex SHA-256.
+#[async_trait]
+pub trait PairingStore: Send + Sync {
+    /// Stores a new link under `code_hash`.
+    ///
+    /// # Errors
+    /// [`StoreError`] (a repeated `code_hash` is a backend error: codes are random).
+    async fn create_pairing(
+        &self,
+        code_hash: &str,
+        link: &crate::pairing::PairingLink,
+    ) -> Result<(), StoreError>;
+
+    /// The link stored under `code_hash`, used or not.
+    ///
+    /// # Errors
+    /// [`StoreError`]; [`StoreError::Corrupt`] for an unreadable row.
+    async fn pairing(
+        &self,
+        code_hash: &str,
+    ) -> Result<Option<crate::pairing::PairingLink>, StoreError>;
+
+    /// Redeems the link: in one transaction marks it used by `device_name` at `at` (only if it
+    /// is unused and `at` is before its expiry) and adds the device with the link's scope and
+    /// `token_hash`. Concurrent redemptions of one link pair exactly one device. Anything but
+    /// [`Redemption::Paired`](crate::pairing::Redemption::Paired) changed nothing.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn redeem_pairing(
+        &self,
+        code_hash: &str,
+        device_name: &str,
+        token_hash: &str,
+        at: DateTime<Utc>,
+    ) -> Result<crate::pairing::Redemption, StoreError>;
+}
+
 /// The time source. Tests control it (expiry, sweeps).
 pub trait Clock: Send + Sync {
     /// Now, UTC.

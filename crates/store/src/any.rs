@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use iris_core::model::Message;
 use iris_core::ports::{
     AuditLog, Checkpoint, CheckpointStore, ClaimOutcome, ConversationStore, Device, DeviceStore,
-    Ledger, NewApproval, NewAuditEntry, QueueStore, Response, StoreError,
+    Ledger, NewApproval, NewAuditEntry, PairingStore, QueueStore, Response, StoreError,
 };
 use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine};
 use serde_json::Value;
@@ -255,5 +255,33 @@ impl DeviceStore for Store {
 
     async fn revoke(&self, name: &str) -> Result<bool, StoreError> {
         delegate!(self, s => DeviceStore::revoke(s, name).await)
+    }
+}
+
+#[async_trait::async_trait]
+impl PairingStore for Store {
+    async fn create_pairing(
+        &self,
+        code_hash: &str,
+        link: &iris_core::pairing::PairingLink,
+    ) -> Result<(), StoreError> {
+        delegate!(self, s => PairingStore::create_pairing(s, code_hash, link).await)
+    }
+
+    async fn pairing(
+        &self,
+        code_hash: &str,
+    ) -> Result<Option<iris_core::pairing::PairingLink>, StoreError> {
+        delegate!(self, s => PairingStore::pairing(s, code_hash).await)
+    }
+
+    async fn redeem_pairing(
+        &self,
+        code_hash: &str,
+        device_name: &str,
+        token_hash: &str,
+        at: DateTime<Utc>,
+    ) -> Result<iris_core::pairing::Redemption, StoreError> {
+        delegate!(self, s => PairingStore::redeem_pairing(s, code_hash, device_name, token_hash, at).await)
     }
 }

@@ -237,6 +237,26 @@ pub(crate) fn device_from_row<R: RowRead>(row: &R) -> Result<Device, StoreError>
     })
 }
 
+/// Decodes one `pairing_links` row (issue 5).
+pub(crate) fn pairing_from_row<R: RowRead>(
+    row: &R,
+) -> Result<iris_core::pairing::PairingLink, StoreError> {
+    let mut c = Cols::new(row, "pairing_links", "code_hash")?;
+    // The code hash names the row in errors; it is not the code, so showing a prefix is safe.
+    c.id = format!("pairing link {}…", c.id.chars().take(8).collect::<String>());
+    let scope_text = c.text("scope")?;
+    let scope = Scope::parse(&scope_text)
+        .ok_or_else(|| c.corrupt("scope", format!("unknown scope `{scope_text}`")))?;
+    Ok(iris_core::pairing::PairingLink {
+        scope,
+        created_by: c.text("created_by")?,
+        created_at: c.time("created_at")?,
+        expires_at: c.time("expires_at")?,
+        used_at: c.opt_time("used_at")?,
+        device_name: c.opt_text("device_name")?,
+    })
+}
+
 /// Refuses (before touching the database) a row whose `args_canonical` is not the canonical JSON
 /// of `args` or whose `call_hash` does not cover `tool` and those bytes: what the card shows is
 /// what is hashed is what executes (DESIGN §8).
@@ -1008,6 +1028,126 @@ macro_rules! impl_storage_traits {
                 .await
                 .map_err($crate::engine::backend("revoking a device"))?;
                 Ok(done.rows_affected() > 0)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl iris_core::ports::PairingStore for $store {
+            async fn create_pairing(
+                &self,
+                code_hash: &str,
+                link: &iris_core::pairing::PairingLink,
+            ) -> Result<(), iris_core::ports::StoreError> {
+                use $crate::engine::timestamp_text;
+                sqlx::query(
+                    "INSERT INTO pairing_links (code_hash, scope, created_by, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(code_hash)
+                .bind(link.scope.as_str())
+                .bind(&link.created_by)
+                .bind(timestamp_text(link.created_at))
+                .bind(timestamp_text(link.expires_at))
+                .execute(&self.pool)
+                .await
+                .map(|_| ())
+                .map_err($crate::engine::backend("storing a pairing link"))
+            }
+
+            async fn pairing(
+                &self,
+                code_hash: &str,
+            ) -> Result<Option<iris_core::pairing::PairingLink>, iris_core::ports::StoreError>
+            {
+                let rows = sqlx::query(
+                    "SELECT code_hash, scope, created_by, created_at, expires_at, used_at, device_name \
+                     FROM pairing_links WHERE code_hash = $1",
+                )
+                .bind(code_hash)
+                .fetch_all(&self.pool)
+                .await
+                .map_err($crate::engine::backend("reading a pairing link"))?;
+                rows.first().map($crate::engine::pairing_from_row).transpose()
+            }
+
+            async fn redeem_pairing(
+                &self,
+                code_hash: &str,
+                device_name: &str,
+                token_hash: &str,
+                at: chrono::DateTime<chrono::Utc>,
+            ) -> Result<iris_core::pairing::Redemption, iris_core::ports::StoreError> {
+                use iris_core::pairing::Redemption;
+                use $crate::engine::{backend, timestamp_text};
+                let now = timestamp_text(at);
+                let mut tx = self
+                    .pool
+                    .begin()
+                    .await
+                    .map_err(backend("starting a pairing"))?;
+                // The compare-and-set: one statement, so of two redemptions at once exactly one
+                // finds the link unused (DESIGN §6: the database serialises writers).
+                let claimed = sqlx::query(
+                    "UPDATE pairing_links SET used_at = $1, device_name = $2 \
+                     WHERE code_hash = $3 AND used_at IS NULL AND expires_at > $1 \
+                     RETURNING scope",
+                )
+                .bind(&now)
+                .bind(device_name)
+                .bind(code_hash)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(backend("redeeming a pairing link"))?;
+                let Some(row) = claimed.first() else {
+                    tx.rollback().await.map_err(backend("ending a pairing"))?;
+                    return Ok(match iris_core::ports::PairingStore::pairing(self, code_hash).await? {
+                        None => Redemption::Unknown,
+                        Some(link) => match (link.used_at, link.device_name) {
+                            (Some(used_at), Some(device_name)) => Redemption::AlreadyUsed {
+                                device_name,
+                                used_at,
+                            },
+                            _ => Redemption::Lapsed {
+                                expires_at: link.expires_at,
+                            },
+                        },
+                    });
+                };
+                let scope_text = $crate::engine::RowRead::opt_string(row, "scope")
+                    .map_err(backend("reading a pairing link's scope"))?
+                    .unwrap_or_default();
+                let scope = iris_core::ports::Scope::parse(&scope_text).ok_or_else(|| {
+                    iris_core::ports::StoreError::Corrupt {
+                        id: "pairing link".to_owned(),
+                        reason: format!("unknown scope `{scope_text}`"),
+                    }
+                })?;
+                let added = sqlx::query(
+                    "INSERT INTO devices (name, scope, token_hash, created_at, last_used_at) \
+                     VALUES ($1, $2, $3, $4, $4)",
+                )
+                .bind(device_name)
+                .bind(scope.as_str())
+                .bind(token_hash)
+                .bind(&now)
+                .execute(&mut *tx)
+                .await;
+                match added {
+                    Ok(_) => {}
+                    Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                        // The link stays unused: the person may pick another name.
+                        tx.rollback().await.map_err(backend("ending a pairing"))?;
+                        return Ok(Redemption::NameTaken);
+                    }
+                    Err(e) => return Err($crate::engine::device_add_error(device_name, e)),
+                }
+                tx.commit().await.map_err(backend("committing a pairing"))?;
+                Ok(Redemption::Paired(iris_core::ports::Device {
+                    name: device_name.to_owned(),
+                    scope,
+                    created_at: at,
+                    last_used_at: Some(at),
+                }))
             }
         }
     };

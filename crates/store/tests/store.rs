@@ -14,9 +14,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use iris_core::canonical::{call_hash, canonical_json};
 use iris_core::model::{Message, ToolCall};
+use iris_core::pairing::{PairingLink, Redemption};
 use iris_core::ports::{
     AuditLog, Checkpoint, CheckpointStore, ClaimOutcome, ConversationStore, Device, DeviceStore,
-    Ledger, NewApproval, NewAuditEntry, QueueStore, Response, Scope, StoreError,
+    Ledger, NewApproval, NewAuditEntry, PairingStore, QueueStore, Response, Scope, StoreError,
 };
 use iris_core::wire::{ApprovalKind, ApprovalStatus, AuditKind, Card, ChatLine, Effect, Execution};
 use iris_store::testing::{
@@ -1638,6 +1639,161 @@ async fn devices_add_authenticate_list_revoke(engine: Engine) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// One-time pairing links (issue 5).
+// ---------------------------------------------------------------------------------------------
+
+async fn a_pairing_link_pairs_one_device_once_before_it_lapses(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    let made = t0();
+    let link = PairingLink::new(Scope::Read, "cli", made);
+    store.create_pairing("code-1", &link).await.expect("create");
+    assert_eq!(
+        store.pairing("code-1").await.expect("read"),
+        Some(link.clone())
+    );
+    assert_eq!(store.pairing("code-x").await.expect("read"), None);
+    assert_eq!(
+        store
+            .redeem_pairing("code-x", "tablet", "hash-t", made)
+            .await
+            .expect("redeem"),
+        Redemption::Unknown
+    );
+
+    // A live device's name is refused and the link stays usable.
+    let phone = Device {
+        name: "phone".to_owned(),
+        scope: Scope::Control,
+        created_at: made,
+        last_used_at: None,
+    };
+    store.add(&phone, "hash-phone").await.expect("add");
+    let at = made + Duration::minutes(3);
+    assert_eq!(
+        store
+            .redeem_pairing("code-1", "phone", "hash-t", at)
+            .await
+            .expect("redeem"),
+        Redemption::NameTaken
+    );
+    assert!(store
+        .pairing("code-1")
+        .await
+        .expect("read")
+        .expect("link")
+        .usable_at(at));
+
+    let paired = store
+        .redeem_pairing("code-1", "kitchen tablet", "hash-t", at)
+        .await
+        .expect("redeem");
+    let Redemption::Paired(device) = paired else {
+        panic!("expected a pairing, got {paired:?}");
+    };
+    assert_eq!(
+        (device.name.as_str(), device.scope),
+        ("kitchen tablet", Scope::Read)
+    );
+    let got = store
+        .authenticate("hash-t", at)
+        .await
+        .expect("auth")
+        .expect("the new device authenticates");
+    assert_eq!(got.scope, Scope::Read, "the link's scope, nothing else");
+    assert_eq!(
+        store
+            .redeem_pairing("code-1", "second", "hash-2", at)
+            .await
+            .expect("redeem"),
+        Redemption::AlreadyUsed {
+            device_name: "kitchen tablet".into(),
+            used_at: at
+        }
+    );
+    assert!(store
+        .authenticate("hash-2", at)
+        .await
+        .expect("auth")
+        .is_none());
+
+    // Ten minutes after it was made, an unused link pairs nobody.
+    store
+        .create_pairing("code-2", &PairingLink::new(Scope::Control, "cli", made))
+        .await
+        .expect("create");
+    assert_eq!(
+        store
+            .redeem_pairing("code-2", "late", "hash-late", made + Duration::minutes(10))
+            .await
+            .expect("redeem"),
+        Redemption::Lapsed {
+            expires_at: made + Duration::minutes(10)
+        }
+    );
+    assert!(store
+        .authenticate("hash-late", made)
+        .await
+        .expect("auth")
+        .is_none());
+
+    // The database keeps a used link used and its terms fixed.
+    let message = refused(
+        &store,
+        "UPDATE pairing_links SET used_at = NULL, device_name = NULL WHERE code_hash = 'code-1'",
+    )
+    .await;
+    assert!(message.contains("pairs one device once"), "{message}");
+    let message = refused(
+        &store,
+        "UPDATE pairing_links SET scope = 'read' WHERE code_hash = 'code-2'",
+    )
+    .await;
+    assert!(message.contains("terms never change"), "{message}");
+    let message = refused(&store, "UPDATE pairing_links SET expires_at = '2999-01-01T00:00:00.000000000Z' WHERE code_hash = 'code-2'").await;
+    assert!(message.contains("terms never change"), "{message}");
+}
+
+async fn concurrent_redemptions_of_one_link_pair_one_device(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    for round in 0..3 {
+        let code = format!("code-{round}");
+        store
+            .create_pairing(&code, &PairingLink::new(Scope::Control, "cli", t0()))
+            .await
+            .expect("create");
+        let barrier = Arc::new(Barrier::new(10));
+        let mut tasks = Vec::new();
+        for i in 0..10 {
+            let (store, barrier, code) = (store.clone(), barrier.clone(), code.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                store
+                    .redeem_pairing(
+                        &code,
+                        &format!("browser-{round}-{i}"),
+                        &format!("hash-{round}-{i}"),
+                        t0() + Duration::seconds(1),
+                    )
+                    .await
+                    .expect("redeem")
+            }));
+        }
+        let mut paired = 0;
+        for task in tasks {
+            match task.await.expect("task") {
+                Redemption::Paired(_) => paired += 1,
+                Redemption::AlreadyUsed { .. } => {}
+                other => panic!("round {round}: unexpected {other:?}"),
+            }
+        }
+        assert_eq!(paired, 1, "round {round}");
+    }
+    assert_eq!(DeviceStore::list(&store).await.expect("list").len(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Nothing is lost: reopening the same database.
 // ---------------------------------------------------------------------------------------------
 
@@ -1864,6 +2020,9 @@ macro_rules! suite {
             #[tokio::test] a_corrupt_checkpoint_is_taken_but_never_returned,
             #[tokio::test] conversations_keep_transcript_and_lines_in_order,
             #[tokio::test] devices_add_authenticate_list_revoke,
+            #[tokio::test] a_pairing_link_pairs_one_device_once_before_it_lapses,
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            concurrent_redemptions_of_one_link_pair_one_device,
             #[tokio::test] rows_survive_reopening_the_database,
             #[tokio::test] instants_round_trip_to_the_nanosecond,
             #[tokio::test] text_orders_by_bytes,
