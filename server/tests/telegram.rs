@@ -294,6 +294,14 @@ async fn audit_once_executed(client: &Client, token: &str, id: &str, n: usize) -
     .await
 }
 
+/// The message's lapse time as MarkdownV2: the row's `expires_at` as Telegram cards write
+/// times ("30 Nov, 11:00 UTC"), escaped.
+fn lapse_time(row: &Value) -> String {
+    let expires_at: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(row["expires_at"].clone()).unwrap();
+    escape(&app::format::format_time(expires_at, None))
+}
+
 async fn row(client: &Client, token: &str, id: &str) -> Value {
     client
         .get(&format!("/governance/approvals/{id}"), token)
@@ -534,10 +542,13 @@ async fn a_lapse_edits_the_card_to_the_notice() {
     let original = snapshot(&world.maildir);
     let lapsing = halt(&client, &control).await;
     let id = lapsing["id"].as_str().unwrap().to_string();
-    let notice = bot.edited_to(1, "This approval lapsed at").await;
+    let notice = bot.edited_to(1, "This request lapsed at").await;
     let text = notice["text"].as_str().unwrap();
     assert!(
-        text.contains("without an answer; nothing was changed\\."),
+        text.contains(&format!(
+            "This request lapsed at {} without an answer, so nothing was done\\.",
+            lapse_time(&lapsing)
+        )),
         "{text}"
     );
     assert!(notice.get("reply_markup").is_none(), "{notice}");
