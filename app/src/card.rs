@@ -12,8 +12,9 @@ use leptos::prelude::*;
 use crate::api::respond_approval;
 use crate::backend::Viewer;
 use crate::format::{
-    approved_headline, exact_args, execution_sentence, format_time, outcome_problem, outcome_tone,
-    pretty_json, result_summary, status_label, undo_sentence, who_and_where, OutcomeTone,
+    approved_headline, exact_args, execution_sentence, format_time, lapse_notice, outcome_problem,
+    outcome_tone, pretty_json, result_summary, status_label, undo_sentence, who_and_where,
+    OutcomeTone,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -312,6 +313,8 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
     let who = who_and_where(approval);
     let answered_at = approval.responded_at.unwrap_or(approval.expires_at);
     let when = move || format_time(answered_at, offset.get());
+    // A lapse is dated by the row's own expiry, not by when the sweep noticed it.
+    let expires_at = approval.expires_at;
 
     let tone = outcome_tone(approval);
     let headline = match status {
@@ -320,7 +323,7 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
     };
     let head = match status {
         ApprovalStatus::Expired => view! {
-            <p class="outcome-head"><strong>"Expired"</strong>" at "<time datetime=answered_at.to_rfc3339()>{when}</time>"."</p>
+            <p class="outcome-head"><strong>"Expired"</strong></p>
         }
         .into_any(),
         _ => view! {
@@ -366,7 +369,9 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
         }
         .into_any(),
         ApprovalStatus::Expired => view! {
-            <p class="outcome-exec" data-testid="outcome-execution" data-execution="none">"Nobody answered in time; nothing was changed."</p>
+            <p class="outcome-exec" data-testid="outcome-execution" data-execution="none">
+                {move || lapse_notice(&format_time(expires_at, offset.get()))}
+            </p>
         }
         .into_any(),
         ApprovalStatus::Pending => ().into_any(),
@@ -763,6 +768,30 @@ mod tests {
         assert!(html.contains("Approved, outcome unknown"), "{html}");
         assert!(html.contains("server restarted mid-call"), "{html}");
         assert!(!html.contains("outcome-tone-success"), "{html}");
+    }
+
+    /// Issue 5: a lapsed card says, in plain words, that it lapsed, when (its own expiry, not
+    /// the later moment the sweep noticed) and that nothing was done; no answer buttons.
+    #[test]
+    fn a_lapsed_card_says_when_it_lapsed_and_that_nothing_was_done() {
+        let mut approval = destructive();
+        approval.status = ApprovalStatus::Expired;
+        // The server was down: the sweep marked it three hours after it lapsed.
+        approval.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 14, 0, 0).unwrap());
+        approval.responded_by = Some("iris".into());
+        approval.surface = Some("sweep".into());
+        approval.reason = None;
+        let html = render(approval, owner());
+        assert!(
+            html.contains(
+                "This request lapsed at 30 Nov, 11:00 UTC without an answer, so nothing was done."
+            ),
+            "{html}"
+        );
+        assert!(!html.contains("14:00"), "dated by the sweep: {html}");
+        assert!(html.contains("data-status=\"expired\""), "{html}");
+        assert!(!html.contains("action-button"), "{html}");
+        assert!(!html.contains("reject-button"), "{html}");
     }
 
     #[test]

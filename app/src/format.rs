@@ -98,6 +98,14 @@ pub fn status_label(status: ApprovalStatus) -> &'static str {
     }
 }
 
+/// The lapse notice every surface shows for an expired row, in plain words (issue 5; DESIGN §3
+/// step 9): that the request lapsed, when, and that nothing was done. `when` is the row's
+/// `expires_at` as the surface writes times; never its `responded_at`, which is when the sweep
+/// noticed (later, e.g. after the server was down).
+pub fn lapse_notice(when: &str) -> String {
+    format!("This request lapsed at {when} without an answer, so nothing was done.")
+}
+
 /// What the side-effect ledger says, as a sentence for an approved card.
 pub fn execution_sentence(approval: &Approval) -> String {
     match approval.execution {
@@ -363,6 +371,15 @@ mod tests {
         );
         approval.status = ApprovalStatus::Rejected;
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
+    }
+
+    /// Issue 5: the lapse notice says it lapsed, when, and that nothing was done.
+    #[test]
+    fn the_lapse_notice_says_when_and_that_nothing_was_done() {
+        assert_eq!(
+            lapse_notice("30 Nov, 11:00 UTC"),
+            "This request lapsed at 30 Nov, 11:00 UTC without an answer, so nothing was done."
+        );
     }
 
     #[test]

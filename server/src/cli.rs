@@ -256,7 +256,7 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
                     None => println!("No approvals."),
                 }
             } else {
-                print!("{}", render::rows(&list.approvals));
+                print!("{}", render::rows(&list.approvals, Utc::now()));
             }
         }
         ApprovalsCommand::Show { id, output } => {

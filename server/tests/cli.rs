@@ -536,7 +536,21 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
         &["approvals", "show", &pending.id],
     )
     .await;
-    assert!(show.stdout.contains("Status:    expired at"), "{show}");
+    // Issue 5: `show` and `list` say in plain words that it lapsed, when, and that nothing ran.
+    assert!(
+        show.stdout.contains(&format!(
+            "Status:    expired. This request lapsed at {expired_at} without an answer, so nothing was done.\n"
+        )),
+        "{show}"
+    );
+    let list = iris(&server.url, Some(&laptop), &["approvals", "list"]).await;
+    assert_eq!(list.code, exit::DONE, "{list}");
+    let line = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&pending.id))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(line.contains("expired (nothing ran)"), "{line}");
     assert_eq!(
         snapshot(&world.maildir),
         before,

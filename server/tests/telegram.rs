@@ -5,6 +5,11 @@
 //! asks "…? Yes / Cancel"; Cancel goes back; Yes approves with surface `telegram` and the call
 //! runs once; Reject is one tap; a tap from another chat changes nothing; an answer on the HTTP
 //! API and a lapse edit the message.
+//!
+//! Restarts (issue 5, `telegram_cards`), on SQLite and PostgreSQL: the server is killed and
+//! started again on the same database and bot; an answer over HTTP and a lapse after the
+//! restart edit the old message, a card requested before the bot knew is sent once (not again
+//! at a later start), and an answer given while the bot was down edits the message once.
 
 mod support;
 
@@ -108,6 +113,13 @@ async fn bot_method(
                 return (StatusCode::BAD_GATEWAY, "bad gateway (test)").into_response();
             }
             let offset = body["offset"].as_i64().unwrap_or(0);
+            // As Telegram does: an offset confirms every earlier update, which is then forgotten
+            // (a restarted poller does not see taps its predecessor already handled).
+            state
+                .updates
+                .lock()
+                .unwrap()
+                .retain(|u| u["update_id"].as_i64().unwrap() >= offset);
             // Long polling: answer as soon as an update is there, or empty after a second.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
             loop {
@@ -184,6 +196,27 @@ impl FakeBot {
             .collect()
     }
 
+    /// The cards sent for approval `id` (its buttons name it), in order.
+    fn sent_for(&self, id: &str) -> Vec<Value> {
+        self.calls("sendMessage")
+            .into_iter()
+            .filter(|m| m["reply_markup"].to_string().contains(id))
+            .collect()
+    }
+
+    /// Waits for the card of approval `id`; its message id (the fake numbers messages 1, 2, …
+    /// in the order they are sent).
+    async fn message_of(&self, id: &str) -> i64 {
+        eventually(&format!("the card of {id}"), || async move {
+            let position = self
+                .calls("sendMessage")
+                .iter()
+                .position(|m| m["reply_markup"].to_string().contains(id))?;
+            Some(i64::try_from(position).unwrap() + 1)
+        })
+        .await
+    }
+
     /// Edits of one message, in order.
     fn edits_of(&self, message_id: i64) -> Vec<Value> {
         self.calls("editMessageText")
@@ -210,6 +243,15 @@ impl FakeBot {
         }));
         self.state.arrived.notify_waiters();
         query_id
+    }
+
+    /// Waits until the poller has confirmed every queued tap (asked for updates after them), so
+    /// a restarted server is not handed them again.
+    async fn confirmed(&self) {
+        eventually("the poller to confirm every tap", || async {
+            self.state.updates.lock().unwrap().is_empty().then_some(())
+        })
+        .await
     }
 
     /// Waits for the answer to a tap; its `text`.
@@ -292,6 +334,14 @@ async fn audit_once_executed(client: &Client, token: &str, id: &str, n: usize) -
         (executions >= n).then_some(audit)
     })
     .await
+}
+
+/// The message's lapse time as MarkdownV2: the row's `expires_at` as Telegram cards write
+/// times ("30 Nov, 11:00 UTC"), escaped.
+fn lapse_time(row: &Value) -> String {
+    let expires_at: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(row["expires_at"].clone()).unwrap();
+    escape(&app::format::format_time(expires_at, None))
 }
 
 async fn row(client: &Client, token: &str, id: &str) -> Value {
@@ -534,10 +584,13 @@ async fn a_lapse_edits_the_card_to_the_notice() {
     let original = snapshot(&world.maildir);
     let lapsing = halt(&client, &control).await;
     let id = lapsing["id"].as_str().unwrap().to_string();
-    let notice = bot.edited_to(1, "This approval lapsed at").await;
+    let notice = bot.edited_to(1, "This request lapsed at").await;
     let text = notice["text"].as_str().unwrap();
     assert!(
-        text.contains("without an answer; nothing was changed\\."),
+        text.contains(&format!(
+            "This request lapsed at {} without an answer, so nothing was done\\.",
+            lapse_time(&lapsing)
+        )),
         "{text}"
     );
     assert!(notice.get("reply_markup").is_none(), "{notice}");
@@ -645,4 +698,266 @@ async fn telegram_and_http_answering_at_once_decide_once() {
         .filter(|k| !original.contains_key(*k))
         .count();
     assert_eq!(moved, n, "not exactly the pinned mail moved once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restarts: which message shows which row is stored (issue 5, migration 0015).
+// ---------------------------------------------------------------------------------------------
+
+/// A world that can be served, killed and served again on the same database (`database_url`,
+/// else its own SQLite file) and Maildir, with a control device "phone". `base` is the
+/// environment of every start.
+async fn restartable(database_url: Option<&str>) -> (World, String) {
+    let model = ModelServer::start(SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    drop(model);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    if let Some(url) = database_url {
+        world.database_url = url.to_string();
+    }
+    let control = world.add_device("phone", "control");
+    (world, control)
+}
+
+/// Starts `iris serve` on `world` with `base` environment, and the Telegram surface pointed at
+/// `bot` (or off without one).
+fn serve(world: &mut World, base: &[(&str, &str)], bot: Option<&FakeBot>) -> support::Iris {
+    world.env = base
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if let Some(bot) = bot {
+        world.env.extend(bot.env());
+    }
+    world.start()
+}
+
+/// Halts a new request and waits for its card: every event reaches the bridge after its
+/// start-up catch-up, so once this card is sent the catch-up is over. The new row's id.
+async fn catch_up_done(bot: &FakeBot, client: &Client, control: &str) -> String {
+    let id = halt(client, control).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    bot.message_of(&id).await;
+    id
+}
+
+/// (a) An answer over HTTP after a restart edits the message sent before it; the card is not
+/// sent again.
+async fn an_answer_after_a_restart_edits_the_old_message(database_url: Option<&str>) {
+    let bot = FakeBot::start().await;
+    let (mut world, control) = restartable(database_url).await;
+    let server = serve(&mut world, &[], Some(&bot));
+    let row0 = halt(&server.client(), &control).await;
+    let id = row0["id"].as_str().unwrap().to_string();
+    let message_id = bot.message_of(&id).await;
+    // The owner opened the confirm view before the restart.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("a:{id}"));
+    bot.answer(&q).await;
+    bot.confirmed().await;
+    server.kill();
+
+    let server = serve(&mut world, &[], Some(&bot));
+    let client = server.client();
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "reject", "reason": "not now"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let outcome = bot
+        .edited_to(message_id, "*Rejected* by phone via api at")
+        .await;
+    assert!(outcome.get("reply_markup").is_none(), "{outcome}");
+    assert!(
+        outcome["text"]
+            .as_str()
+            .unwrap()
+            .contains("Nothing was changed, sent or deleted\\."),
+        "{outcome}"
+    );
+    assert_eq!(bot.sent_for(&id).len(), 1, "the card was sent again");
+    // A late tap after the restart is told who decided.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("y:{id}"));
+    let late = bot.answer(&q).await;
+    assert!(late.contains("already rejected by phone via api"), "{late}");
+}
+
+/// (b) A card requested while the bot was off is sent once at the next start, not again at a
+/// later one; an answer given while the bot was off edits its message at the next start, once.
+async fn a_card_the_bot_never_saw_is_sent_once_across_restarts(database_url: Option<&str>) {
+    let bot = FakeBot::start().await;
+    let (mut world, control) = restartable(database_url).await;
+    let server = serve(&mut world, &[], None);
+    let row0 = halt(&server.client(), &control).await;
+    let id = row0["id"].as_str().unwrap().to_string();
+    server.kill();
+    assert!(bot.calls("sendMessage").is_empty());
+
+    // The bot's first start sends the waiting card, with its buttons.
+    let server = serve(&mut world, &[], Some(&bot));
+    let message_id = bot.message_of(&id).await;
+    let sent = bot.sent_for(&id);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["chat_id"], OWNER);
+    assert_eq!(sent[0]["reply_markup"], card_keyboard(&row0));
+    assert!(
+        sent[0]["text"].as_str().unwrap().starts_with(&format!(
+            "*{}*",
+            escape(row0["card"]["title"].as_str().unwrap())
+        )),
+        "{sent:?}"
+    );
+    catch_up_done(&bot, &server.client(), &control).await;
+    server.kill();
+
+    // A second start does not send it again.
+    let server = serve(&mut world, &[], Some(&bot));
+    catch_up_done(&bot, &server.client(), &control).await;
+    assert_eq!(bot.sent_for(&id).len(), 1, "sent again at a restart");
+    server.kill();
+
+    // Answered while the bot is off: the next start edits the message to the outcome, once.
+    let server = serve(&mut world, &[], None);
+    let (status, body) = server
+        .client()
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "reject"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    server.kill();
+    assert!(bot.edits_of(message_id).is_empty());
+    let server = serve(&mut world, &[], Some(&bot));
+    let outcome = bot
+        .edited_to(message_id, "*Rejected* by phone via api at")
+        .await;
+    assert!(outcome.get("reply_markup").is_none(), "{outcome}");
+    catch_up_done(&bot, &server.client(), &control).await;
+    let edits = bot.edits_of(message_id).len();
+    server.kill();
+    let server = serve(&mut world, &[], Some(&bot));
+    catch_up_done(&bot, &server.client(), &control).await;
+    assert_eq!(
+        bot.edits_of(message_id).len(),
+        edits,
+        "the outcome was edited again at a restart"
+    );
+    assert_eq!(bot.sent_for(&id).len(), 1);
+}
+
+/// (c) A lapse after a restart edits the message sent before it to the lapse notice (dated by
+/// the row's expiry, saying nothing was done); a tap and an HTTP answer after it are told it
+/// expired and when; a later start does not edit it again.
+async fn a_lapse_after_a_restart_edits_the_old_message(database_url: Option<&str>) {
+    // Long enough to send the card and restart before the row lapses on a busy machine; if a
+    // start ever takes longer, the lapse is caught up at start-up instead and edits the same
+    // message the same way.
+    let ttl = [("IRIS_DESTRUCTIVE_TTL_SECS", "8"), ("IRIS_SWEEP_SECS", "1")];
+    let bot = FakeBot::start().await;
+    let (mut world, control) = restartable(database_url).await;
+    let original = snapshot(&world.maildir);
+    let server = serve(&mut world, &ttl, Some(&bot));
+    let lapsing = halt(&server.client(), &control).await;
+    let id = lapsing["id"].as_str().unwrap().to_string();
+    let message_id = bot.message_of(&id).await;
+    server.kill();
+
+    let server = serve(&mut world, &ttl, Some(&bot));
+    let client = server.client();
+    let notice = bot.edited_to(message_id, "This request lapsed at").await;
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.ends_with(&format!(
+            "This request lapsed at {} without an answer, so nothing was done\\.",
+            lapse_time(&lapsing)
+        )),
+        "{text}"
+    );
+    assert!(notice.get("reply_markup").is_none(), "{notice}");
+    assert_eq!(row(&client, &control, &id).await["status"], "expired");
+
+    // The approve attempts after expiry say so, when, and that nothing was changed.
+    let expired_at = {
+        let at: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(lapsing["expires_at"].clone()).unwrap();
+        at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    };
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::GONE, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("expired at {expired_at}"))
+            && error.contains("nothing was changed"),
+        "{error}"
+    );
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("y:{id}"));
+    let answer = bot.answer(&q).await;
+    assert!(
+        answer.contains(&format!("expired at {expired_at}"))
+            && answer.contains("nothing was changed"),
+        "{answer}"
+    );
+    assert_eq!(snapshot(&world.maildir), original, "a lapsed call ran");
+    let lapse_edits = |bot: &FakeBot| {
+        bot.edits_of(message_id)
+            .iter()
+            .filter(|e| e["text"].as_str().unwrap().contains("lapsed at"))
+            .count()
+    };
+    let edits = lapse_edits(&bot);
+    server.kill();
+
+    let server = serve(&mut world, &ttl, Some(&bot));
+    catch_up_done(&bot, &server.client(), &control).await;
+    assert_eq!(
+        lapse_edits(&bot),
+        edits,
+        "the lapse was edited again at a restart"
+    );
+    assert_eq!(bot.sent_for(&id).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_an_answer_after_a_restart_edits_the_old_message() {
+    an_answer_after_a_restart_edits_the_old_message(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_an_answer_after_a_restart_edits_the_old_message() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    an_answer_after_a_restart_edits_the_old_message(Some(&url)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_card_the_bot_never_saw_is_sent_once_across_restarts() {
+    a_card_the_bot_never_saw_is_sent_once_across_restarts(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_card_the_bot_never_saw_is_sent_once_across_restarts() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    a_card_the_bot_never_saw_is_sent_once_across_restarts(Some(&url)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_lapse_after_a_restart_edits_the_old_message() {
+    a_lapse_after_a_restart_edits_the_old_message(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_lapse_after_a_restart_edits_the_old_message() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    a_lapse_after_a_restart_edits_the_old_message(Some(&url)).await;
 }

@@ -7,6 +7,7 @@ use iris_core::model::Message;
 use iris_core::ports::{
     AuditLog, Checkpoint, CheckpointStore, ClaimOutcome, ConversationStore, Device, DeviceStore,
     Ledger, NewApproval, NewAuditEntry, PairingStore, QueueStore, Response, StoreError,
+    TelegramCard, TelegramCardStore,
 };
 use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine};
 use serde_json::Value;
@@ -283,5 +284,56 @@ impl PairingStore for Store {
         at: DateTime<Utc>,
     ) -> Result<iris_core::pairing::Redemption, StoreError> {
         delegate!(self, s => PairingStore::redeem_pairing(s, code_hash, device_name, token_hash, at).await)
+    }
+}
+
+#[async_trait::async_trait]
+impl TelegramCardStore for Store {
+    async fn claim_telegram_card(
+        &self,
+        chat_id: i64,
+        approval_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        delegate!(self, s => TelegramCardStore::claim_telegram_card(s, chat_id, approval_id, at).await)
+    }
+
+    async fn release_telegram_card(
+        &self,
+        chat_id: i64,
+        approval_id: &str,
+    ) -> Result<(), StoreError> {
+        delegate!(self, s => TelegramCardStore::release_telegram_card(s, chat_id, approval_id).await)
+    }
+
+    async fn release_unsent_telegram_cards(&self, chat_id: i64) -> Result<Vec<String>, StoreError> {
+        delegate!(self, s => TelegramCardStore::release_unsent_telegram_cards(s, chat_id).await)
+    }
+
+    async fn record_telegram_card(&self, card: &TelegramCard) -> Result<(), StoreError> {
+        delegate!(self, s => TelegramCardStore::record_telegram_card(s, card).await)
+    }
+
+    async fn telegram_card(
+        &self,
+        chat_id: i64,
+        approval_id: &str,
+    ) -> Result<Option<TelegramCard>, StoreError> {
+        delegate!(self, s => TelegramCardStore::telegram_card(s, chat_id, approval_id).await)
+    }
+
+    async fn unsent_telegram_cards(
+        &self,
+        chat_id: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<String>, StoreError> {
+        delegate!(self, s => TelegramCardStore::unsent_telegram_cards(s, chat_id, now).await)
+    }
+
+    async fn unsettled_telegram_cards(
+        &self,
+        chat_id: i64,
+    ) -> Result<Vec<TelegramCard>, StoreError> {
+        delegate!(self, s => TelegramCardStore::unsettled_telegram_cards(s, chat_id).await)
     }
 }

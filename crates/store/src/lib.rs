@@ -1,6 +1,6 @@
 //! IRIS approvals storage: sqlx implementations of the core's storage traits
 //! ([`iris_core::ports`]: `QueueStore`, `Ledger`, `AuditLog`, `CheckpointStore`,
-//! `ConversationStore`, `DeviceStore`) on SQLite and PostgreSQL (DESIGN §6).
+//! `ConversationStore`, `DeviceStore`, `TelegramCardStore`) on SQLite and PostgreSQL (DESIGN §6).
 //!
 //! - [`sqlite`]: [`SqliteStore`], schema in `migrations/sqlite/`.
 //! - [`postgres`]: [`PgStore`], schema in `migrations/postgres/`.

@@ -126,6 +126,10 @@ impl RowRead for PgRow {
         self.try_get(column)
     }
 
+    fn opt_integer(&self, column: &str) -> Result<Option<i64>, sqlx::Error> {
+        self.try_get(column)
+    }
+
     /// Booleans are stored as `BOOLEAN`.
     fn boolean(&self, column: &str) -> Result<bool, String> {
         self.try_get(column).map_err(|e: sqlx::Error| e.to_string())

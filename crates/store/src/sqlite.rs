@@ -3,7 +3,8 @@
 //!
 //! Tables: `approvals` (the queue), `ledger` (side-effect ledger, one entry per approval),
 //! `audit_log` (append-only), `checkpoints` (paused runs), `conversations` and
-//! `conversation_lines`, `devices`. The schema's triggers refuse, in the database itself, any
+//! `conversation_lines`, `devices`, `telegram_cards` (which Telegram message shows which
+//! approval). The schema's triggers refuse, in the database itself, any
 //! change to an approval's request terms, a second response, any delete of an approval, and
 //! any update or delete of the audit log (DESIGN §2, §6, §8).
 //!
@@ -113,6 +114,10 @@ impl RowRead for SqliteRow {
     }
 
     fn integer(&self, column: &str) -> Result<i64, sqlx::Error> {
+        self.try_get(column)
+    }
+
+    fn opt_integer(&self, column: &str) -> Result<Option<i64>, sqlx::Error> {
         self.try_get(column)
     }
 

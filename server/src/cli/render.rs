@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use app::format::{execution_sentence, result_summary, undo_sentence};
+use app::format::{execution_sentence, lapse_notice, result_summary, undo_sentence};
 use chrono::{DateTime, Utc};
 use iris_core::canonical::canonical_json;
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
@@ -120,10 +120,11 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     );
     let _ = writeln!(out);
     let status = match approval.status {
+        // Past its expiry but not yet marked by the sweep: already lapsed for every answer.
         ApprovalStatus::Pending if approval.expires_at <= now => format!(
-            "pending, but its time ran out at {} ({}); it can no longer be approved",
-            when(approval.expires_at),
-            relative(approval.expires_at, now)
+            "lapsed ({}). {} It can no longer be approved.",
+            relative(approval.expires_at, now),
+            lapse_notice(&when(approval.expires_at))
         ),
         ApprovalStatus::Pending => format!(
             "pending: waiting for your answer until {} ({})",
@@ -132,10 +133,9 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         ),
         ApprovalStatus::Approved => format!("approved {}", answered_by(approval)),
         ApprovalStatus::Rejected => format!("rejected {}", answered_by(approval)),
-        ApprovalStatus::Expired => format!(
-            "expired at {}: nobody answered in time; nothing ran",
-            when(approval.expires_at)
-        ),
+        ApprovalStatus::Expired => {
+            format!("expired. {}", lapse_notice(&when(approval.expires_at)))
+        }
     };
     let _ = writeln!(out, "Status:    {status}");
     if let Some(reason) = approval.reason.as_deref().filter(|r| !r.is_empty()) {
@@ -191,16 +191,25 @@ fn clip(text: &str, max: usize) -> String {
 /// The longest title `list` shows, in characters.
 const TITLE_WIDTH: usize = 48;
 
-/// The rows of `iris approvals list` with a header, columns aligned: id, status (with the
-/// execution for approved rows), title, created, expires.
-pub fn rows(approvals: &[Approval]) -> String {
+/// The STATUS cell of `iris approvals list` as of `now`: the execution for approved rows, and
+/// for a lapsed row (expired, or pending past its expiry before the sweep marked it) that
+/// nothing ran (issue 5: every surface says a lapse plainly).
+fn status_cell(approval: &Approval, now: DateTime<Utc>) -> String {
+    match approval.status {
+        ApprovalStatus::Approved => format!("approved ({})", approval.execution.as_str()),
+        ApprovalStatus::Expired => "expired (nothing ran)".to_string(),
+        ApprovalStatus::Pending if approval.expires_at <= now => "lapsed (nothing ran)".to_string(),
+        other => other.as_str().to_string(),
+    }
+}
+
+/// The rows of `iris approvals list` as of `now`, with a header, columns aligned: id, status
+/// ([`status_cell`]), title, created, expires.
+pub fn rows(approvals: &[Approval], now: DateTime<Utc>) -> String {
     let header = ["ID", "STATUS", "TITLE", "CREATED", "EXPIRES"].map(str::to_string);
     let mut table: Vec<[String; 5]> = vec![header];
     for a in approvals {
-        let status = match a.status {
-            ApprovalStatus::Approved => format!("approved ({})", a.execution.as_str()),
-            other => other.as_str().to_string(),
-        };
+        let status = status_cell(a, now);
         table.push([
             a.id.clone(),
             status,
@@ -342,17 +351,50 @@ mod tests {
         let text = card(&a, a.expires_at + chrono::Duration::minutes(5));
         assert!(text.contains("can no longer be approved"), "{text}");
         assert!(text.contains("5 min ago"), "{text}");
+        assert!(
+            text.contains(
+                "This request lapsed at 2026-11-30 15:00:00 UTC without an answer, so nothing was done."
+            ),
+            "{text}"
+        );
+    }
+
+    /// Issue 5: an expired row says it lapsed, when (its expiry, not the sweep's later mark)
+    /// and that nothing was done, in `show` and in `list`.
+    #[test]
+    fn an_expired_row_says_it_lapsed_and_nothing_ran() {
+        let mut a = pending();
+        a.status = ApprovalStatus::Expired;
+        a.responded_at = Some(a.expires_at + chrono::Duration::hours(3));
+        a.responded_by = Some("iris".into());
+        a.surface = Some("sweep".into());
+        let later = a.expires_at + chrono::Duration::hours(4);
+        let text = card(&a, later);
+        assert!(
+            text.contains(
+                "Status:    expired. This request lapsed at 2026-11-30 15:00:00 UTC without an answer, so nothing was done.\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("18:00:00"), "dated by the sweep: {text}");
+        let list = rows(&[a.clone(), pending()], later);
+        let lines: Vec<&str> = list.lines().collect();
+        assert!(lines[1].contains("expired (nothing ran)"), "{list}");
+        assert!(lines[2].contains("lapsed (nothing ran)"), "{list}");
+        let list = rows(&[pending()], a.created_at);
+        assert!(list.lines().nth(1).unwrap().contains("pending"), "{list}");
     }
 
     #[test]
     fn rows_are_aligned_under_the_header() {
         let a = pending();
+        let t = a.created_at;
         let mut b = pending();
         b.id = "1234567890".into();
         b.status = ApprovalStatus::Approved;
         b.execution = Execution::Executed;
         b.card.title = "x".repeat(80);
-        let text = rows(&[a, b]);
+        let text = rows(&[a, b], t);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         let status_col = lines[0].find("STATUS").unwrap();

@@ -51,6 +51,14 @@ impl BotApiError {
         matches!(self, BotApiError::Refused { description, .. } if description.contains("message is not modified"))
     }
 
+    /// True for `editMessageText` refusing because the message no longer exists or can no
+    /// longer be edited (deleted in the chat): retrying cannot help.
+    pub fn is_message_gone(&self) -> bool {
+        matches!(self, BotApiError::Refused { description, .. }
+            if description.contains("message to edit not found")
+                || description.contains("message can't be edited"))
+    }
+
     /// Seconds Telegram asked to wait before the next call, if it did.
     pub fn retry_after(&self) -> Option<u64> {
         match self {

@@ -16,22 +16,32 @@
 //! and never touch the server. The Bot API is spoken through [`bot_api`], a few documented
 //! methods over the reqwest client already in the tree (no extra dependency to build).
 //!
-//! Which message shows which row is kept in memory: after a restart a tap on an older message
-//! still works (the button names the row; the message is learnt from the tap), but an answer
-//! given elsewhere before that tap does not edit the older message.
+//! Which message shows which row, and what it shows, is stored in the database
+//! (`telegram_cards`, migration 0015, through [`TelegramCardStore`]), so it survives a restart:
+//!
+//! - An answer given on another surface, or a lapse, edits the old message after a restart too.
+//! - On start the bridge catches up before relaying events: messages of rows answered or lapsed
+//!   while it was down are edited to their outcome (once: a message already showing that outcome
+//!   is left alone), and every still-pending row without a message is sent to the owner's chat
+//!   (once: sending first claims the row in the table, so neither a second start nor an event
+//!   racing the catch-up sends it again). A card whose send a crash interrupted is sent again.
+//! - Yes approves only from the confirm view, also when that view was shown before a restart.
+//! - A message the table does not know (sent before the table existed) is learnt from its
+//!   first tap.
+//!
+//! One bridge per bot: Telegram itself refuses two concurrent `getUpdates` for one token.
 
 pub mod bot_api;
 pub mod callback;
 pub mod render;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use iris_core::kernel::{Actor, RespondError};
-use iris_core::ports::{QueueStore, Scope};
-use iris_core::wire::{Approval, ApprovalStatus, Decision, Event};
+use iris_core::ports::{QueueStore, Scope, TelegramCard, TelegramCardStore, TelegramView};
+use iris_core::wire::{Approval, ApprovalStatus, Decision, Event, Execution};
 use tokio::sync::{broadcast, Mutex};
 
 use crate::config::Settings;
@@ -124,36 +134,19 @@ impl TelegramSettings {
 }
 
 /// Starts the Telegram surface: subscribes to the channel router now (so no request made after
-/// this call is missed), then relays events and polls for taps in two background tasks.
+/// this call is missed), then, in one background task, catches up with what happened while the
+/// bridge was not running and relays events, and in another polls for taps.
 pub fn spawn(state: AppState, settings: TelegramSettings) {
     let events = state.events.subscribe();
     let bridge = Bridge {
         api: BotApi::new(&settings.api_url, &settings.token),
         owner: settings.owner_chat_id,
-        cards: Arc::new(Mutex::new(HashMap::new())),
+        edits: Arc::new(Mutex::new(())),
         state,
     };
     tracing::info!(chat = settings.owner_chat_id, api = %settings.api_url, "Telegram: cards go to the owner's chat");
     tokio::spawn(bridge.clone().relay_events(events));
     tokio::spawn(bridge.poll_updates());
-}
-
-/// What a card's message shows now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum View {
-    /// The card with the action and Reject.
-    Card,
-    /// "Trash 3 emails?" with Yes and Cancel.
-    Confirm,
-    /// The outcome or the lapse notice, no buttons.
-    Closed,
-}
-
-/// The message showing one row.
-#[derive(Debug, Clone, Copy)]
-struct Shown {
-    message_id: i64,
-    view: View,
 }
 
 /// What a tap is answered with (`answerCallbackQuery`).
@@ -210,6 +203,20 @@ fn closed_sentence(row: &Approval) -> String {
     }
 }
 
+/// Whether `row`'s outcome will not change any more, so a message showing it needs no edit at
+/// a later start: rejected, lapsed, or approved with the call's outcome recorded (executed,
+/// failed, unknown). An approved call still on its way is not settled.
+fn settled(row: &Approval) -> bool {
+    match row.status {
+        ApprovalStatus::Pending => false,
+        ApprovalStatus::Rejected | ApprovalStatus::Expired => true,
+        ApprovalStatus::Approved => matches!(
+            row.execution,
+            Execution::Executed | Execution::Failed | Execution::Unknown
+        ),
+    }
+}
+
 /// Waits between failed polls: 1 s, doubling to at most 60 s; reset after a success.
 #[derive(Debug)]
 struct Backoff {
@@ -236,30 +243,30 @@ impl Backoff {
     }
 }
 
-/// The running surface: the bot, the owner's chat and which message shows which row.
+/// The running surface: the bot and the owner's chat. Which message shows which row is in the
+/// store ([`TelegramCardStore`]).
 #[derive(Clone)]
 struct Bridge {
     state: AppState,
     api: BotApi,
     owner: i64,
-    /// Approval id → its message. The lock also serialises every edit, so a tap and an event
-    /// about the same row never interleave their read-then-edit.
-    cards: Arc<Mutex<HashMap<String, Shown>>>,
+    /// Serialises every send and edit together with the read of the stored card before it, so
+    /// a tap and an event about the same row never interleave their read-then-edit (one edit at
+    /// a time per row).
+    edits: Arc<Mutex<()>>,
 }
 
 impl Bridge {
-    /// Relays the channel router's events to the owner's chat, in order, until the router closes.
+    /// Catches up ([`Bridge::catch_up`]), then relays the channel router's events to the owner's
+    /// chat, in order, until the router closes. Events that arrive during the catch-up wait in
+    /// the subscription.
     async fn relay_events(self, mut events: broadcast::Receiver<Event>) {
+        self.catch_up(true).await;
         loop {
             match events.recv().await {
-                Ok(Event::ApprovalRequested(row)) => self.send_card(&row).await,
+                Ok(Event::ApprovalRequested(row)) => self.send_card(&row.id).await,
                 Ok(Event::ApprovalResponded(row)) | Ok(Event::ApprovalLapsed(row)) => {
-                    if row.status != ApprovalStatus::Pending {
-                        let mut cards = self.cards.lock().await;
-                        if let Some(shown) = cards.get(&row.id).copied() {
-                            self.close(&mut cards, shown.message_id, &row).await;
-                        }
-                    }
+                    self.refresh_outcome(&row.id).await
                 }
                 // A resumed run speaks after the pinned call ran: the row now knows what ran
                 // (execution, result), which the outcome shows.
@@ -268,25 +275,83 @@ impl Bridge {
                         self.refresh_outcome(&id).await;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(missed)) => tracing::warn!(
-                    missed,
-                    "Telegram: missed events; those cards update on the next event or tap"
-                ),
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        missed,
+                        "Telegram: missed events; catching up from the database"
+                    );
+                    self.catch_up(false).await;
+                }
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
     }
 
+    /// What happened while no event reached this bridge (issue 5): messages of rows answered
+    /// or lapsed meanwhile are edited to their outcome, then every pending row without a
+    /// message is sent. At start-up (`at_start`) the claims a stopped process left without a
+    /// message are given up first, so those cards are sent again.
+    async fn catch_up(&self, at_start: bool) {
+        let store = &self.state.store;
+        if at_start {
+            match store.release_unsent_telegram_cards(self.owner).await {
+                Ok(ids) => {
+                    for id in ids {
+                        tracing::warn!(approval = %id, "Telegram: sending a card again whose send a stop interrupted");
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "Telegram: reading interrupted sends failed")
+                }
+            }
+        }
+        match store.unsettled_telegram_cards(self.owner).await {
+            Ok(cards) => {
+                for card in cards {
+                    self.refresh_outcome(&card.approval_id).await;
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Telegram: reading which messages need their outcome failed")
+            }
+        }
+        let now = self.state.governance.clock.now();
+        match store.unsent_telegram_cards(self.owner, now).await {
+            Ok(ids) => {
+                for id in ids {
+                    self.send_card(&id).await;
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Telegram: reading which cards were never sent failed")
+            }
+        }
+    }
+
+    /// The stored card of row `id` in the owner's chat. A store failure is logged here and is
+    /// `Err(())`: the caller then changes nothing.
+    async fn stored_card(&self, id: &str) -> Result<Option<TelegramCard>, ()> {
+        TelegramCardStore::telegram_card(&self.state.store, self.owner, id)
+            .await
+            .map_err(|e| {
+                tracing::error!(approval = %id, error = %e, "Telegram: reading the card's message failed");
+            })
+    }
+
     /// Re-reads row `id` and, if its message is known and the row is answered or lapsed, edits
-    /// the message to the current outcome.
+    /// the message to the current outcome (unless it shows exactly that already).
     async fn refresh_outcome(&self, id: &str) {
-        let mut cards = self.cards.lock().await;
-        let Some(shown) = cards.get(id).copied() else {
+        let _edits = self.edits.lock().await;
+        let Ok(Some(card)) = self.stored_card(id).await else {
+            return;
+        };
+        let Some(message_id) = card.message_id else {
             return;
         };
         match self.state.store.get(id).await {
             Ok(Some(row)) if row.status != ApprovalStatus::Pending => {
-                self.close(&mut cards, shown.message_id, &row).await;
+                self.show(Some(&card), message_id, &row, TelegramView::Closed)
+                    .await;
             }
             Ok(_) => {}
             Err(e) => {
@@ -295,69 +360,136 @@ impl Bridge {
         }
     }
 
-    /// Sends the pending card with its two buttons; a failure is retried twice (the row stays
+    /// Sends row `id`'s pending card with its two buttons, once per chat: the row is claimed in
+    /// the store first, and a row no longer pending is not sent. A failed send is retried
+    /// twice; then the claim is given up, so the next start tries again (the row stays
     /// answerable on every other surface either way).
-    async fn send_card(&self, row: &Approval) {
-        let text = render::card_text(row);
-        let keyboard = render::card_keyboard(row);
-        let mut backoff = Backoff::new();
-        for attempt in 1..=3 {
-            let mut cards = self.cards.lock().await;
-            match self.api.send_message(self.owner, &text, &keyboard).await {
-                Ok(message_id) => {
-                    cards.insert(
-                        row.id.clone(),
-                        Shown {
-                            message_id,
-                            view: View::Card,
-                        },
-                    );
-                    return;
-                }
-                Err(e) => {
-                    drop(cards);
-                    tracing::warn!(approval = %row.id, attempt, error = %e, "Telegram: sending the card failed");
-                    let wait = e
-                        .retry_after()
-                        .map(Duration::from_secs)
-                        .unwrap_or_else(|| backoff.next_wait());
-                    if attempt < 3 {
-                        tokio::time::sleep(wait).await;
-                    }
-                }
+    async fn send_card(&self, id: &str) {
+        let store = &self.state.store;
+        let mut held = Some(self.edits.lock().await);
+        let claimed_at = self.state.governance.clock.now();
+        match store.claim_telegram_card(self.owner, id, claimed_at).await {
+            Ok(true) => {}
+            // Already sent (or being sent) to this chat.
+            Ok(false) => return,
+            Err(e) => {
+                tracing::error!(approval = %id, error = %e, "Telegram: claiming the card failed; it is sent at the next start");
+                return;
             }
         }
-        tracing::error!(approval = %row.id, "Telegram: the card was not delivered; answer it on another surface");
+        let mut backoff = Backoff::new();
+        for attempt in 1..=3 {
+            // The lock is held for one attempt: taps on other cards need not wait for a retry.
+            let wait = {
+                let _edits = match held.take() {
+                    Some(guard) => guard,
+                    None => self.edits.lock().await,
+                };
+                // Read now, not from the event: a row answered or lapsed meanwhile is not sent.
+                let row = match store.get(id).await {
+                    Ok(Some(row)) if row.status == ApprovalStatus::Pending => row,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::warn!(approval = %id, error = %e, "Telegram: reading the approval failed");
+                        break;
+                    }
+                };
+                let text = render::card_text(&row);
+                let keyboard = render::card_keyboard(&row);
+                match self.api.send_message(self.owner, &text, &keyboard).await {
+                    Ok(message_id) => {
+                        let now = self.state.governance.clock.now();
+                        self.remember(TelegramCard {
+                            chat_id: self.owner,
+                            approval_id: row.id.clone(),
+                            message_id: Some(message_id),
+                            view: TelegramView::Card,
+                            shown_text: Some(text),
+                            settled: false,
+                            sent_at: claimed_at,
+                            updated_at: now,
+                        })
+                        .await;
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(approval = %id, attempt, error = %e, "Telegram: sending the card failed");
+                        e.retry_after()
+                            .map(Duration::from_secs)
+                            .unwrap_or_else(|| backoff.next_wait())
+                    }
+                }
+            };
+            if attempt < 3 {
+                tokio::time::sleep(wait).await;
+            } else {
+                tracing::error!(approval = %id, "Telegram: the card was not delivered; answer it on another surface");
+            }
+        }
+        if let Err(e) = store.release_telegram_card(self.owner, id).await {
+            tracing::error!(approval = %id, error = %e, "Telegram: giving up the card's claim failed");
+        }
     }
 
-    /// Edits `message_id` to `row`'s outcome (or lapse notice) without buttons.
-    async fn close(&self, cards: &mut HashMap<String, Shown>, message_id: i64, row: &Approval) {
-        self.edit(cards, message_id, row, View::Closed).await;
+    /// Stores what a message shows; a failure is logged (the message then updates at the next
+    /// event, tap or start).
+    async fn remember(&self, card: TelegramCard) {
+        if let Err(e) = self.state.store.record_telegram_card(&card).await {
+            tracing::error!(approval = %card.approval_id, error = %e, "Telegram: storing the card's message failed");
+        }
     }
 
-    /// Edits `message_id` to `view` of `row` and remembers it.
-    async fn edit(
+    /// Edits `message_id` to `view` of `row` (the outcome or lapse notice for
+    /// [`TelegramView::Closed`], without buttons) and stores what it shows now. Nothing is sent
+    /// when the stored card says the message shows exactly that already.
+    async fn show(
         &self,
-        cards: &mut HashMap<String, Shown>,
+        card: Option<&TelegramCard>,
         message_id: i64,
         row: &Approval,
-        view: View,
+        view: TelegramView,
     ) {
         let (text, keyboard) = match view {
-            View::Card => (render::card_text(row), Some(render::card_keyboard(row))),
-            View::Confirm => (
+            TelegramView::Card => (render::card_text(row), Some(render::card_keyboard(row))),
+            TelegramView::Confirm => (
                 render::confirm_text(row),
                 Some(render::confirm_keyboard(row)),
             ),
-            View::Closed => (render::outcome_text(row), None),
+            TelegramView::Closed => (render::outcome_text(row), None),
         };
+        let settled = view == TelegramView::Closed && settled(row);
+        let now = self.state.governance.clock.now();
+        let record = |shown_text: Option<String>, view: TelegramView, settled: bool| TelegramCard {
+            chat_id: self.owner,
+            approval_id: row.id.clone(),
+            message_id: Some(message_id),
+            view,
+            shown_text,
+            settled,
+            sent_at: card.map_or(now, |c| c.sent_at),
+            updated_at: now,
+        };
+        if let Some(card) = card.filter(|c| {
+            c.message_id == Some(message_id)
+                && c.view == view
+                && c.shown_text.as_deref() == Some(text.as_str())
+        }) {
+            if settled && !card.settled {
+                self.remember(record(Some(text), view, settled)).await;
+            }
+            return;
+        }
         match self
             .api
             .edit_message_text(self.owner, message_id, &text, keyboard.as_ref())
             .await
         {
-            Ok(()) => {
-                cards.insert(row.id.clone(), Shown { message_id, view });
+            Ok(()) => self.remember(record(Some(text), view, settled)).await,
+            // Deleted in the chat: there is nothing left to edit, now or at a later start.
+            Err(e) if e.is_message_gone() => {
+                tracing::warn!(approval = %row.id, error = %e, "Telegram: the card's message is gone");
+                self.remember(record(None, TelegramView::Closed, true))
+                    .await;
             }
             Err(e) => {
                 tracing::warn!(approval = %row.id, error = %e, "Telegram: editing the card failed")
@@ -422,8 +554,8 @@ impl Bridge {
         }
     }
 
-    /// What a tap does. Everything after the owner check holds the card lock, so the row read
-    /// here and the edit made here cannot cross an event's edit of the same message.
+    /// What a tap does. Everything after the owner check holds the edit lock, so the row and
+    /// card read here and the edit made here cannot cross an event's edit of the same message.
     async fn decide_tap(&self, query: &CallbackQuery) -> Answer {
         let Some(message) = query
             .message
@@ -445,13 +577,20 @@ impl Bridge {
             }
         };
         let id = data.approval_id.as_str();
-        let mut cards = self.cards.lock().await;
-        if let Some(shown) = cards.get(id) {
-            if shown.message_id != message.message_id {
-                return Answer::alert(
-                    "This button does not belong to this approval's card; nothing was changed.",
-                );
-            }
+        let _edits = self.edits.lock().await;
+        let Ok(card) = self.stored_card(id).await else {
+            return Answer::alert(
+                "The approval could not be read; nothing was changed. Try again.",
+            );
+        };
+        if card
+            .as_ref()
+            .and_then(|c| c.message_id)
+            .is_some_and(|known| known != message.message_id)
+        {
+            return Answer::alert(
+                "This button does not belong to this approval's card; nothing was changed.",
+            );
         }
         let mut row = match self.state.store.get(id).await {
             Ok(Some(row)) => row,
@@ -480,50 +619,41 @@ impl Bridge {
                 }
             }
         }
+        let card = card.as_ref();
         if row.status != ApprovalStatus::Pending {
-            self.close(&mut cards, message.message_id, &row).await;
+            self.show(card, message.message_id, &row, TelegramView::Closed)
+                .await;
             return Answer::alert(closed_sentence(&row));
         }
         match data.step {
             Step::Ask => {
-                self.edit(&mut cards, message.message_id, &row, View::Confirm)
+                self.show(card, message.message_id, &row, TelegramView::Confirm)
                     .await;
                 Answer::toast(format!("{}?", row.card.action))
             }
             Step::Cancel => {
-                self.edit(&mut cards, message.message_id, &row, View::Card)
+                self.show(card, message.message_id, &row, TelegramView::Card)
                     .await;
                 Answer::toast("Cancelled; nothing was changed.")
             }
             Step::Yes => {
-                // Yes approves only from the confirm view this surface showed on this message;
-                // otherwise (e.g. after a restart) the confirm is shown again first.
-                let confirmed = cards
-                    .get(id)
-                    .is_some_and(|s| s.view == View::Confirm && s.message_id == message.message_id);
+                // Yes approves only from the confirm view this surface showed on this message
+                // (stored, so also when it was shown before a restart); otherwise the confirm is
+                // shown first.
+                let confirmed = card.is_some_and(|c| {
+                    c.view == TelegramView::Confirm && c.message_id == Some(message.message_id)
+                });
                 if !confirmed {
-                    self.edit(&mut cards, message.message_id, &row, View::Confirm)
+                    self.show(card, message.message_id, &row, TelegramView::Confirm)
                         .await;
                     return Answer::toast("Please confirm: tap Yes to approve.");
                 }
-                self.respond(
-                    &mut cards,
-                    message.message_id,
-                    query,
-                    &row,
-                    Decision::Approve,
-                )
-                .await
+                self.respond(card, message.message_id, query, &row, Decision::Approve)
+                    .await
             }
             Step::Reject => {
-                self.respond(
-                    &mut cards,
-                    message.message_id,
-                    query,
-                    &row,
-                    Decision::Reject,
-                )
-                .await
+                self.respond(card, message.message_id, query, &row, Decision::Reject)
+                    .await
             }
         }
     }
@@ -533,15 +663,28 @@ impl Bridge {
     /// The message is edited to the outcome by the `approval.responded` event that follows.
     async fn respond(
         &self,
-        cards: &mut HashMap<String, Shown>,
+        card: Option<&TelegramCard>,
         message_id: i64,
         query: &CallbackQuery,
         row: &Approval,
         decision: Decision,
     ) -> Answer {
-        // Remember the message first, so the outcome edit finds it even after a restart.
-        let view = cards.get(&row.id).map_or(View::Card, |s| s.view);
-        cards.insert(row.id.clone(), Shown { message_id, view });
+        // Remember the message first (learnt from this tap when the store did not know it), so
+        // the outcome edit finds it.
+        if card.and_then(|c| c.message_id) != Some(message_id) {
+            let now = self.state.governance.clock.now();
+            self.remember(TelegramCard {
+                chat_id: self.owner,
+                approval_id: row.id.clone(),
+                message_id: Some(message_id),
+                view: card.map_or(TelegramView::Card, |c| c.view),
+                shown_text: None,
+                settled: false,
+                sent_at: card.map_or(now, |c| c.sent_at),
+                updated_at: now,
+            })
+            .await;
+        }
         let actor = Actor {
             name: actor_name(&query.from),
             scope: Scope::Control,
@@ -562,7 +705,9 @@ impl Bridge {
             }
             Err(e @ (RespondError::AlreadyDecided(_) | RespondError::Expired(_))) => {
                 if let RespondError::AlreadyDecided(row) | RespondError::Expired(row) = &e {
-                    self.close(cards, message_id, row).await;
+                    let card = self.stored_card(&row.id).await.ok().flatten();
+                    self.show(card.as_ref(), message_id, row, TelegramView::Closed)
+                        .await;
                 }
                 Answer::alert(e.to_string())
             }
@@ -626,6 +771,58 @@ mod tests {
         user.username = None;
         user.first_name = "  ".into();
         assert_eq!(actor_name(&user), "telegram user 42");
+    }
+
+    /// Start-up skips messages whose outcome will not change; an approved call still on its
+    /// way is not one of them.
+    #[test]
+    fn only_a_final_outcome_is_settled() {
+        use chrono::{TimeZone, Utc};
+        use iris_core::wire::{ApprovalKind, Card, Effect};
+        let at = Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap();
+        let mut row = Approval {
+            id: "a1".into(),
+            kind: ApprovalKind::Destructive,
+            status: ApprovalStatus::Pending,
+            tool: "trash_email".into(),
+            args: serde_json::json!({"ids": ["m1"]}),
+            call_hash: "h".into(),
+            items: vec!["m1".into()],
+            card: Card {
+                title: "Trash 1 email".into(),
+                action: "Trash 1 email".into(),
+                effect: Effect::Destructive,
+                lines: vec![],
+                undo_tool: None,
+                undo_window_days: None,
+                request: "trash it".into(),
+                undo_note: None,
+            },
+            run_id: "r1".into(),
+            created_at: at,
+            expires_at: at,
+            responded_at: None,
+            responded_by: None,
+            surface: None,
+            reason: None,
+            execution: Execution::None,
+            result: None,
+            resume_error: None,
+        };
+        assert!(!settled(&row));
+        row.status = ApprovalStatus::Approved;
+        assert!(!settled(&row), "approved, not yet run");
+        row.execution = Execution::Executing;
+        assert!(!settled(&row), "running");
+        for done in [Execution::Executed, Execution::Failed, Execution::Unknown] {
+            row.execution = done;
+            assert!(settled(&row), "{done:?}");
+        }
+        row.execution = Execution::None;
+        for status in [ApprovalStatus::Rejected, ApprovalStatus::Expired] {
+            row.status = status;
+            assert!(settled(&row), "{status:?}");
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! Wording follows the web card (`app::format`), so every surface says the same thing.
 
-use app::format::{execution_sentence, format_time, status_label, undo_sentence, who_and_where};
+use app::format::{
+    execution_sentence, format_time, lapse_notice, status_label, undo_sentence, who_and_where,
+};
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
 
 use super::bot_api::{InlineButton, InlineKeyboard};
@@ -121,14 +123,13 @@ pub fn outcome_text(approval: &Approval) -> String {
     format!("{}\n\n{}", body(approval), outcome(approval))
 }
 
-/// The outcome paragraph of [`outcome_text`].
+/// The outcome paragraph of [`outcome_text`]. A lapse is dated by the row's expiry, not by
+/// when the sweep noticed it (later, e.g. after the server was down).
 fn outcome(approval: &Approval) -> String {
     let at = approval.responded_at.unwrap_or(approval.expires_at);
     let when = format_time(at, None);
     match approval.status {
-        ApprovalStatus::Expired => escape(&format!(
-            "This approval lapsed at {when} without an answer; nothing was changed."
-        )),
+        ApprovalStatus::Expired => escape(&lapse_notice(&format_time(approval.expires_at, None))),
         ApprovalStatus::Pending => escape("Waiting for an answer."),
         status => {
             let who = clip(&who_and_where(approval), SHORT_CHARS);
@@ -368,14 +369,21 @@ mod tests {
     fn lapse_notice_in_plain_words() {
         let mut a = approval();
         a.status = ApprovalStatus::Expired;
-        a.responded_by = Some("sweep".into());
+        a.responded_by = Some("iris".into());
         a.surface = Some("sweep".into());
+        // Marked by the sweep three hours late (the server was down): still dated by its expiry.
+        a.responded_at = Some(Utc.with_ymd_and_hms(2026, 11, 30, 14, 0, 0).unwrap());
         let text = outcome_text(&a);
         assert!(
             text.ends_with(
-                "This approval lapsed at 30 Nov, 11:00 UTC without an answer; nothing was changed\\."
+                "This request lapsed at 30 Nov, 11:00 UTC without an answer, so nothing was done\\."
             ),
             "{text}"
+        );
+        assert!(!text.contains("14:00"), "{text}");
+        assert!(
+            !text.contains("restore these"),
+            "no undo after a lapse: {text}"
         );
     }
 
