@@ -5,7 +5,10 @@
 //!
 //! Reads need any signed-in viewer; answering and chatting need `can_answer`.
 
-use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision, PluginList};
+use iris_core::wire::{
+    Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
+    PairingOffer, PluginList,
+};
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
@@ -22,6 +25,15 @@ pub struct ActivitySnapshot {
     pub approvals: Vec<Approval>,
 }
 
+/// What the Devices page shows: who is looking and every live device.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DevicesSnapshot {
+    /// The signed-in viewer (decides whether revoke and pairing show).
+    pub viewer: Viewer,
+    /// Live devices by name; `this_device` marks the viewer's own.
+    pub devices: Vec<DeviceInfo>,
+}
+
 #[cfg(feature = "ssr")]
 mod on_server {
     use std::sync::Arc;
@@ -31,15 +43,21 @@ mod on_server {
     use crate::backend::{AppBackend, Viewer};
     use crate::error::AppError;
 
+    /// The request's parts: leptos_axum provides them (headers, and the session the server's
+    /// session layer put in the extensions) to every render and server function.
+    pub fn request() -> Result<axum::http::request::Parts, AppError> {
+        use_context::<axum::http::request::Parts>().ok_or_else(|| {
+            AppError::Backend("The IRIS server did not provide the request to the app.".into())
+        })
+    }
+
     /// The backend and the signed-in viewer of this request.
     pub async fn signed_in() -> Result<(Arc<dyn AppBackend>, Viewer), AppError> {
         let backend = use_context::<Arc<dyn AppBackend>>().ok_or_else(|| {
             AppError::Backend("The IRIS server did not provide its backend to the app.".into())
         })?;
-        let headers: axum::http::HeaderMap = leptos_axum::extract()
-            .await
-            .map_err(|e| AppError::Backend(format!("Could not read the request: {e}")))?;
-        let viewer = backend.viewer(&headers).await.ok_or(AppError::NotPaired)?;
+        let request = request()?;
+        let viewer = backend.viewer(&request).await.ok_or(AppError::NotPaired)?;
         Ok((backend, viewer))
     }
 
@@ -131,4 +149,36 @@ pub async fn approval_audit(
 pub async fn load_plugins() -> Result<PluginList, AppError> {
     let (backend, _viewer) = on_server::signed_in().await?;
     backend.plugins().await.map_err(AppError::Backend)
+}
+
+/// The viewer and every live device (the Devices page).
+#[server(prefix = "/ui", input = Json)]
+pub async fn load_devices() -> Result<DevicesSnapshot, AppError> {
+    let (backend, viewer) = on_server::signed_in().await?;
+    let devices = backend.devices(&viewer).await.map_err(AppError::Backend)?;
+    Ok(DevicesSnapshot { viewer, devices })
+}
+
+/// Revokes a device by name (control devices only): its token and browser sessions stop
+/// working at their next request, and an open event stream ends.
+#[server(prefix = "/ui", input = Json)]
+pub async fn revoke_device(#[doc = "The device's name."] name: String) -> Result<(), AppError> {
+    let (backend, viewer) = on_server::controller().await?;
+    backend
+        .revoke_device(&viewer, &name)
+        .await
+        .map_err(AppError::Backend)
+}
+
+/// Makes a one-time pairing link (control devices only) on the address this browser used.
+#[server(prefix = "/ui", input = Json)]
+pub async fn make_pairing_link(
+    #[doc = "The scope the paired browser gets."] scope: DeviceScope,
+) -> Result<PairingOffer, AppError> {
+    let (backend, viewer) = on_server::controller().await?;
+    let request = on_server::request()?;
+    backend
+        .pairing_link(&viewer, scope, &request)
+        .await
+        .map_err(AppError::Backend)
 }

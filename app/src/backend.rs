@@ -5,7 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
-use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision, PluginList};
+use iris_core::wire::{
+    Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
+    PairingOffer, PluginList,
+};
 
 /// The signed-in device or browser session looking at the app.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -21,8 +24,9 @@ pub struct Viewer {
 #[cfg(feature = "ssr")]
 #[async_trait::async_trait]
 pub trait AppBackend: Send + Sync + 'static {
-    /// Who is asking, from the request headers (cookie `iris_token`, or `Authorization: Bearer`). None = not signed in.
-    async fn viewer(&self, headers: &axum::http::HeaderMap) -> Option<Viewer>;
+    /// Who is asking, from the request (its browser session, or `Authorization: Bearer`).
+    /// None = not signed in (or the device was revoked).
+    async fn viewer(&self, request: &axum::http::request::Parts) -> Option<Viewer>;
     /// Every approval: pending first, then answered, newest first.
     async fn approvals(&self) -> Result<Vec<Approval>, String>;
     /// One approval by id; `Ok(None)` when there is no such row.
@@ -49,4 +53,17 @@ pub trait AppBackend: Send + Sync + 'static {
     async fn audit(&self, approval_id: &str) -> Result<Vec<AuditEntry>, String>;
     /// Every loaded plugin with its tools' effect, gate and undo (the Plugins page).
     async fn plugins(&self) -> Result<PluginList, String>;
+    /// Live devices by name, `this_device` marking `viewer`'s (the Devices page).
+    async fn devices(&self, viewer: &Viewer) -> Result<Vec<DeviceInfo>, String>;
+    /// Revokes the live device `name` for `viewer` (a control device). `Err` says why not
+    /// (e.g. no live device has that name).
+    async fn revoke_device(&self, viewer: &Viewer, name: &str) -> Result<(), String>;
+    /// A one-time pairing link for `scope`, made by `viewer`, on the address `request` used
+    /// (or `IRIS_PUBLIC_URL`).
+    async fn pairing_link(
+        &self,
+        viewer: &Viewer,
+        scope: DeviceScope,
+        request: &axum::http::request::Parts,
+    ) -> Result<PairingOffer, String>;
 }

@@ -11,6 +11,8 @@
 //!   implements to answer them.
 //! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
 //! - [`plugins`] is the Plugins page: each plugin's tools with effect, gate and undo.
+//! - [`devices`] is the Devices page: live devices, revoke, pairing links.
+//! - [`pairing`] is the page a one-time pairing link opens (rendered by the server).
 //! - [`format`] holds the pure wording helpers (undo sentence, result summary, times).
 //!
 //! Features: `ssr` (server rendering and the server functions' bodies) and `hydrate` (the
@@ -24,9 +26,11 @@ pub mod backend;
 pub mod banner;
 pub mod card;
 pub mod chat;
+pub mod devices;
 pub mod error;
 pub mod format;
 pub mod live;
+pub mod pairing;
 pub mod plugins;
 
 use leptos::prelude::*;
@@ -39,6 +43,7 @@ use leptos_router::{
 use crate::activity::ActivityPage;
 use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
+use crate::devices::DevicesPage;
 use crate::live::{ClientClock, Hydrated, Live};
 use crate::plugins::PluginsPage;
 
@@ -71,7 +76,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 }
 
 /// The application: app-wide state, the header with its page links, the routes (`/`,
-/// `/activity`, `/activity/:id` show the Activity page, `/plugins` the Plugins page) and the
+/// `/activity`, `/activity/:id` show the Activity page, `/plugins` the Plugins page, `/devices`
+/// the Devices page) and the
 /// chat beside them.
 #[component]
 pub fn App() -> impl IntoView {
@@ -115,6 +121,7 @@ pub fn App() -> impl IntoView {
                 <nav class="topnav" aria-label="Pages">
                     <A href="/activity">"Activity"</A>
                     <A href="/plugins">"Plugins"</A>
+                    <A href="/devices">"Devices"</A>
                 </nav>
             </header>
             <RequestBannerView/>
@@ -128,6 +135,7 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("/activity") view=ActivityPage/>
                         <Route path=path!("/activity/:id") view=ActivityPage/>
                         <Route path=path!("/plugins") view=PluginsPage/>
+                        <Route path=path!("/devices") view=DevicesPage/>
                     </Routes>
                 </div>
             </main>

@@ -12,7 +12,7 @@ use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
 use futures::Stream;
 use iris_core::kernel::Actor;
-use iris_core::ports::{AuditLog, ConversationStore, QueueStore};
+use iris_core::ports::{AuditLog, ConversationStore, DeviceStore, QueueStore};
 use iris_core::wire::{
     Approval, ApprovalList, ApprovalStatus, AuditList, ChatRequest, ChatResponse, Conversation,
     ErrorBody, Event, PluginList, RespondRequest, RespondResponse, ResumeResponse,
@@ -62,26 +62,31 @@ fn handler(endpoint: Endpoint, method: MethodFilter) -> MethodRouter<AppState> {
 pub struct Authed {
     /// Who, with scope and surface.
     pub actor: Actor,
-    /// Bearer or cookie.
+    /// Bearer or browser session.
     pub presented: Presented,
+    /// Hex SHA-256 of the device's token, to check the device is still live later (an open
+    /// event stream ends when it is revoked).
+    pub token_hash: String,
 }
 
 impl FromRequestParts<AppState> for Authed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some((device, presented)) = auth::authenticate(&state.store, &parts.headers).await?
-        else {
-            return Err(if auth::presented_token(&parts.headers).is_some() {
-                ApiError::UnknownToken
-            } else {
-                ApiError::Unauthorized
-            });
-        };
-        Ok(Authed {
-            actor: auth::actor_for(&device, presented, &parts.headers),
-            presented,
-        })
+        match auth::authenticate(&state.store, &parts.headers, &parts.extensions).await? {
+            auth::Identified::Device {
+                device,
+                presented,
+                token_hash,
+            } => Ok(Authed {
+                actor: auth::actor_for(&device, presented, &parts.headers),
+                presented,
+                token_hash,
+            }),
+            auth::Identified::Unknown(Presented::Bearer) => Err(ApiError::UnknownToken),
+            auth::Identified::Unknown(Presented::Session) => Err(ApiError::SessionEnded),
+            auth::Identified::Nobody => Err(ApiError::Unauthorized),
+        }
     }
 }
 
@@ -100,7 +105,7 @@ impl FromRequestParts<AppState> for Controller {
                 authed.actor.name
             )));
         }
-        if authed.presented == Presented::Cookie
+        if authed.presented == Presented::Session
             && !auth::same_origin(&parts.method, &parts.headers)
         {
             return Err(ApiError::Forbidden(
@@ -233,7 +238,7 @@ pub(crate) async fn list_approvals(
         })?),
     };
     Ok(Json(ApprovalList {
-        approvals: state.store.list(status).await?,
+        approvals: QueueStore::list(&state.store, status).await?,
     }))
 }
 
@@ -420,15 +425,36 @@ pub(crate) async fn plugins(State(state): State<AppState>, _authed: Authed) -> J
 )]
 pub(crate) async fn events(
     State(state): State<AppState>,
-    _authed: Authed,
+    authed: Authed,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let stream = BroadcastStream::new(state.events.subscribe()).filter_map(|event| {
-        let event = event.ok()?;
-        let data = serde_json::to_value(&event).ok()?.get("data").cloned()?;
-        Some(Ok(SseEvent::default()
-            .event(event.name())
-            .data(data.to_string())))
-    });
+    let listener = BroadcastStream::new(state.events.subscribe());
+    // Before each event the device is checked again: revoking it (or a storage failure: fail
+    // closed) ends its stream, so a revoked device stops seeing cards at once (issue 5).
+    let stream = futures::stream::unfold(
+        (listener, state.store.clone(), authed.token_hash),
+        |(mut listener, store, token_hash)| async move {
+            loop {
+                let Ok(event) = listener.next().await? else {
+                    // Lagged: this listener missed events; the app refetches on the next one.
+                    continue;
+                };
+                match DeviceStore::authenticate(&store, &token_hash, chrono::Utc::now()).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => return None,
+                }
+                let Some(data) = serde_json::to_value(&event)
+                    .ok()
+                    .and_then(|v| v.get("data").cloned())
+                else {
+                    continue;
+                };
+                let sse = SseEvent::default()
+                    .event(event.name())
+                    .data(data.to_string());
+                return Some((Ok(sse), (listener, store, token_hash)));
+            }
+        },
+    );
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 

@@ -1,15 +1,17 @@
-//! Device authentication (DESIGN §2 "device, scope"; §7 HTTP): a bearer token for devices and
-//! the CLI, or the HttpOnly cookie `iris_token` in the browser. Tokens are stored only as their
-//! SHA-256. Cookie requests that change state must come from our own origin (CSRF).
+//! Device authentication (DESIGN §2 "device, scope"; §7 HTTP; issue 5 "Devices, sessions,
+//! scopes"): a bearer token for devices and the CLI, or, in the browser, a session (cookie
+//! [`SESSION_COOKIE`](crate::session::SESSION_COOKIE), see [`crate::session`]) that names a
+//! paired device. Tokens are stored only as their SHA-256. Cookie requests that change state must
+//! come from our own origin (CSRF).
 
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{header, Extensions, HeaderMap, Method};
 use chrono::Utc;
 use iris_core::kernel::Actor;
 use iris_core::ports::{Device, DeviceStore, Scope, StoreError};
 use sha2::{Digest, Sha256};
+use tower_sessions::Session;
 
-/// Name of the browser's session cookie.
-pub const COOKIE: &str = "iris_token";
+use crate::session::{SessionDevice, DEVICE_KEY};
 
 /// A new random device token (`iris_` + 64 hex digits, 244 random bits from two UUIDv4s).
 pub fn new_token() -> String {
@@ -30,59 +32,143 @@ pub fn token_hash(token: &str) -> String {
 pub enum Presented {
     /// `Authorization: Bearer`.
     Bearer,
-    /// The browser cookie.
-    Cookie,
+    /// A browser session (cookie `iris_session`).
+    Session,
 }
 
-/// The token in the request: bearer first, then the cookie.
-pub fn presented_token(headers: &HeaderMap) -> Option<(String, Presented)> {
-    if let Some(value) = headers
+/// Who a request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identified {
+    /// A live device.
+    Device {
+        /// The device as stored (its use just recorded).
+        device: Device,
+        /// How it proved itself.
+        presented: Presented,
+        /// Hex SHA-256 of its token: what checks it again later (an open event stream).
+        token_hash: String,
+    },
+    /// Credentials were presented but name no live device (unknown or revoked token, or a
+    /// session whose device was revoked: that session is ended).
+    Unknown(Presented),
+    /// No credentials at all.
+    Nobody,
+}
+
+impl Identified {
+    /// The device, when there is one.
+    pub fn device(self) -> Option<(Device, Presented)> {
+        match self {
+            Identified::Device {
+                device, presented, ..
+            } => Some((device, presented)),
+            Identified::Unknown(_) | Identified::Nobody => None,
+        }
+    }
+}
+
+/// The bearer token of the request, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<String> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-    {
-        if let Some(token) = value.strip_prefix("Bearer ") {
-            return Some((token.trim().to_string(), Presented::Bearer));
-        }
-    }
-    for value in headers.get_all(header::COOKIE) {
-        let Ok(text) = value.to_str() else { continue };
-        for pair in text.split(';') {
-            if let Some((k, v)) = pair.trim().split_once('=') {
-                if k == COOKIE && !v.is_empty() {
-                    return Some((v.to_string(), Presented::Cookie));
-                }
-            }
-        }
-    }
-    None
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string())
 }
 
-/// The device behind the request, if its token is live.
+/// The device a browser session names, if the request has a session that names one.
 ///
 /// # Errors
-/// [`StoreError`] when the device table cannot be read.
+/// [`StoreError::Backend`] when the session record cannot be read.
+pub async fn session_device(extensions: &Extensions) -> Result<Option<SessionDevice>, StoreError> {
+    let Some(session) = extensions.get::<Session>() else {
+        return Ok(None);
+    };
+    session
+        .get::<SessionDevice>(DEVICE_KEY)
+        .await
+        .map_err(|e| StoreError::Backend(format!("reading the browser session: {e}")))
+}
+
+/// Who the request comes from: the bearer token first, then the browser session. A session
+/// whose device is no longer live is ended (its record deleted, the cookie cleared).
+///
+/// # Errors
+/// [`StoreError`] when the device table or the session cannot be read.
 pub async fn authenticate(
     devices: &dyn DeviceStore,
     headers: &HeaderMap,
-) -> Result<Option<(Device, Presented)>, StoreError> {
-    let Some((token, presented)) = presented_token(headers) else {
-        return Ok(None);
+    extensions: &Extensions,
+) -> Result<Identified, StoreError> {
+    if let Some(token) = bearer_token(headers) {
+        let hash = token_hash(&token);
+        return Ok(match devices.authenticate(&hash, Utc::now()).await? {
+            Some(device) => Identified::Device {
+                device,
+                presented: Presented::Bearer,
+                token_hash: hash,
+            },
+            None => Identified::Unknown(Presented::Bearer),
+        });
+    }
+    let Some(signed_in) = session_device(extensions).await? else {
+        return Ok(Identified::Nobody);
     };
-    Ok(devices
-        .authenticate(&token_hash(&token), Utc::now())
+    match devices
+        .authenticate(&signed_in.token_hash, Utc::now())
         .await?
-        .map(|d| (d, presented)))
+    {
+        Some(device) => Ok(Identified::Device {
+            device,
+            presented: Presented::Session,
+            token_hash: signed_in.token_hash,
+        }),
+        None => {
+            if let Some(session) = extensions.get::<Session>() {
+                // Revoked: this browser is signed out for good, not just refused once.
+                if let Err(e) = session.flush().await {
+                    tracing::warn!(device = %signed_in.name, error = %e, "ending a revoked device's session failed");
+                }
+            }
+            Ok(Identified::Unknown(Presented::Session))
+        }
+    }
 }
 
-/// The actor a device answers as; the surface is `web` for the browser cookie, else the
+/// Signs the browser of this request in as `device` (token hash `token_hash`): a fresh session
+/// id (no session fixation), the device stored in the session. The session layer sets the
+/// cookie on the response.
+///
+/// # Errors
+/// [`StoreError::Backend`] when the session cannot be written.
+pub async fn sign_in(session: &Session, device: &str, token_hash: &str) -> Result<(), StoreError> {
+    let failed = |e: tower_sessions::session::Error| {
+        StoreError::Backend(format!("starting the browser session of `{device}`: {e}"))
+    };
+    session.cycle_id().await.map_err(failed)?;
+    session
+        .insert(
+            DEVICE_KEY,
+            SessionDevice {
+                name: device.to_owned(),
+                token_hash: token_hash.to_owned(),
+            },
+        )
+        .await
+        .map_err(failed)?;
+    // Written now, not at the end of the response: the page rendered next must already see it.
+    session.save().await.map_err(failed)
+}
+
+/// The actor a device answers as; the surface is `web` for the browser session, else the
 /// `X-Iris-Surface` header (`cli`, `phone`, `telegram`), else `api`.
 pub fn actor_for(device: &Device, presented: Presented, headers: &HeaderMap) -> Actor {
     let surface = match presented {
-        Presented::Cookie => "web".to_string(),
+        Presented::Session => "web".to_string(),
         Presented::Bearer => headers
             .get("x-iris-surface")
             .and_then(|v| v.to_str().ok())
-            // `web` is the browser session's surface (cookie only); a bearer cannot claim it.
+            // `web` is the browser session's surface; a bearer cannot claim it.
             .filter(|s| matches!(*s, "cli" | "phone" | "telegram"))
             .unwrap_or("api")
             .to_string(),
@@ -121,11 +207,6 @@ pub fn same_origin(method: &Method, headers: &HeaderMap) -> bool {
     }
 }
 
-/// `Set-Cookie` value for a browser session: HttpOnly, SameSite=Strict, whole site.
-pub fn session_cookie(token: &str) -> String {
-    format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000")
-}
-
 /// The scope a device needs for a route: every state-changing route is `control` only.
 pub fn may_change_state(scope: Scope) -> bool {
     scope == Scope::Control
@@ -137,21 +218,16 @@ mod tests {
     use axum::http::HeaderValue;
 
     #[test]
-    fn bearer_before_cookie() {
+    fn the_bearer_token_is_read_from_the_authorization_header() {
         let mut h = HeaderMap::new();
-        h.insert(
-            header::COOKIE,
-            HeaderValue::from_static("a=b; iris_token=cookie1"),
-        );
-        assert_eq!(
-            presented_token(&h),
-            Some(("cookie1".into(), Presented::Cookie))
-        );
+        assert_eq!(bearer_token(&h), None);
+        h.insert(header::COOKIE, HeaderValue::from_static("iris_session=abc"));
+        assert_eq!(bearer_token(&h), None, "a cookie is not a bearer token");
         h.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Bearer tok"),
         );
-        assert_eq!(presented_token(&h), Some(("tok".into(), Presented::Bearer)));
+        assert_eq!(bearer_token(&h), Some("tok".into()));
     }
 
     #[test]

@@ -176,6 +176,37 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs `iris pair --scope read|control`: stores a one-time link (10 minutes) and prints it on
+/// the last line, with what it grants and until when above it.
+///
+/// # Errors
+/// When the settings or the database cannot be read, or the link cannot be stored.
+pub async fn pair(scope: &str) -> anyhow::Result<()> {
+    let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
+    let store = Store::connect(&settings.database_url)
+        .await
+        .with_context(|| format!("opening the database {}", settings.database_url))?;
+    let scope = Scope::parse(scope).context("scope must be read or control")?;
+    let base = crate::pairing::configured_base(&settings);
+    let offer = crate::pairing::make_link(&store, scope, "cli", &base, Utc::now())
+        .await
+        .context("storing the pairing link")?;
+    let grant = match scope {
+        Scope::Read => "a read device (sees cards, never answers them)",
+        Scope::Control => "a control device (sees and answers cards, chats)",
+    };
+    println!("Open this link in the browser to pair it as {grant}.");
+    println!(
+        "It works once, until {} (10 minutes).",
+        offer.expires_at.format("%H:%M:%S UTC")
+    );
+    if settings.public_url.is_none() {
+        println!("(Made on {base}; set IRIS_PUBLIC_URL to the address your phone opens.)");
+    }
+    println!("{}", offer.url);
+    Ok(())
+}
+
 /// How long `approve` waits for the pinned call's outcome before it leaves it to the server.
 const EXECUTION_WAIT: Duration = Duration::from_secs(15);
 

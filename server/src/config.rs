@@ -55,6 +55,11 @@ pub struct Settings {
     /// `IRIS_MAILDIR`: one Maildir account (named `maildir`), before the `[[email.accounts]]`.
     #[serde(default)]
     pub maildir: Option<PathBuf>,
+    /// `IRIS_PUBLIC_URL`: the address the owner's browsers open (e.g. `https://iris.example.org`);
+    /// pairing links are made on it, and with `https://` the session cookie is `Secure`.
+    /// Default `http://` + `IRIS_BIND`.
+    #[serde(default)]
+    pub public_url: Option<String>,
     /// `IRIS_MODEL`: `openai:BASE_URL` or `scripted:PATH`.
     #[serde(default)]
     pub model: Option<String>,

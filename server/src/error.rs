@@ -22,6 +22,9 @@ pub enum ApiError {
     /// 401: a token was sent, but no live device has it (unknown or revoked).
     #[error("this token belongs to no live device (unknown or revoked): add one with `iris devices add` against the server's own database")]
     UnknownToken,
+    /// 401: the browser's session names a device that was revoked; the session is ended.
+    #[error("this browser's device was revoked, so its session has ended: pair it again with a new link (`iris pair`)")]
+    SessionEnded,
     /// 403.
     #[error("{0}")]
     Forbidden(String),
@@ -88,7 +91,9 @@ impl IntoResponse for ApiError {
         let error = self.to_string();
         let (status, approval) = match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, None),
-            ApiError::Unauthorized | ApiError::UnknownToken => (StatusCode::UNAUTHORIZED, None),
+            ApiError::Unauthorized | ApiError::UnknownToken | ApiError::SessionEnded => {
+                (StatusCode::UNAUTHORIZED, None)
+            }
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, None),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, None),
             ApiError::Conflict(_, row) => (StatusCode::CONFLICT, Some(*row)),

@@ -13,6 +13,8 @@ mod error;
 mod events;
 mod model;
 mod openapi;
+mod pairing;
+mod session;
 mod state;
 mod sweeps;
 mod telegram;
@@ -52,9 +54,11 @@ enum Command {
     /// One chat turn over HTTP (IRIS_URL, IRIS_TOKEN); prints the reply and any card it waits on.
     #[command(after_help = cli::EXIT_CODES_HELP)]
     Chat(cli::ChatArgs),
-    /// A one-time pairing link for a browser (coming with device pairing).
+    /// A one-time pairing link for a browser: open it within 10 minutes to pair that browser
+    /// as a device with this scope (talks to the database directly; the link is made on
+    /// IRIS_PUBLIC_URL, default http:// + IRIS_BIND). The link is the last line.
     Pair {
-        /// read or control.
+        /// read (sees cards, never answers) or control (may answer cards and chat).
         #[arg(long, value_parser = ["read", "control"])]
         scope: String,
     },
@@ -75,13 +79,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Devices { command } => cli::devices(command).await,
         // The HTTP commands end with their own exit code (`cli::ExitCode`, documented in
         // `iris approvals --help`), so scripts can tell the failures apart.
-        Command::Approvals { command } => {
-            std::process::exit(cli::approvals(command).await as i32)
-        }
+        Command::Approvals { command } => std::process::exit(cli::approvals(command).await as i32),
         Command::Chat(args) => std::process::exit(cli::chat(args).await as i32),
-        Command::Pair { scope } => anyhow::bail!(
-            "pairing links are not available yet; add a device with `iris devices add --name NAME --scope {scope}` and use its token"
-        ),
+        Command::Pair { scope } => cli::pair(&scope).await,
     }
 }
 
@@ -92,13 +92,18 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     let telegram = telegram::TelegramSettings::from_settings(&settings)?;
     let state = state::build(settings, demo, conf.leptos_options).await?;
 
+    let sessions = session::SessionRecords::open(&state.store)
+        .await
+        .context("creating the browser session table")?;
     let app = api::routes()
+        .merge(pairing::routes())
         .merge(web::routes(&state))
         .layer(middleware::from_fn(web::csrf_guard))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             web::demo_sign_in,
         ))
+        .layer(sessions.layer(pairing::secure_cookies(&state.settings)))
         .with_state(state.clone());
 
     let listener = tokio::net::TcpListener::bind(&bind)
@@ -109,6 +114,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
         .await
         .context("finding resumes a stop interrupted")?;
     sweeps::spawn_mail_sync(state.clone());
+    sweeps::spawn_session_expiry(sessions);
     // The Telegram surface, when IRIS_TELEGRAM_TOKEN is set: background tasks only.
     if let Some(telegram) = telegram {
         telegram::spawn(state.clone(), telegram);

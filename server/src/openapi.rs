@@ -18,7 +18,7 @@ use utoipa::{Modify, OpenApi};
 use crate::api;
 
 /// The API's document: every route of `API_ROUTES`, the wire types as schemas, and the two ways
-/// a device proves itself (bearer token; the browser's `iris_token` cookie).
+/// a device proves itself (bearer token; the paired browser's session cookie `iris_session`).
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -50,7 +50,7 @@ use crate::api;
 pub struct ApiDoc;
 
 /// Adds the security schemes the operations refer to: `bearer` (`Authorization: Bearer TOKEN`
-/// from `iris devices add`) and `cookie` (the paired browser's HttpOnly `iris_token`).
+/// from `iris devices add`) and `cookie` (the paired browser's HttpOnly session cookie `iris_session`).
 struct SecuritySchemes;
 
 impl Modify for SecuritySchemes {
@@ -70,7 +70,7 @@ impl Modify for SecuritySchemes {
         components.add_security_scheme(
             "cookie",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
-                crate::auth::COOKIE,
+                crate::session::SESSION_COOKIE,
                 "The paired browser's session cookie; a state-changing request must also come from this site (Origin check).",
             ))),
         );

@@ -132,3 +132,18 @@ pub fn spawn_mail_sync(state: AppState) {
         }
     });
 }
+
+/// Deletes lapsed browser sessions (idle longer than `session::SESSION_IDLE_DAYS`) once an hour,
+/// so the session table does not grow without end. A failure is logged and retried.
+pub fn spawn_session_expiry(sessions: crate::session::SessionRecords) {
+    use tower_sessions::session_store::ExpiredDeletion;
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            if let Err(e) = sessions.delete_expired().await {
+                tracing::warn!(error = %e, "deleting lapsed browser sessions failed; retrying in an hour");
+            }
+        }
+    });
+}

@@ -6,17 +6,23 @@ use std::sync::Arc;
 
 use app::backend::{AppBackend, Viewer};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{request::Parts, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use iris_core::ports::{AuditLog, ConversationStore, QueueStore};
-use iris_core::wire::{Approval, AuditEntry, ChatResponse, Conversation, Decision, PluginList};
+use chrono::Utc;
+use iris_core::ports::{AuditLog, ConversationStore, DeviceStore, QueueStore, Scope};
+use iris_core::wire::{
+    Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
+    PairingOffer, PluginList,
+};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
+use tower_sessions::Session;
 
-use crate::auth::{self, Presented};
+use crate::auth;
+use crate::pairing;
 use crate::state::AppState;
 use crate::sweeps;
 
@@ -45,10 +51,12 @@ impl WebBackend {
 
 #[async_trait::async_trait]
 impl AppBackend for WebBackend {
-    async fn viewer(&self, headers: &HeaderMap) -> Option<Viewer> {
-        let (device, _) = auth::authenticate(&self.state.store, headers)
-            .await
-            .ok()??;
+    async fn viewer(&self, request: &Parts) -> Option<Viewer> {
+        let (device, _) =
+            auth::authenticate(&self.state.store, &request.headers, &request.extensions)
+                .await
+                .ok()?
+                .device()?;
         Some(Viewer {
             name: device.name,
             can_answer: auth::may_change_state(device.scope),
@@ -56,7 +64,9 @@ impl AppBackend for WebBackend {
     }
 
     async fn approvals(&self) -> Result<Vec<Approval>, String> {
-        self.state.store.list(None).await.map_err(text)
+        QueueStore::list(&self.state.store, None)
+            .await
+            .map_err(text)
     }
 
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String> {
@@ -120,6 +130,59 @@ impl AppBackend for WebBackend {
     async fn plugins(&self) -> Result<PluginList, String> {
         Ok(self.state.agent.registry().plugin_list())
     }
+
+    async fn devices(&self, viewer: &Viewer) -> Result<Vec<DeviceInfo>, String> {
+        let devices = DeviceStore::list(&self.state.store).await.map_err(text)?;
+        Ok(devices
+            .into_iter()
+            .map(|d| DeviceInfo {
+                this_device: d.name == viewer.name,
+                scope: pairing::device_scope(d.scope),
+                name: d.name,
+                created_at: d.created_at,
+                last_used_at: d.last_used_at,
+            })
+            .collect())
+    }
+
+    async fn revoke_device(&self, viewer: &Viewer, name: &str) -> Result<(), String> {
+        if !viewer.can_answer {
+            return Err(format!(
+                "device `{}` has read scope; only a control device may revoke devices",
+                viewer.name
+            ));
+        }
+        if self.state.store.revoke(name).await.map_err(text)? {
+            tracing::info!(device = %name, by = %viewer.name, "revoked a device from the web app");
+            Ok(())
+        } else {
+            Err(format!(
+                "No live device is named “{name}” (already revoked?)."
+            ))
+        }
+    }
+
+    async fn pairing_link(
+        &self,
+        viewer: &Viewer,
+        scope: DeviceScope,
+        request: &Parts,
+    ) -> Result<PairingOffer, String> {
+        if !viewer.can_answer {
+            return Err(format!(
+                "device `{}` has read scope; only a control device may pair devices",
+                viewer.name
+            ));
+        }
+        let scope = match scope {
+            DeviceScope::Read => Scope::Read,
+            DeviceScope::Control => Scope::Control,
+        };
+        let base = pairing::request_base(&self.state.settings, &request.headers);
+        pairing::make_link(&self.state.store, scope, &viewer.name, &base, Utc::now())
+            .await
+            .map_err(text)
+    }
 }
 
 /// Pages, server functions and static files.
@@ -152,15 +215,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         ))
 }
 
-/// CSRF for the app's server functions: a cookie-authenticated POST under `/ui/` must be
-/// same-origin (a forged cross-site form is refused with 403 before anything runs).
+/// CSRF for the app's server functions: a POST under `/ui/` that does not carry a bearer token
+/// (so it rides on the browser's session cookie) must be same-origin; a forged cross-site form
+/// is refused with 403 before anything runs.
 pub async fn csrf_guard(req: Request, next: Next) -> Response {
     let is_ui_post = req.method() == Method::POST && req.uri().path().starts_with("/ui/");
     if is_ui_post
-        && matches!(
-            auth::presented_token(req.headers()),
-            Some((_, Presented::Cookie))
-        )
+        && auth::bearer_token(req.headers()).is_none()
         && !auth::same_origin(req.method(), req.headers())
     {
         return (
@@ -172,10 +233,11 @@ pub async fn csrf_guard(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// In `--demo`: a page request (GET) without valid credentials is signed in as the demo owner:
-/// the cookie is added to the request (so the first render already sees it) and set on the
-/// response. API requests are never signed in this way (they keep 401 without credentials).
-pub async fn demo_sign_in(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+/// In `--demo`: a page request (GET) from a browser that is not signed in is signed in as the
+/// demo owner device (a session, like a paired browser's), before the page renders. API
+/// requests are never signed in this way (they keep 401 without credentials), nor is the
+/// pairing page (so a browser can be paired as another device in the demo too).
+pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(token) = state.demo_token.clone() else {
         return next.run(req).await;
     };
@@ -184,24 +246,29 @@ pub async fn demo_sign_in(State(state): State<AppState>, mut req: Request, next:
         && !path.starts_with("/api/")
         && !path.starts_with("/governance/")
         && !path.starts_with("/pkg/")
-        && !path.starts_with("/ui/");
+        && !path.starts_with("/ui/")
+        && !path.starts_with("/pair/");
     if !is_page {
         return next.run(req).await;
     }
-    let signed_in = matches!(
-        auth::authenticate(&state.store, req.headers()).await,
-        Ok(Some(_))
-    );
-    if signed_in {
-        return next.run(req).await;
+    // Read before authenticating: a session whose device is gone is flushed by it.
+    let before = auth::session_device(req.extensions()).await.ok().flatten();
+    let identified = auth::authenticate(&state.store, req.headers(), req.extensions()).await;
+    // Not signed in, or signed in as an earlier run's demo owner (each run adds it anew); a
+    // browser whose own paired device was revoked stays signed out.
+    let sign_in = match identified {
+        Ok(auth::Identified::Nobody) => true,
+        Ok(auth::Identified::Unknown(auth::Presented::Session)) => {
+            before.is_some_and(|d| d.name == crate::state::DEMO_DEVICE)
+        }
+        _ => false,
+    };
+    if let (true, Some(session)) = (sign_in, req.extensions().get::<Session>()) {
+        let token_hash = auth::token_hash(&token);
+        let signed = auth::sign_in(session, crate::state::DEMO_DEVICE, &token_hash);
+        if let Err(e) = signed.await {
+            tracing::warn!(error = %e, "demo: signing the browser in failed");
+        }
     }
-    let cookie = format!("{}={}", auth::COOKIE, token);
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        req.headers_mut().insert(header::COOKIE, v);
-    }
-    let mut response = next.run(req).await;
-    if let Ok(v) = HeaderValue::from_str(&auth::session_cookie(&token)) {
-        response.headers_mut().append(header::SET_COOKIE, v);
-    }
-    response
+    next.run(req).await
 }

@@ -712,9 +712,8 @@ async fn cross_surface_round(
         tasks.push(tokio::spawn(async move {
             let mut request = http.post(&path).json(&body);
             request = if cookie {
-                request
-                    .header("cookie", format!("iris_token={token}"))
-                    .header("origin", origin)
+                // `token` is the paired browser's session cookie (`iris_session=…`).
+                request.header("cookie", token).header("origin", origin)
             } else {
                 request.bearer_auth(&token)
             };
@@ -808,7 +807,7 @@ struct Devices {
     owner: String,
     /// One control device per CLI process: (name, token).
     cli: Vec<(String, String)>,
-    /// Control device whose token the browser holds as its cookie.
+    /// The session cookie of a browser paired as a control device (`iris_session=…`).
     browser: String,
     /// Control device calling the API with a bearer token.
     phone: String,
@@ -825,10 +824,14 @@ async fn race_across_surfaces(world: World) {
                 (name, token)
             })
             .collect(),
-        browser: world.add_device("browser", "control"),
+        browser: String::new(),
         phone: world.add_device("phone", "control"),
     };
     let server = world.start();
+    let devices = Devices {
+        browser: server.pair_browser(&world, "control", "browser").await,
+        ..devices
+    };
     let client = server.client();
     let mut winners = Vec::new();
     for request in [

@@ -184,7 +184,7 @@ async fn every_documented_route_is_gated() {
     assert_eq!(schemes["bearer"]["type"], "http", "{schemes}");
     assert_eq!(schemes["bearer"]["scheme"], "bearer", "{schemes}");
     assert_eq!(schemes["cookie"]["in"], "cookie", "{schemes}");
-    assert_eq!(schemes["cookie"]["name"], "iris_token", "{schemes}");
+    assert_eq!(schemes["cookie"]["name"], "iris_session", "{schemes}");
     for (method, path) in &documented {
         let op = &doc["paths"][path][method.to_lowercase()];
         let responses = op["responses"].as_object().unwrap();
@@ -277,24 +277,39 @@ async fn every_documented_route_is_gated() {
         }
     }
 
-    // A read device: 403 on every state-changing method, and it may look at everything else.
+    // A read device, by token and as a paired browser (its session cookie, from this site):
+    // 403 on every state-changing method, and it may look at everything else.
+    let read_browser = f
+        .server
+        .pair_browser(&f.world, "read", "wall browser")
+        .await;
     for (method, path) in &documented {
         let url = format!("{}{}", f.server.url, concrete(path, &f.pending));
-        let resp = client
-            .http
-            .request(Method::from_bytes(method.as_bytes()).unwrap(), &url)
-            .bearer_auth(&f.read)
-            .json(&acceptable_body())
-            .send()
-            .await
-            .unwrap();
-        let expected = if STATE_CHANGING.contains(&method.as_str()) {
-            StatusCode::FORBIDDEN
-        } else {
-            StatusCode::OK
-        };
-        assert_eq!(resp.status(), expected, "{method} {path} as a read device");
-        // Drop the response: `/api/events` streams forever.
+        for by_session in [false, true] {
+            let mut request = client
+                .http
+                .request(Method::from_bytes(method.as_bytes()).unwrap(), &url)
+                .json(&acceptable_body());
+            request = if by_session {
+                request
+                    .header("cookie", &read_browser)
+                    .header("origin", &f.server.url)
+            } else {
+                request.bearer_auth(&f.read)
+            };
+            let resp = request.send().await.unwrap();
+            let expected = if STATE_CHANGING.contains(&method.as_str()) {
+                StatusCode::FORBIDDEN
+            } else {
+                StatusCode::OK
+            };
+            assert_eq!(
+                resp.status(),
+                expected,
+                "{method} {path} as a read device (session: {by_session})"
+            );
+            // Drop the response: `/api/events` streams forever.
+        }
     }
 
     // Nothing changed: the row is still pending, no audit entry, no mail moved, no model call.
@@ -327,7 +342,8 @@ async fn cross_site_cookie_posts_are_refused() {
     let f = fixture().await;
     let client = f.server.client();
     let doc = served_document(&client).await;
-    let cookie = format!("iris_token={}", f.control);
+    // A browser paired as a control device (its session cookie).
+    let cookie = f.server.pair_browser(&f.world, "control", "browser").await;
     let before = state_of(&f, &client).await;
 
     // A control device's own cookie, sent by a page of another site: every state-changing

@@ -503,3 +503,39 @@ pub struct PluginList {
     /// The plugins.
     pub plugins: Vec<PluginInfo>,
 }
+
+/// A device's scope as the Devices page shows it (DESIGN §2 "device, scope").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceScope {
+    /// May see cards, never answer.
+    Read,
+    /// May see and answer cards, and chat.
+    Control,
+}
+
+/// One live device on the Devices page (issue 5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Its unique name (cards say "approved by NAME").
+    pub name: String,
+    /// What it may do.
+    pub scope: DeviceScope,
+    /// When it was paired or added.
+    pub created_at: DateTime<Utc>,
+    /// Its last authenticated request.
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// The device the page is looked at from.
+    pub this_device: bool,
+}
+
+/// A fresh one-time pairing link (issue 5): open `url` in the browser to pair within 10 minutes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairingOffer {
+    /// The whole link, e.g. `http://127.0.0.1:3000/pair/3f…`.
+    pub url: String,
+    /// The scope the paired browser gets.
+    pub scope: DeviceScope,
+    /// When the link stops working.
+    pub expires_at: DateTime<Utc>,
+}

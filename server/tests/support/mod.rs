@@ -375,6 +375,71 @@ impl World {
     }
 }
 
+impl World {
+    /// `iris pair --scope SCOPE`; returns the whole output (the link is the last line).
+    pub fn pair_output(&self, scope: &str) -> String {
+        let out = self.command(&["pair", "--scope", scope]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// `iris pair --scope SCOPE`; returns the link's path (`/pair/CODE`), to be opened on the
+    /// test server's own address (the link is made on IRIS_BIND, which is port 0 in tests).
+    pub fn pair_path(&self, scope: &str) -> String {
+        let output = self.pair_output(scope);
+        let link = output.lines().last().unwrap().trim();
+        let at = link.find("/pair/").expect("a pairing link");
+        link[at..].to_string()
+    }
+}
+
+impl Iris {
+    /// Pairs a browser as device `name` with `scope` the way a person does: `iris pair`, then
+    /// the pairing page's form posted from this site. Returns the `Cookie` header value
+    /// (`iris_session=…`) that browser then sends.
+    pub async fn pair_browser(&self, world: &World, scope: &str, name: &str) -> String {
+        let path = world.pair_path(scope);
+        let response = no_redirects()
+            .post(format!("{}{path}", self.url))
+            .header("origin", &self.url)
+            .form(&[("name", name)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            303,
+            "pairing `{name}` redirects to the app"
+        );
+        session_cookie(&response).expect("pairing sets the session cookie")
+    }
+}
+
+/// A client that does not follow redirects (to read a pairing's 303 and its cookie).
+pub fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// The `iris_session=…` pair of a response's `Set-Cookie`, if it sets one.
+pub fn session_cookie(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| {
+            let pair = v.split(';').next()?.trim();
+            pair.starts_with("iris_session=").then(|| pair.to_string())
+        })
+}
+
 /// Copies a Maildir's `cur/` messages into `dest` (a Maildir with cur/new/tmp).
 pub fn copy_messages(from_cur: &Path, dest: &Path) -> usize {
     let mut n = 0;

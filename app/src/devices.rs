@@ -1,0 +1,247 @@
+//! The Devices page (`/devices`, issue 5 "Devices, sessions, scopes"): every live device with
+//! its scope, when it was paired and when it was last used. A control device may revoke one
+//! (after a second tap that says what revoking does) and make a one-time pairing link for a new
+//! browser; a read device only looks. Revoking ends that device's token and browser sessions
+//! at their next request (`server/src/auth.rs`).
+
+use iris_core::wire::{DeviceInfo, DeviceScope, PairingOffer};
+use leptos::prelude::*;
+
+use crate::api::{load_devices, make_pairing_link, revoke_device, DevicesSnapshot};
+use crate::format::format_time;
+use crate::live::clock_offset;
+
+/// "Read" / "Control" and the badge class.
+pub fn scope_badge(scope: DeviceScope) -> (&'static str, &'static str) {
+    match scope {
+        DeviceScope::Read => ("Read", "badge badge-scope scope-read"),
+        DeviceScope::Control => ("Control", "badge badge-scope scope-control"),
+    }
+}
+
+/// What revoking `device` does, in plain words (the confirm line).
+pub fn revoke_warning(device: &DeviceInfo) -> String {
+    if device.this_device {
+        format!(
+            "Revoke “{}”? This is the browser you are using: it will be signed out at once and need a new pairing link.",
+            device.name
+        )
+    } else {
+        format!(
+            "Revoke “{}”? It will stop seeing and answering cards at once; pairing it again needs a new link.",
+            device.name
+        )
+    }
+}
+
+/// The Devices page.
+#[component]
+pub fn DevicesPage() -> impl IntoView {
+    let refresh = RwSignal::new(0u32);
+    let data = Resource::new(move || refresh.get(), |_| load_devices());
+    view! {
+        <div class="devices-page" data-testid="devices-page">
+            <h2 class="section-title">"Devices"</h2>
+            <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok(snapshot) => view! { <DeviceList snapshot refresh/> }.into_any(),
+                        Err(e) => view! {
+                            <div class="page-error" role="alert" data-testid="page-error">
+                                <p>{e.to_string()}</p>
+                            </div>
+                        }
+                        .into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// The list of devices and, for a control device, the pairing panel.
+#[component]
+fn DeviceList(
+    /// Who is looking and the devices.
+    snapshot: DevicesSnapshot,
+    /// Bumped to reload the list after a change.
+    refresh: RwSignal<u32>,
+) -> impl IntoView {
+    let can_manage = snapshot.viewer.can_answer;
+    let intro = if can_manage {
+        "Every paired browser, phone and CLI token. A read device sees cards but never answers; a control device answers them."
+    } else {
+        "Every paired device. This device can only view: revoking and pairing need a control device."
+    };
+    let rows = snapshot
+        .devices
+        .into_iter()
+        .map(|device| view! { <DeviceRow device can_manage refresh/> })
+        .collect_view();
+    view! {
+        <p class="plugins-intro">{intro}</p>
+        <ul class="device-list" data-testid="device-list">{rows}</ul>
+        {can_manage.then(|| view! { <PairPanel/> })}
+    }
+}
+
+/// One device: name, scope badge, paired and last-used times, and its revoke control.
+#[component]
+fn DeviceRow(device: DeviceInfo, can_manage: bool, refresh: RwSignal<u32>) -> impl IntoView {
+    let offset = clock_offset();
+    let (scope_text, scope_class) = scope_badge(device.scope);
+    let confirming = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let name = device.name.clone();
+    let revoke = Action::new(move |name: &String| {
+        let name = name.clone();
+        async move { revoke_device(name).await }
+    });
+    let this_device = device.this_device;
+    Effect::new(move |_| {
+        if let Some(result) = revoke.value().get() {
+            match result {
+                Ok(()) => {
+                    confirming.set(false);
+                    if this_device {
+                        // Signed out: the whole app must show it, not just this list.
+                        #[cfg(feature = "hydrate")]
+                        if let Some(w) = web_sys::window() {
+                            let _ = w.location().reload();
+                        }
+                    }
+                    refresh.update(|n| *n += 1);
+                }
+                Err(e) => error.set(Some(e.to_string())),
+            }
+        }
+    });
+    let created = device.created_at;
+    let last = device.last_used_at;
+    let warning = revoke_warning(&device);
+    let row_name = device.name.clone();
+    view! {
+        <li class="device-row" data-testid="device-row" data-device=row_name>
+            <div class="device-head">
+                <span class="device-name">{device.name.clone()}</span>
+                <span class=scope_class>{scope_text}</span>
+                {this_device.then(|| view! { <span class="badge badge-this">"This device"</span> })}
+            </div>
+            <p class="device-times">
+                "Paired " {move || format_time(created, offset.get())}
+                " · last used "
+                {move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into())}
+            </p>
+            {can_manage.then(|| view! {
+                <div class="device-actions">
+                    <Show
+                        when=move || confirming.get()
+                        fallback=move || view! {
+                            <button class="btn btn-quiet" type="button"
+                                on:click=move |_| { error.set(None); confirming.set(true) }>
+                                "Revoke"
+                            </button>
+                        }
+                    >
+                        <p class="device-confirm" role="alert">{warning.clone()}</p>
+                        <button class="btn btn-danger" type="button" data-testid="confirm-revoke"
+                            disabled=move || revoke.pending().get()
+                            on:click={
+                                let name = name.clone();
+                                move |_| { revoke.dispatch(name.clone()); }
+                            }>
+                            "Revoke"
+                        </button>
+                        <button class="btn btn-quiet" type="button" on:click=move |_| confirming.set(false)>
+                            "Cancel"
+                        </button>
+                    </Show>
+                    {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> })}
+                </div>
+            })}
+        </li>
+    }
+}
+
+/// "Pair a new device": choose the scope, get a one-time link to open on the new browser.
+#[component]
+fn PairPanel() -> impl IntoView {
+    let offer = RwSignal::new(None::<PairingOffer>);
+    let error = RwSignal::new(None::<String>);
+    let make = Action::new(move |scope: &DeviceScope| {
+        let scope = *scope;
+        async move { make_pairing_link(scope).await }
+    });
+    Effect::new(move |_| {
+        if let Some(result) = make.value().get() {
+            match result {
+                Ok(o) => {
+                    error.set(None);
+                    offer.set(Some(o));
+                }
+                Err(e) => error.set(Some(e.to_string())),
+            }
+        }
+    });
+    let offset = clock_offset();
+    view! {
+        <section class="pair-panel" aria-labelledby="pair-panel-title">
+            <h3 id="pair-panel-title">"Pair a new device"</h3>
+            <p>"Make a one-time link and open it on the new browser within 10 minutes. You can also run "
+               <code>"iris pair --scope read"</code> " on the server."</p>
+            <div class="pair-buttons">
+                <button class="btn" type="button" data-testid="pair-read"
+                    disabled=move || make.pending().get()
+                    on:click=move |_| { make.dispatch(DeviceScope::Read); }>
+                    "Link for a read device"
+                </button>
+                <button class="btn" type="button" data-testid="pair-control"
+                    disabled=move || make.pending().get()
+                    on:click=move |_| { make.dispatch(DeviceScope::Control); }>
+                    "Link for a control device"
+                </button>
+            </div>
+            {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> })}
+            {move || offer.get().map(|o| {
+                let (scope_text, _) = scope_badge(o.scope);
+                view! {
+                    <div class="pair-offer" data-testid="pair-offer">
+                        <p>{format!("{scope_text} link, works once until {}:", format_time(o.expires_at, offset.get()))}</p>
+                        <input class="pair-url" type="text" readonly value=o.url.clone()
+                            aria-label="Pairing link" data-testid="pair-url"/>
+                    </div>
+                }
+            })}
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(this_device: bool) -> DeviceInfo {
+        DeviceInfo {
+            name: "kitchen tablet".into(),
+            scope: DeviceScope::Read,
+            created_at: "2026-11-30T10:00:00Z".parse().unwrap(),
+            last_used_at: None,
+            this_device,
+        }
+    }
+
+    #[test]
+    fn revoking_this_browser_says_it_signs_out() {
+        assert!(revoke_warning(&device(true)).contains("signed out"));
+        assert!(!revoke_warning(&device(false)).contains("signed out"));
+        assert!(revoke_warning(&device(false)).contains("kitchen tablet"));
+    }
+
+    #[test]
+    fn scopes_have_their_own_badges() {
+        assert_ne!(
+            scope_badge(DeviceScope::Read),
+            scope_badge(DeviceScope::Control)
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! Pairing a browser (issue 5 "Devices, sessions, scopes"; DESIGN §7 `iris pair`): making a
+//! one-time link ([`make_link`], for `iris pair` and the Devices page) and the page the link
+//! opens (`GET /pair/{code}`, `POST /pair/{code}`).
+//!
+//! Opening the link shows what it grants (scope, until when) and asks for a device name; the
+//! button pairs the browser: the link is redeemed, the device added with the link's scope and
+//! the browser signed in (a session, [`crate::session`]), then sent to the Activity page. The
+//! extra tap is deliberate: chat apps and mail scanners fetch links to preview them, and a
+//! plain GET must not use up a one-time link or pair the scanner.
+//!
+//! The pairing POST is the one state-changing route that needs no device: the random code in
+//! the path is the credential. It must still come from this site (Origin check, like every
+//! cookie request), so another site cannot pair a visitor's browser.
+
+use app::pairing::{PairPage, PairPageState};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::{Form, Router};
+use chrono::{DateTime, Utc};
+use iris_core::pairing::{check_device_name, PairingLink, Redemption};
+use iris_core::ports::{PairingStore, Scope, StoreError};
+use iris_core::wire::{DeviceScope, PairingOffer};
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use crate::auth;
+use crate::config::Settings;
+use crate::state::AppState;
+
+/// Where a pairing link points: `BASE/pair/CODE`.
+pub const PAIR_PATH: &str = "/pair/";
+
+/// The wire form of a scope.
+pub fn device_scope(scope: Scope) -> DeviceScope {
+    match scope {
+        Scope::Read => DeviceScope::Read,
+        Scope::Control => DeviceScope::Control,
+    }
+}
+
+/// Makes a one-time pairing link for `scope` on `base` (no trailing slash), made by
+/// `created_by` (`cli`, or the control device's name) at `at`: a random code of 256 bits, stored
+/// only as its SHA-256, lapsing 10 minutes after `at` (`iris_core::pairing`).
+///
+/// # Errors
+/// [`StoreError`] when the link cannot be stored.
+pub async fn make_link(
+    store: &dyn PairingStore,
+    scope: Scope,
+    created_by: &str,
+    base: &str,
+    at: DateTime<Utc>,
+) -> Result<PairingOffer, StoreError> {
+    let code = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let link = PairingLink::new(scope, created_by, at);
+    store
+        .create_pairing(&auth::token_hash(&code), &link)
+        .await?;
+    Ok(PairingOffer {
+        url: format!("{}{PAIR_PATH}{code}", base.trim_end_matches('/')),
+        scope: device_scope(scope),
+        expires_at: link.expires_at,
+    })
+}
+
+/// The address links are made on when no request tells it: `IRIS_PUBLIC_URL`, else
+/// `http://` + `IRIS_BIND` (an unspecified bind address `0.0.0.0` / `[::]` becomes `127.0.0.1`,
+/// which only this machine can open: set `IRIS_PUBLIC_URL` for a phone).
+pub fn configured_base(settings: &Settings) -> String {
+    if let Some(url) = settings
+        .public_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
+        return url.trim().trim_end_matches('/').to_owned();
+    }
+    let bind = settings
+        .bind
+        .replacen("0.0.0.0:", "127.0.0.1:", 1)
+        .replacen("[::]:", "127.0.0.1:", 1);
+    format!("http://{bind}")
+}
+
+/// The address links made from a browser request point at: `IRIS_PUBLIC_URL` when set, else
+/// the `Host` the browser used (so a link made on the phone opens on the phone's address).
+pub fn request_base(settings: &Settings, headers: &HeaderMap) -> String {
+    if settings
+        .public_url
+        .as_deref()
+        .is_some_and(|u| !u.trim().is_empty())
+    {
+        return configured_base(settings);
+    }
+    match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
+        Some(host) => format!("http://{host}"),
+        None => configured_base(settings),
+    }
+}
+
+/// Whether the session cookie gets `Secure`: the owner reaches the server over TLS
+/// (`IRIS_PUBLIC_URL` starts with `https://`).
+pub fn secure_cookies(settings: &Settings) -> bool {
+    settings
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.trim().starts_with("https://"))
+}
+
+/// `GET /pair/{code}` and `POST /pair/{code}`.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/pair/{code}", get(show).post(redeem))
+}
+
+/// The form the pairing page posts.
+#[derive(Debug, Deserialize)]
+pub struct PairForm {
+    /// The device name typed.
+    #[serde(default)]
+    pub name: String,
+}
+
+fn page(status: StatusCode, state: PairPageState) -> Response {
+    (status, Html(PairPage::render(state))).into_response()
+}
+
+fn closed(status: StatusCode, heading: &str, text: String) -> Response {
+    page(
+        status,
+        PairPageState::Closed {
+            heading: heading.to_owned(),
+            text,
+        },
+    )
+}
+
+fn when(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// A link that cannot pair: why, in plain words, and what to do instead.
+fn refusal(link: Option<&PairingLink>) -> Response {
+    match link {
+        None => closed(
+            StatusCode::NOT_FOUND,
+            "This pairing link is not valid",
+            "Check that the whole link was copied, or make a new one with `iris pair --scope read|control` on the server or from the Devices page of a paired control device.".into(),
+        ),
+        Some(PairingLink {
+            used_at: Some(used_at),
+            device_name,
+            ..
+        }) => closed(
+            StatusCode::GONE,
+            "This pairing link was already used",
+            format!(
+                "It paired the device “{}” at {}. A link pairs one browser only; make a new one to pair another.",
+                device_name.as_deref().unwrap_or("?"),
+                when(*used_at)
+            ),
+        ),
+        Some(link) => closed(
+            StatusCode::GONE,
+            "This pairing link has lapsed",
+            format!(
+                "It worked for 10 minutes, until {}. Nothing was paired; make a new link.",
+                when(link.expires_at)
+            ),
+        ),
+    }
+}
+
+fn suggested_name() -> String {
+    format!(
+        "browser-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..4]
+    )
+}
+
+async fn show(
+    State(state): State<AppState>,
+    Path(code): Path<String>,
+    request: Request,
+) -> Response {
+    let now = Utc::now();
+    let link = match state.store.pairing(&auth::token_hash(&code)).await {
+        Ok(link) => link,
+        Err(e) => return internal(e),
+    };
+    match link {
+        Some(link) if link.usable_at(now) => {
+            let already =
+                match auth::authenticate(&state.store, request.headers(), request.extensions())
+                    .await
+                {
+                    Ok(auth::Identified::Device { device, .. }) => Some(device.name),
+                    _ => None,
+                };
+            page(
+                StatusCode::OK,
+                PairPageState::Ready {
+                    scope: device_scope(link.scope),
+                    expires_at: link.expires_at,
+                    name: suggested_name(),
+                    error: None,
+                    signed_in_as: already,
+                },
+            )
+        }
+        other => refusal(other.as_ref()),
+    }
+}
+
+fn internal(e: StoreError) -> Response {
+    tracing::error!(error = %e, "pairing: storage failed");
+    closed(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Pairing failed",
+        "The server could not read or write its database; nothing was paired. Try the link again."
+            .into(),
+    )
+}
+
+async fn redeem(
+    State(state): State<AppState>,
+    Path(code): Path<String>,
+    headers: HeaderMap,
+    session: Session,
+    form: Result<Form<PairForm>, FormRejection>,
+) -> Response {
+    if !auth::same_origin(&Method::POST, &headers) {
+        return closed(
+            StatusCode::FORBIDDEN,
+            "Pairing refused",
+            "A pairing must be confirmed on this site's own page (cross-site request refused, CSRF). Open the link again.".into(),
+        );
+    }
+    let form =
+        match form {
+            Ok(Form(form)) => form,
+            Err(e) => return closed(
+                StatusCode::BAD_REQUEST,
+                "Pairing refused",
+                format!(
+                    "The form did not arrive whole ({e}); nothing was paired. Open the link again."
+                ),
+            ),
+        };
+    let now = Utc::now();
+    let code_hash = auth::token_hash(&code);
+    let link = match state.store.pairing(&code_hash).await {
+        Ok(Some(link)) if link.usable_at(now) => link,
+        Ok(other) => return refusal(other.as_ref()),
+        Err(e) => return internal(e),
+    };
+    let again = |status: StatusCode, error: String, name: &str| {
+        page(
+            status,
+            PairPageState::Ready {
+                scope: device_scope(link.scope),
+                expires_at: link.expires_at,
+                name: name.to_owned(),
+                error: Some(error),
+                signed_in_as: None,
+            },
+        )
+    };
+    let name = match check_device_name(&form.name) {
+        Ok(name) => name,
+        Err(e) => {
+            return again(
+                StatusCode::BAD_REQUEST,
+                format!("{e}. Nothing was paired yet."),
+                form.name.trim(),
+            )
+        }
+    };
+    let token = auth::new_token();
+    let token_hash = auth::token_hash(&token);
+    match state
+        .store
+        .redeem_pairing(&code_hash, &name, &token_hash, now)
+        .await
+    {
+        Ok(Redemption::Paired(device)) => {
+            if let Err(e) = auth::sign_in(&session, &device.name, &token_hash).await {
+                return internal(e);
+            }
+            tracing::info!(device = %device.name, scope = device.scope.as_str(), "paired a browser");
+            Redirect::to("/activity").into_response()
+        }
+        Ok(Redemption::NameTaken) => again(
+            StatusCode::CONFLICT,
+            format!("A device named “{name}” already exists. Choose another name; the link still works."),
+            &name,
+        ),
+        Ok(Redemption::Unknown) => refusal(None),
+        Ok(Redemption::Lapsed { .. } | Redemption::AlreadyUsed { .. }) => {
+            match state.store.pairing(&code_hash).await {
+                Ok(link) => refusal(link.as_ref()),
+                Err(e) => internal(e),
+            }
+        }
+        Err(e) => internal(e),
+    }
+}

@@ -1,0 +1,417 @@
+//! Pairing a browser and its session (issue 5 "Devices, sessions, scopes") through the real
+//! `iris` binary: `iris pair --scope read|control` prints a one-time link; its page (GET) pairs
+//! nothing by itself; posting its form from this site pairs one browser with the link's scope
+//! and starts a session (cookie `iris_session`: HttpOnly, SameSite=Strict, Secure behind TLS)
+//! whose record lives in the same database; the link then refuses a second use, a lapsed link
+//! pairs nobody, a cross-site post is refused, and revoking the device ends its session and
+//! its event stream. The main flow runs on SQLite and PostgreSQL.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use iris_core::pairing::PairingLink;
+use iris_core::ports::{PairingStore, Scope};
+use reqwest::StatusCode;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use support::{no_redirects, session_cookie, ModelServer, World};
+use tokio::sync::Barrier;
+
+const SCRIPT: &str = r#"
+rules:
+  - when: "(?i)trash"
+    steps:
+      - call: search_inbox
+        args: {category: promotions, since_days: 7}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left them alone."
+fallback: "?"
+"#;
+
+async fn world(model: &ModelServer) -> World {
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, Utc::now()).unwrap();
+    world
+}
+
+/// Posts the pairing form of `path` with `name`, from `origin` (None: no Origin header).
+async fn post_form(url: &str, path: &str, name: &str, origin: Option<&str>) -> reqwest::Response {
+    let mut request = no_redirects()
+        .post(format!("{url}{path}"))
+        .form(&[("name", name)]);
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.unwrap()
+}
+
+/// `iris devices list`, one line per live device.
+fn devices_list(world: &World) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["devices", "list"])
+        .current_dir(world.dir.path())
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// How many session records the database holds (tower-sessions' table on either engine).
+async fn session_rows(database_url: &str) -> i64 {
+    if database_url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
+        let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tower_sessions")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        n.0
+    } else {
+        let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+        let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tower_sessions.session")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        n.0
+    }
+}
+
+async fn a_read_browser_pairs_once_through_the_link(world: World) {
+    let output = world.pair_output("read");
+    assert!(output.contains("read device"), "{output}");
+    assert!(output.contains("10 minutes"), "{output}");
+    let link = output.lines().last().unwrap();
+    let code = link.rsplit('/').next().unwrap();
+    assert_eq!(code.len(), 64, "{link}");
+    assert!(code.chars().all(|c| c.is_ascii_hexdigit()), "{link}");
+    let path = format!("/pair/{code}");
+
+    let server = world.start();
+    let http = no_redirects();
+    let page = http
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(
+        session_cookie(&page).is_none(),
+        "opening the page signs nobody in"
+    );
+    let html = page.text().await.unwrap();
+    assert!(html.contains("a read device"), "{html}");
+    assert!(html.contains("never approve or reject"), "{html}");
+    assert!(html.contains("method=\"post\""), "{html}");
+
+    // From another site, or without an Origin: refused, nothing paired, the link still works.
+    for origin in [Some("http://evil.example"), None] {
+        let resp = post_form(&server.url, &path, "wall tablet", origin).await;
+        assert_eq!(resp.status(), StatusCode::FORBIDDEN, "origin {origin:?}");
+        assert!(session_cookie(&resp).is_none());
+    }
+    // A name the rules refuse: 400, the link still works.
+    let resp = post_form(&server.url, &path, "wall\u{202e}tablet", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert!(resp.text().await.unwrap().contains("letters, digits"));
+    assert!(!devices_list(&world).contains("wall"));
+    let sessions_before = session_rows(&world.database_url).await;
+
+    let resp = post_form(&server.url, &path, "  wall tablet ", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(resp.headers()["location"], "/activity");
+    let set_cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set_cookie.contains(attribute), "{set_cookie}");
+    }
+    assert!(!set_cookie.contains("Secure"), "plain http: {set_cookie}");
+    let cookie = session_cookie(&resp).unwrap();
+    assert!(
+        session_rows(&world.database_url).await > sessions_before,
+        "the session is stored in the server's database"
+    );
+    let listed = devices_list(&world);
+    assert!(
+        listed.lines().any(|l| l.starts_with("wall tablet\tread")),
+        "{listed}"
+    );
+
+    // The session sees everything and changes nothing.
+    let client = server.client();
+    let owner = world.add_device("owner", "control");
+    let (_, halted) = client
+        .post(
+            "/api/chat",
+            Some(&owner),
+            json!({"message": "trash the promo emails"}),
+        )
+        .await;
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let seen = http
+        .get(format!("{}/governance/approvals/{id}", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(seen.status(), StatusCode::OK);
+    let answer = http
+        .post(format!("{}/governance/approvals/{id}/respond", server.url))
+        .header("cookie", &cookie)
+        .header("origin", &server.url)
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &owner)
+        .await;
+    assert_eq!(row["status"], "pending");
+
+    // Used once: the page and the form say so and pair nobody else.
+    let again = http
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::GONE);
+    let text = again.text().await.unwrap();
+    assert!(text.contains("already used"), "{text}");
+    assert!(text.contains("wall tablet"), "{text}");
+    let resp = post_form(&server.url, &path, "second", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::GONE);
+    assert!(session_cookie(&resp).is_none());
+    assert!(!devices_list(&world).contains("second"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_browser_pairs_once_through_the_link_on_sqlite() {
+    let model = ModelServer::start(SCRIPT).await;
+    a_read_browser_pairs_once_through_the_link(world(&model).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_browser_pairs_once_through_the_link_on_postgres() {
+    let model = ModelServer::start(SCRIPT).await;
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let mut world = world(&model).await;
+    world.database_url = url;
+    a_read_browser_pairs_once_through_the_link(world).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_or_unknown_link_pairs_nobody() {
+    let model = ModelServer::start(SCRIPT).await;
+    let world = world(&model).await;
+    let server = world.start();
+    // A link made eleven minutes ago (the rule: it works for ten).
+    let store = iris_store::Store::connect(&world.database_url)
+        .await
+        .unwrap();
+    let code = "0".repeat(64);
+    let made = Utc::now() - chrono::Duration::minutes(11);
+    store
+        .create_pairing(
+            &hex::encode(Sha256::digest(code.as_bytes())),
+            &PairingLink::new(Scope::Control, "cli", made),
+        )
+        .await
+        .unwrap();
+    let path = format!("/pair/{code}");
+    let page = no_redirects()
+        .get(format!("{}{path}", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::GONE);
+    assert!(page.text().await.unwrap().contains("lapsed"));
+    let resp = post_form(&server.url, &path, "late phone", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::GONE);
+    assert!(session_cookie(&resp).is_none());
+    assert!(!devices_list(&world).contains("late phone"));
+
+    let resp = post_form(&server.url, "/pair/nonsense", "x", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    assert!(resp.text().await.unwrap().contains("not valid"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_name_keeps_the_link_and_concurrent_posts_pair_one_browser() {
+    let model = ModelServer::start(SCRIPT).await;
+    let world = world(&model).await;
+    world.add_device("phone", "control");
+    let server = world.start();
+    let path = world.pair_path("control");
+    let resp = post_form(&server.url, &path, "phone", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::CONFLICT);
+    assert!(resp.text().await.unwrap().contains("already exists"));
+
+    // Eight browsers post the same link at once: exactly one is paired.
+    let barrier = Arc::new(Barrier::new(8));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let (barrier, url, path) = (barrier.clone(), server.url.clone(), path.clone());
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let resp = post_form(&url, &path, &format!("browser {i}"), Some(&url)).await;
+            (resp.status(), session_cookie(&resp).is_some())
+        }));
+    }
+    let mut paired = 0;
+    for task in tasks {
+        let (status, cookie) = task.await.unwrap();
+        match status {
+            StatusCode::SEE_OTHER => {
+                assert!(cookie);
+                paired += 1
+            }
+            StatusCode::GONE => assert!(!cookie),
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(paired, 1);
+    assert_eq!(
+        devices_list(&world)
+            .lines()
+            .filter(|l| l.starts_with("browser "))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
+    let model = ModelServer::start(SCRIPT).await;
+    let world = world(&model).await;
+    let owner = world.add_device("owner", "control");
+    let server = world.start();
+    let cookie = server.pair_browser(&world, "control", "laptop").await;
+    let http = reqwest::Client::new();
+
+    let events = http
+        .get(format!("{}/api/events", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::OK);
+    let mut stream = events.bytes_stream();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["devices", "revoke", "laptop"])
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+
+    // A card is requested: the revoked browser's stream ends instead of showing it.
+    let (_, halted) = server
+        .client()
+        .post(
+            "/api/chat",
+            Some(&owner),
+            json!({"message": "trash the promo emails"}),
+        )
+        .await;
+    assert_eq!(halted["status"], "awaiting_approval");
+    let mut received = Vec::new();
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(bytes) => received.extend_from_slice(&bytes),
+                Err(_) => break,
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the revoked device's event stream did not end"
+    );
+    let text = String::from_utf8_lossy(&received);
+    assert!(
+        !text.contains("approval.requested"),
+        "a revoked device saw a new card: {text}"
+    );
+
+    let refused = http
+        .get(format!("{}/governance/approvals", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("pair it again"),
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_tls_the_link_uses_the_public_url_and_the_cookie_is_secure() {
+    let model = ModelServer::start(SCRIPT).await;
+    let mut world = world(&model).await;
+    world.env.push((
+        "IRIS_PUBLIC_URL".into(),
+        "https://iris.example.test/".into(),
+    ));
+    let output = world.pair_output("read");
+    let link = output.lines().last().unwrap();
+    assert!(
+        link.starts_with("https://iris.example.test/pair/"),
+        "{output}"
+    );
+    let server = world.start();
+    let path = &link[link.find("/pair/").unwrap()..];
+    let resp = post_form(&server.url, path, "phone", Some(&server.url)).await;
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    let set_cookie = resp.headers()["set-cookie"].to_str().unwrap();
+    assert!(set_cookie.contains("Secure"), "{set_cookie}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
+    let model = ModelServer::start(SCRIPT).await;
+    let world = world(&model).await;
+    let server = world.start_with(&["serve", "--demo"]);
+    let http = no_redirects();
+    let page = http
+        .get(format!("{}/activity", server.url))
+        .send()
+        .await
+        .unwrap();
+    let cookie = session_cookie(&page).expect("the demo signs a page request in");
+    let approvals = http
+        .get(format!("{}/governance/approvals", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals.status(),
+        StatusCode::OK,
+        "the demo owner's session works"
+    );
+    let pair = http
+        .get(format!("{}/pair/{}", server.url, "1".repeat(64)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pair.status(), StatusCode::NOT_FOUND);
+    assert!(session_cookie(&pair).is_none());
+    let api = http
+        .get(format!("{}/governance/approvals", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+}
