@@ -1,5 +1,6 @@
 // Shared steps for the approval specs: ask in chat, follow the halt link, take screenshots.
 import { expect, type Locator, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -129,4 +130,33 @@ export async function expectExactCall(card: Locator): Promise<void> {
   await expect(call).toBeVisible();
   await expect(call).toContainText('trash_email');
   await expect(call).toContainText('"ids"');
+}
+
+const IRIS_BIN =
+  process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
+
+/**
+ * `iris pair --scope SCOPE` against the e2e server's database: the one-time link it prints
+ * (its last line), made on the e2e server's address.
+ */
+export function pairingLink(scope: 'read' | 'control'): string {
+  const out: string = execFileSync(IRIS_BIN, ['pair', '--scope', scope], {
+    env: {
+      ...process.env,
+      IRIS_DATABASE_URL: `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'iris.db')}`,
+      IRIS_BIND: '127.0.0.1:3210',
+    },
+    encoding: 'utf8',
+  });
+  return out.trim().split('\n').pop()!.trim();
+}
+
+/** Opens a pairing `link` in `page`, names the device `name` and pairs; waits for Activity. */
+export async function pairThrough(page: Page, link: string, name: string): Promise<void> {
+  await page.goto(link);
+  await expect(page.getByTestId('pair-page')).toBeVisible();
+  await page.getByLabel('Name this device').fill(name);
+  await page.getByRole('button', { name: 'Pair this browser' }).click();
+  await page.waitForURL('**/activity');
+  await expect(page.getByTestId('viewer')).toContainText(name);
 }

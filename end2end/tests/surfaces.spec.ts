@@ -7,7 +7,7 @@
 import { test, expect, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { askAndOpenCard, PHONE, shot, watchConsole, WEEK_PROMOS } from './helpers';
+import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, WEEK_PROMOS } from './helpers';
 
 const IRIS =
   process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
@@ -25,14 +25,21 @@ function addDevice(name: string, scope: 'read' | 'control'): string {
   return added.trim().split('\n').pop()!.trim();
 }
 
-/** A second browser signed in with `token` as its `iris_token` cookie. */
-async function browserWithToken(
+/**
+ * A second browser paired the way a person does it: `iris pair --scope SCOPE` on the server,
+ * the link opened in the new browser, a name typed, "Pair this browser" pressed. The browser
+ * then holds only its session cookie and lands on the Activity page.
+ */
+async function pairedBrowser(
   browser: Browser,
   baseURL: string,
-  token: string,
+  scope: 'read' | 'control',
+  name: string,
 ): Promise<BrowserContext> {
   const context = await browser.newContext({ baseURL });
-  await context.addCookies([{ name: 'iris_token', value: token, url: baseURL }]);
+  const page = await context.newPage();
+  await pairThrough(page, pairingLink(scope), name);
+  await page.close();
   return context;
 }
 
@@ -59,7 +66,7 @@ test('a read browser sees the card, no buttons, and its answer is refused (403)'
 }, testInfo) => {
   const { id, card } = await askAndOpenCard(page);
 
-  const context = await browserWithToken(browser, baseURL!, addDevice('wall-screen', 'read'));
+  const context = await pairedBrowser(browser, baseURL!, 'read', 'wall-screen');
   try {
     const wall = await context.newPage();
     const problems = watchConsole(wall);
@@ -119,7 +126,7 @@ test('a second browser shows the banner when a card is requested, and it opens t
   browser,
   baseURL,
 }) => {
-  const context = await browserWithToken(browser, baseURL!, addDevice('laptop', 'control'));
+  const context = await pairedBrowser(browser, baseURL!, 'control', 'laptop');
   try {
     const other = await context.newPage();
     // Any page, not only Activity: the banner is app-wide.

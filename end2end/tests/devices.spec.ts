@@ -1,0 +1,112 @@
+// Pairing and devices (issue 5 "Devices, sessions, scopes"): a browser is paired through the
+// one-time link `iris pair` prints, appears on the Devices page with its scope and last use, and
+// a control device revokes it there, which signs that browser out. A control device also makes
+// pairing links on the Devices page. Screenshots of both pages at 1280 and 375 px are attached.
+import { test, expect, type Page } from '@playwright/test';
+import { pairingLink, PHONE, shot, watchConsole } from './helpers';
+
+/** Opens `url` and waits until the page is hydrated and its live stream is up. */
+async function openLive(page: Page, url: string): Promise<void> {
+  const stream = page.waitForResponse((r) => r.url().endsWith('/api/events'));
+  await page.goto(url);
+  await stream;
+}
+
+test.describe.configure({ mode: 'serial' });
+
+test('a browser pairs through the link, shows on Devices, and is signed out when revoked', async ({
+  page,
+  browser,
+  baseURL,
+}, testInfo) => {
+  const link = pairingLink('read');
+  expect(link).toMatch(/\/pair\/[0-9a-f]{64}$/);
+
+  // The new browser, at phone width: the link's page says what pairing grants.
+  const context = await browser.newContext({ baseURL, viewport: PHONE });
+  try {
+    const tablet = await context.newPage();
+    const problems = watchConsole(tablet);
+    await tablet.goto(link);
+    await expect(tablet.getByTestId('pair-grant')).toContainText('a read device');
+    await expect(tablet.getByTestId('pair-grant')).toContainText('never approve or reject');
+    await shot(tablet, 'pairing-page-phone');
+    await testInfo.attach('pairing page at 375 px', {
+      body: await tablet.screenshot(),
+      contentType: 'image/png',
+    });
+    const overflow = await tablet.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
+    expect(overflow, 'no sideways scroll at 375 px').toBeLessThanOrEqual(0);
+
+    await tablet.getByLabel('Name this device').fill('kitchen tablet');
+    await tablet.getByRole('button', { name: 'Pair this browser' }).click();
+    await tablet.waitForURL('**/activity');
+    await expect(tablet.getByTestId('viewer')).toContainText('kitchen tablet');
+
+    // The link is used up: another browser opening it is told so, and paired as nobody.
+    const late = await browser.newContext({ baseURL });
+    const latePage = await late.newPage();
+    await latePage.goto(link);
+    await expect(latePage.getByTestId('pair-closed')).toContainText('kitchen tablet');
+    await expect(latePage.getByRole('heading')).toHaveText('This pairing link was already used');
+    await late.close();
+
+    // A read device sees the devices but may neither revoke nor pair.
+    await openLive(tablet, '/devices');
+    await expect(tablet.getByTestId('device-row').filter({ hasText: 'kitchen tablet' })).toBeVisible();
+    await expect(tablet.getByRole('button', { name: 'Revoke' })).toHaveCount(0);
+    await expect(tablet.getByTestId('pair-read')).toHaveCount(0);
+
+    // The owner's Devices page lists it with its scope and marks the owner's own browser.
+    await openLive(page, '/devices');
+    const row = page.locator('[data-device="kitchen tablet"]');
+    await expect(row).toContainText('Read');
+    await expect(row).not.toContainText('last used never');
+    await expect(page.locator('[data-device="demo-owner-browser"]')).toContainText('This device');
+    await shot(page, 'devices-page-desktop');
+    await page.setViewportSize(PHONE);
+    await shot(page, 'devices-page-phone', true);
+    await testInfo.attach('devices page at 375 px', {
+      body: await page.screenshot({ fullPage: true }),
+      contentType: 'image/png',
+    });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // Revoke takes a second tap that says what it does.
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await expect(row.locator('.device-confirm')).toContainText('stop seeing and answering cards');
+    await row.getByTestId('confirm-revoke').click();
+    await expect(page.locator('[data-device="kitchen tablet"]')).toHaveCount(0);
+
+    // The revoked browser is signed out at its next request.
+    await tablet.goto('/activity');
+    await expect(tablet.getByText('This browser is not paired with IRIS')).toBeVisible();
+    expect(problems.filter((p) => !p.includes('401'))).toEqual([]);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a control device makes a pairing link on the Devices page', async ({ page, browser, baseURL }) => {
+  await openLive(page, '/devices');
+  await page.getByTestId('pair-control').click();
+  const url = page.getByTestId('pair-url');
+  await expect(url).toHaveValue(/\/pair\/[0-9a-f]{64}$/);
+  await expect(page.getByTestId('pair-offer')).toContainText('Control link, works once until');
+  const link = await url.inputValue();
+
+  const context = await browser.newContext({ baseURL });
+  try {
+    const phone = await context.newPage();
+    await phone.goto(link);
+    await expect(phone.getByTestId('pair-grant')).toContainText('a control device');
+    await phone.getByLabel('Name this device').fill('second phone');
+    await phone.getByRole('button', { name: 'Pair this browser' }).click();
+    await phone.waitForURL('**/activity');
+    await expect(phone.getByTestId('viewer')).toContainText('second phone');
+  } finally {
+    await context.close();
+  }
+});
