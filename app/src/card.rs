@@ -18,8 +18,23 @@ use crate::format::{
 };
 use crate::live::{clock_offset, is_live, Live};
 
+/// Where the keyboard focus was in a card (issue 5, the card by keyboard). Every live event
+/// draws the Activity page anew, which drops the focused element; the redrawn card puts the
+/// focus back on the same control, or on the card itself once that control is gone (the
+/// answer buttons after an answer), so a keyboard user is never thrown back to the top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CardFocus {
+    /// Somewhere else in the card (its text, the exact-call toggle): the card itself.
+    Card,
+    /// The Reject button.
+    Reject,
+    /// The action button (also while its confirm dialog is open: it gets focus back).
+    Action,
+}
+
 /// A card's interaction state. It lives with the page, not the card view, so a live refetch
-/// that redraws the card keeps an open dialog, a request in flight and an error on screen.
+/// that redraws the card keeps an open dialog, a request in flight, an error and the keyboard
+/// focus on screen.
 #[derive(Clone, Copy, Debug)]
 pub struct CardState {
     /// The confirm dialog is open.
@@ -30,6 +45,8 @@ pub struct CardState {
     pub error: RwSignal<Option<String>>,
     /// The exact call is shown.
     pub show_call: RwSignal<bool>,
+    /// Where the focus was in this card; `None` once it moved to something outside the card.
+    pub focus: RwSignal<Option<CardFocus>>,
 }
 
 impl CardState {
@@ -40,6 +57,7 @@ impl CardState {
             busy: RwSignal::new(false),
             error: RwSignal::new(None),
             show_call: RwSignal::new(false),
+            focus: RwSignal::new(None),
         }
     }
 }
@@ -125,11 +143,68 @@ pub fn ApprovalCard(
     };
 
     let action_ref: NodeRef<html::Button> = NodeRef::new();
+    let reject_ref: NodeRef<html::Button> = NodeRef::new();
+    let card_ref: NodeRef<html::Article> = NodeRef::new();
     let close_dialog = Callback::new(move |()| {
         state.dialog_open.set(false);
         if let Some(button) = action_ref.get_untracked() {
             let _ = button.focus();
         }
+    });
+
+    // Remember where the focus is in this card, and forget it once it leaves for another
+    // element (a `focusout` towards nothing is the element being removed by a redraw, or a
+    // click on the bare page: keep it then).
+    let on_focusin = move |ev: leptos::ev::FocusEvent| {
+        let target: leptos::web_sys::Element = event_target(&ev);
+        if target.closest("[role=dialog]").ok().flatten().is_some() {
+            // The dialog keeps its own focus; the action button gets it back on close.
+            return;
+        }
+        let is = |button: Option<leptos::web_sys::HtmlButtonElement>| {
+            button.is_some_and(|b| b.is_same_node(Some(&target)))
+        };
+        let at = if is(action_ref.get_untracked()) {
+            CardFocus::Action
+        } else if is(reject_ref.get_untracked()) {
+            CardFocus::Reject
+        } else {
+            CardFocus::Card
+        };
+        state.focus.set(Some(at));
+    };
+    let on_focusout = move |ev: leptos::ev::FocusEvent| {
+        use leptos::wasm_bindgen::JsCast;
+        let Some(next) = ev.related_target() else {
+            return;
+        };
+        let inside = next.dyn_ref::<leptos::web_sys::Node>().is_some_and(|node| {
+            card_ref
+                .get_untracked()
+                .is_some_and(|card| card.contains(Some(node)))
+        });
+        if !inside {
+            state.focus.set(None);
+        }
+    };
+    // A redrawn card takes the focus back if the redraw dropped it (it sits on the page body).
+    Effect::new(move |_| {
+        let Some(card) = card_ref.get() else {
+            return;
+        };
+        if state.dialog_open.get_untracked() {
+            // The dialog, drawn anew too, focuses itself.
+            return;
+        }
+        let Some(at) = state.focus.get_untracked() else {
+            return;
+        };
+        let target = match at {
+            CardFocus::Action => action_ref.get_untracked(),
+            CardFocus::Reject => reject_ref.get_untracked(),
+            CardFocus::Card => None,
+        };
+        refocus(&card, target.as_deref());
     });
 
     let undo = undo_sentence(&card);
@@ -208,6 +283,7 @@ pub fn ApprovalCard(
                         type="button"
                         class="btn btn-quiet"
                         data-testid="reject-button"
+                        node_ref=reject_ref
                         disabled=move || state.busy.get() || !live.get()
                         on:click=move |_| respond.run(Decision::Reject)
                     >
@@ -281,7 +357,10 @@ pub fn ApprovalCard(
             data-status=status
             data-outcome=tone.as_str()
             aria-labelledby=labelled_by
-            tabindex=focused.then_some("-1")
+            tabindex="-1"
+            node_ref=card_ref
+            on:focusin=on_focusin
+            on:focusout=on_focusout
         >
             <header class="card-head">
                 {badges}
@@ -304,6 +383,37 @@ pub fn ApprovalCard(
         </article>
     }
     .into_any()
+}
+
+/// Puts the focus on `target` (a control of a redrawn card), or on the card itself when that
+/// control is gone or cannot take it (disabled while an answer is in flight), but only when
+/// nothing else has it (it sits on the page body): a redraw must not steal the focus from
+/// where the person moved it. The page does not scroll. Browser only.
+fn refocus(card: &leptos::web_sys::HtmlElement, target: Option<&leptos::web_sys::HtmlElement>) {
+    #[cfg(feature = "hydrate")]
+    {
+        let document = document();
+        let dropped = document
+            .active_element()
+            .is_none_or(|active| active.tag_name().eq_ignore_ascii_case("body"));
+        if !dropped {
+            return;
+        }
+        let options = web_sys::FocusOptions::new();
+        options.set_prevent_scroll(true);
+        if let Some(target) = target {
+            let _ = target.focus_with_options(&options);
+            if document
+                .active_element()
+                .is_some_and(|active| target.is_same_node(Some(&active)))
+            {
+                return;
+            }
+        }
+        let _ = card.focus_with_options(&options);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (card, target);
 }
 
 /// What happened to an answered card: status, who answered via which surface and when, what
@@ -417,8 +527,11 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
     }
 }
 
-/// The centred modal that confirms an approval with the card's own words. Focus moves to
-/// Cancel when it opens, Tab stays inside, Escape cancels.
+/// The centred modal that confirms an approval with the card's own words (issue 5, the dialog
+/// by keyboard): a `dialog` with `aria-modal`, named by its title and described by what it
+/// will do. Focus moves to Cancel when it opens; Tab and Shift+Tab go round its two buttons
+/// and never reach the page behind; a click on its text or on the backdrop does not let the
+/// focus out (the dialog itself takes it, so Escape and Tab keep working); Escape cancels.
 #[component]
 fn ConfirmDialog(
     dialog_id: String,
@@ -451,15 +564,25 @@ fn ConfirmDialog(
             else {
                 return;
             };
-            let on_cancel_now = document()
-                .active_element()
-                .is_some_and(|active| cancel.is_same_node(Some(&active)));
-            let next = if on_cancel_now && !confirm.disabled() {
-                confirm
-            } else {
-                cancel
+            // The buttons in order, without a disabled confirm (busy): Tab goes forward round
+            // them, Shift+Tab backward; from anywhere else in the dialog Tab starts at the
+            // first, Shift+Tab at the last.
+            let mut ring = vec![cancel];
+            if !confirm.disabled() {
+                ring.push(confirm);
+            }
+            let active = document().active_element();
+            let at = ring
+                .iter()
+                .position(|b| active.as_ref().is_some_and(|a| b.is_same_node(Some(a))));
+            let last = ring.len() - 1;
+            let next = match (at, ev.shift_key()) {
+                (Some(i), false) => (i + 1) % ring.len(),
+                (Some(i), true) => (i + last) % ring.len(),
+                (None, false) => 0,
+                (None, true) => last,
             };
-            let _ = next.focus();
+            let _ = ring[next].focus();
         }
         _ => {}
     };
@@ -477,11 +600,27 @@ fn ConfirmDialog(
     let described_by = desc_id.clone();
 
     view! {
-        <div class="dialog-backdrop" data-testid="dialog-backdrop" on:keydown=on_keydown>
+        <div
+            class="dialog-backdrop"
+            data-testid="dialog-backdrop"
+            on:keydown=on_keydown
+            on:mousedown=move |ev| {
+                // A press on the backdrop itself would move the focus to the page body, out
+                // of the dialog: keep it where it is.
+                let on_backdrop = ev
+                    .target()
+                    .zip(ev.current_target())
+                    .is_some_and(|(target, backdrop)| target == backdrop);
+                if on_backdrop {
+                    ev.prevent_default();
+                }
+            }
+        >
             <div
                 class="dialog"
                 class:dialog-danger=destructive
                 id=dialog_id
+                tabindex="-1"
                 role="dialog"
                 aria-modal="true"
                 aria-labelledby=labelled_by

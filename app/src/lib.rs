@@ -53,7 +53,10 @@ pub use backend::Viewer;
 pub use error::AppError;
 
 /// The HTML document around [`App`]: head with the stylesheet `/pkg/iris.css`, the hydration
-/// scripts and the meta tags, body with the app. Pass it to `leptos_axum`'s
+/// scripts and the meta tags, body with the app. It declares both colour schemes
+/// (`color-scheme: light dark`, issue 5), so the browser's own parts (form controls, scroll
+/// bars, the page before the style sheet loads) follow the owner's setting as the style
+/// sheet's dark palette does. Pass it to `leptos_axum`'s
 /// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -62,7 +65,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <meta name="color-scheme" content="light"/>
+                <meta name="color-scheme" content="light dark"/>
                 <link rel="icon" href="data:,"/>
                 <link rel="stylesheet" href="/pkg/iris.css"/>
                 <HydrationScripts options/>

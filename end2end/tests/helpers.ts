@@ -132,9 +132,147 @@ export async function expectExactCall(card: Locator): Promise<void> {
   await expect(call).toContainText('"ids"');
 }
 
-const IRIS_BIN =
+// ---- the CLI, undo, and colours (issue 5: the card in the browser) ----
+
+/** The built `iris` binary the specs drive as another surface (the CLI). */
+export const IRIS_BIN =
   process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
 
+/** Runs `iris ARGS` with extra environment and returns what it printed. */
+export function irisCli(args: string[], env: Record<string, string>): string {
+  return execFileSync(IRIS_BIN, args, { env: { ...process.env, ...env }, encoding: 'utf8' });
+}
+
+/**
+ * Adds a control or read device to the test server's database (`iris devices add`, DESIGN §7)
+ * and returns its name and token (the last line printed). Device names are unique, so the name
+ * is `prefix` plus a suffix of its own (a spec may run more than once per server); the card's
+ * outcome names it.
+ */
+export function addDevice(
+  prefix: string,
+  scope: 'read' | 'control',
+): { name: string; token: string } {
+  const name = `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+  const databaseUrl = `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'iris.db')}`;
+  const added = irisCli(['devices', 'add', '--name', name, '--scope', scope], {
+    IRIS_DATABASE_URL: databaseUrl,
+  });
+  return { name, token: added.trim().split('\n').pop()!.trim() };
+}
+
+/** Says "undo that" in the chat and waits for the week's promos to be restored. */
+export async function undoInChat(page: Page): Promise<void> {
+  const input = page.getByTestId('chat-input');
+  await expect(input).toBeEditable();
+  await input.fill('undo that');
+  await page.getByTestId('chat-send').click();
+  await expect(page.getByTestId('chat-line').last()).toContainText(
+    `Restored ${WEEK_PROMOS.length} emails`,
+  );
+}
+
+/** One element's text colour, the background it is drawn on, and their WCAG contrast. */
+export interface TextContrast {
+  text: string;
+  color: string;
+  background: string;
+  ratio: number;
+}
+
+/**
+ * Runs `read` until it gives an answer (not `null`), for at most 10 s. The Activity page is
+ * drawn anew on every live event, so an element found a moment ago may have left the
+ * document by the time it is read (its computed style is then empty); such a read answers
+ * `null` and is tried again on the redrawn page.
+ */
+async function readAttached<T>(read: () => Promise<T | null>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const answer = await read();
+    if (answer !== null) return answer;
+    if (Date.now() > deadline) throw new Error('the element kept leaving the page while read');
+  }
+}
+
+/**
+ * Measures every element `target` matches: its computed text colour against the colour
+ * actually behind it (the nearest backgrounds, blended up to the first opaque one; the
+ * page's canvas when none is). Gradients are not read: a rule that paints one also sets a
+ * background colour (style/iris.css).
+ */
+export async function textContrast(target: Locator): Promise<TextContrast[]> {
+  return readAttached(() => target.evaluateAll((elements) => {
+    if (elements.some((el) => !el.isConnected)) return null;
+    type Rgba = [number, number, number, number];
+    const parse = (css: string): Rgba => {
+      const m = css.match(/rgba?\(([^)]+)\)/);
+      if (!m) return [0, 0, 0, 0];
+      const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+    };
+    const over = (top: Rgba, under: Rgba): Rgba => {
+      const a = top[3] + under[3] * (1 - top[3]);
+      if (a === 0) return [0, 0, 0, 0];
+      const mix = (i: number) => (top[i] * top[3] + under[i] * under[3] * (1 - top[3])) / a;
+      return [mix(0), mix(1), mix(2), a];
+    };
+    const luminance = (c: Rgba) => {
+      const lin = (v: number) => {
+        const s = v / 255;
+        return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+      };
+      return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+    };
+    const dark = window.matchMedia('(prefers-color-scheme: dark)').matches;
+    const canvas: Rgba = dark ? [18, 18, 18, 1] : [255, 255, 255, 1];
+    return elements.map((el) => {
+      const layers: Rgba[] = [];
+      for (let node: Element | null = el; node; node = node.parentElement) {
+        const bg = parse(getComputedStyle(node).backgroundColor);
+        if (bg[3] > 0) layers.push(bg);
+        if (bg[3] >= 1) break;
+      }
+      let ground: Rgba = canvas;
+      for (const layer of layers.reverse()) ground = over(layer, ground);
+      const color = over(parse(getComputedStyle(el).color), ground);
+      const [l1, l2] = [luminance(color), luminance(ground)];
+      const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+      const rgb = (c: Rgba) => `rgb(${c.slice(0, 3).map(Math.round).join(', ')})`;
+      return {
+        text: (el.textContent ?? '').trim().slice(0, 60),
+        color: rgb(color),
+        background: rgb(ground),
+        ratio: Math.round(ratio * 100) / 100,
+      };
+    });
+  }));
+}
+
+/** Every element `target` matches (at least one) reads at WCAG AA: contrast 4.5:1 or more. */
+export async function expectReadable(target: Locator): Promise<TextContrast[]> {
+  const measured = await textContrast(target);
+  expect(measured.length, `nothing matched ${target}`).toBeGreaterThan(0);
+  const poor = measured.filter((m) => m.ratio < 4.5);
+  expect(poor, `text under 4.5:1 in ${target}`).toEqual([]);
+  return measured;
+}
+
+/** One computed style property (e.g. `borderLeftColor`) of the first element `target` matches. */
+export async function styleOf(
+  target: Locator,
+  property: 'backgroundColor' | 'borderLeftColor' | 'color',
+): Promise<string> {
+  return readAttached(() =>
+    target
+      .first()
+      .evaluate((el, p) => (el.isConnected ? getComputedStyle(el)[p] : null), property),
+  );
+}
+
+/** The computed background colour of the first element `target` matches. */
+export async function backgroundOf(target: Locator): Promise<string> {
+  return styleOf(target, 'backgroundColor');
 /**
  * `iris pair --scope SCOPE` against the e2e server's database: the one-time link it prints
  * (its last line), made on the e2e server's address.
