@@ -66,7 +66,7 @@ impl PairPage {
                     <h1>"Pair this browser with IRIS"</h1>
                     <p data-testid="pair-grant">"This link pairs this browser as " {scope_grant(scope)}</p>
                     <p class="pair-expiry">
-                        "It works once, until " {expires_at.format("%H:%M UTC").to_string()} "."
+                        {format!("It works once, until {}.", expires_at.format("%H:%M UTC"))}
                     </p>
                     {signed_in_as.map(|n| view! {
                         <p class="pair-note">"This browser is signed in as “" {n} "”. Pairing signs it in as the new device instead."</p>
