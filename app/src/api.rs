@@ -57,8 +57,25 @@ mod on_server {
             AppError::Backend("The IRIS server did not provide its backend to the app.".into())
         })?;
         let request = request()?;
-        let viewer = backend.viewer(&request).await.ok_or(AppError::NotPaired)?;
-        Ok((backend, viewer))
+        match backend.viewer(&request).await {
+            Some(viewer) => Ok((backend, viewer)),
+            None => Err(with_status(AppError::NotPaired)),
+        }
+    }
+
+    /// Gives a refusal its HTTP status (401 not paired, 403 view only) instead of the 500 a
+    /// server function's error gets by default: the browser then logs what it is, not a
+    /// server failure, and scripts can tell the cases apart (DESIGN §7 uses the same codes).
+    pub fn with_status(error: AppError) -> AppError {
+        let status = match error {
+            AppError::NotPaired => axum::http::StatusCode::UNAUTHORIZED,
+            AppError::ViewOnly => axum::http::StatusCode::FORBIDDEN,
+            AppError::Backend(_) | AppError::Transport(_) => return error,
+        };
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(status);
+        }
+        error
     }
 
     /// Like [`signed_in`], and the viewer must be allowed to answer.
@@ -67,7 +84,7 @@ mod on_server {
         if viewer.can_answer {
             Ok((backend, viewer))
         } else {
-            Err(AppError::ViewOnly)
+            Err(with_status(AppError::ViewOnly))
         }
     }
 }

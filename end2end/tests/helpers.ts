@@ -273,6 +273,8 @@ export async function styleOf(
 /** The computed background colour of the first element `target` matches. */
 export async function backgroundOf(target: Locator): Promise<string> {
   return styleOf(target, 'backgroundColor');
+}
+
 /**
  * `iris pair --scope SCOPE` against the e2e server's database: the one-time link it prints
  * (its last line), made on the e2e server's address.

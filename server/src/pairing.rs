@@ -241,17 +241,18 @@ async fn redeem(
             "A pairing must be confirmed on this site's own page (cross-site request refused, CSRF). Open the link again.".into(),
         );
     }
-    let form =
-        match form {
-            Ok(Form(form)) => form,
-            Err(e) => return closed(
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(e) => {
+            return closed(
                 StatusCode::BAD_REQUEST,
                 "Pairing refused",
                 format!(
                     "The form did not arrive whole ({e}); nothing was paired. Open the link again."
                 ),
-            ),
-        };
+            )
+        }
+    };
     let now = Utc::now();
     let code_hash = auth::token_hash(&code);
     let link = match state.store.pairing(&code_hash).await {
