@@ -18,22 +18,8 @@ use iris_core::ports::{PairingStore, Scope};
 use reqwest::StatusCode;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use support::{no_redirects, session_cookie, ModelServer, World};
+use support::{no_redirects, session_cookie, ModelServer, World, CATEGORY_TRASH_SCRIPT};
 use tokio::sync::Barrier;
-
-const SCRIPT: &str = r#"
-rules:
-  - when: "(?i)trash"
-    steps:
-      - call: search_inbox
-        args: {category: promotions, since_days: 7}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone."
-fallback: "?"
-"#;
 
 async fn world(model: &ModelServer) -> World {
     let world = World::new(&model.base_url);
@@ -193,13 +179,13 @@ async fn a_read_browser_pairs_once_through_the_link(world: World) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_browser_pairs_once_through_the_link_on_sqlite() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     a_read_browser_pairs_once_through_the_link(world(&model).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_browser_pairs_once_through_the_link_on_postgres() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     let mut world = world(&model).await;
     world.database_url = url;
@@ -208,7 +194,7 @@ async fn a_read_browser_pairs_once_through_the_link_on_postgres() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lapsed_or_unknown_link_pairs_nobody() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = world(&model).await;
     let server = world.start();
     // A link made eleven minutes ago (the rule: it works for ten).
@@ -244,7 +230,7 @@ async fn a_lapsed_or_unknown_link_pairs_nobody() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_name_keeps_the_link_and_concurrent_posts_pair_one_browser() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = world(&model).await;
     world.add_device("phone", "control");
     let server = world.start();
@@ -288,7 +274,7 @@ async fn a_taken_name_keeps_the_link_and_concurrent_posts_pair_one_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = world(&model).await;
     let owner = world.add_device("owner", "control");
     let server = world.start();
@@ -358,7 +344,7 @@ async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_tls_the_link_uses_the_public_url_and_the_cookie_is_secure() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let mut world = world(&model).await;
     world.env.push((
         "IRIS_PUBLIC_URL".into(),
@@ -380,7 +366,7 @@ async fn behind_tls_the_link_uses_the_public_url_and_the_cookie_is_secure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = world(&model).await;
     let server = world.start_with(&["serve", "--demo"]);
     let http = no_redirects();
