@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 use iris_core::wire::DeviceScope;
+#[cfg(feature = "ssr")]
 use leptos::prelude::*;
 
 /// What the pairing page shows.
