@@ -3,7 +3,7 @@
 // a control device revokes it there, which signs that browser out. A control device also makes
 // pairing links on the Devices page. Screenshots of both pages at 1280 and 375 px are attached.
 import { test, expect, type Page } from '@playwright/test';
-import { pairingLink, PHONE, shot, watchConsole } from './helpers';
+import { pairingLink, pairThrough, PHONE, shot, watchConsole } from './helpers';
 
 /** Opens `url` and waits until the page is hydrated and its live stream is up. */
 async function openLive(page: Page, url: string): Promise<void> {
@@ -106,6 +106,31 @@ test('a control device makes a pairing link on the Devices page', async ({ page,
     await phone.getByRole('button', { name: 'Pair this browser' }).click();
     await phone.waitForURL('**/activity');
     await expect(phone.getByTestId('viewer')).toContainText('second phone');
+  } finally {
+    await context.close();
+  }
+});
+
+test('a paired browser following a link from another site stays itself (SameSite=Strict)', async ({
+  browser,
+  baseURL,
+}) => {
+  const context = await browser.newContext({ baseURL });
+  try {
+    const tablet = await context.newPage();
+    await pairThrough(tablet, pairingLink('read'), 'hall tablet');
+    // A page of another site with a link to the app, as in webmail or a chat's web app.
+    await tablet.route('http://elsewhere.test/**', (route) =>
+      route.fulfill({
+        contentType: 'text/html',
+        body: `<a id="go" href="${baseURL}/activity">open IRIS</a>`,
+      }),
+    );
+    await tablet.goto('http://elsewhere.test/');
+    await tablet.click('#go');
+    await tablet.waitForURL('**/activity');
+    // The session cookie was used after all: the tablet, not a new (demo) sign-in.
+    await expect(tablet.getByTestId('viewer')).toContainText('hall tablet');
   } finally {
     await context.close();
   }

@@ -104,6 +104,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
             web::demo_sign_in,
         ))
         .layer(sessions.layer(pairing::secure_cookies(&state.settings)))
+        .layer(middleware::from_fn(web::same_site_bounce))
         .with_state(state.clone());
 
     let listener = tokio::net::TcpListener::bind(&bind)

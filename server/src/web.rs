@@ -241,14 +241,7 @@ pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Nex
     let Some(token) = state.demo_token.clone() else {
         return next.run(req).await;
     };
-    let path = req.uri().path();
-    let is_page = req.method() == Method::GET
-        && !path.starts_with("/api/")
-        && !path.starts_with("/governance/")
-        && !path.starts_with("/pkg/")
-        && !path.starts_with("/ui/")
-        && !path.starts_with("/pair/");
-    if !is_page {
+    if !is_app_page(req.method(), req.uri().path()) {
         return next.run(req).await;
     }
     // Read before authenticating: a session whose device is gone is flushed by it.
@@ -269,6 +262,41 @@ pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Nex
         if let Err(e) = signed.await {
             tracing::warn!(error = %e, "demo: signing the browser in failed");
         }
+    }
+    next.run(req).await
+}
+
+/// Whether a GET path is one of the app's pages (not the API, static files, server functions or
+/// the pairing page).
+fn is_app_page(method: &Method, path: &str) -> bool {
+    method == Method::GET
+        && !path.starts_with("/api/")
+        && !path.starts_with("/governance/")
+        && !path.starts_with("/pkg/")
+        && !path.starts_with("/ui/")
+        && !path.starts_with("/pair/")
+}
+
+/// The page [`same_site_bounce`] answers with: it loads the same address again from this site.
+pub const BOUNCE_PAGE: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta http-equiv=\"refresh\" content=\"0\"><title>IRIS approvals</title></head>\
+<body><p>Opening IRIS…</p></body></html>";
+
+/// SameSite=Strict (issue 5) keeps the session cookie off a page opened from a link on another
+/// site (webmail, a chat's web app), so a paired browser would be shown "not paired" (or, in
+/// the demo, signed in afresh). Such a first request (`Sec-Fetch-Site: cross-site`, no cookie)
+/// gets a page that reloads itself: that load comes from this site, so the browser sends the
+/// cookie. Nothing is read or changed on the bounce.
+pub async fn same_site_bounce(req: Request, next: Next) -> Response {
+    let cross_site = req
+        .headers()
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site");
+    if cross_site
+        && is_app_page(req.method(), req.uri().path())
+        && !req.headers().contains_key(axum::http::header::COOKIE)
+    {
+        return axum::response::Html(BOUNCE_PAGE).into_response();
     }
     next.run(req).await
 }

@@ -401,3 +401,51 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
         .unwrap();
     assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_opened_from_another_site_is_loaded_again_from_this_one() {
+    // SameSite=Strict keeps the session cookie off a link followed from another site; the
+    // server answers such a first load with a page that loads itself again (same-site), and
+    // signs nobody in on it, not even in the demo.
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let server = world.start_with(&["serve", "--demo"]);
+    let http = no_redirects();
+    let bounced = http
+        .get(format!("{}/activity", server.url))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bounced.status(), StatusCode::OK);
+    assert!(
+        session_cookie(&bounced).is_none(),
+        "nobody is signed in on the bounce"
+    );
+    let html = bounced.text().await.unwrap();
+    assert!(html.contains("http-equiv=\"refresh\""), "{html}");
+    assert!(
+        !html.contains("Approvals"),
+        "no app content on the bounce: {html}"
+    );
+
+    // The same load from this site renders the app (the demo signs it in).
+    let page = http
+        .get(format!("{}/activity", server.url))
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert!(session_cookie(&page).is_some());
+    // A cross-site load that does carry a cookie, and the pairing page, are never bounced.
+    for (path, cookie) in [("/activity", Some("iris_session=x")), ("/pair/abc", None)] {
+        let mut request = http
+            .get(format!("{}{path}", server.url))
+            .header("sec-fetch-site", "cross-site");
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let text = request.send().await.unwrap().text().await.unwrap();
+        assert!(!text.contains("http-equiv=\"refresh\""), "{path}: {text}");
+    }
+}
