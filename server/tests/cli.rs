@@ -9,11 +9,13 @@
 //! - One exit code per failure, each checked: unreachable 3, unauthorized 4 (bad or missing
 //!   token), forbidden 5 (read device), not found 6, already decided 7 (naming who, where,
 //!   when), expired 8 (short TTL), and 2 for `approve` without `--yes` when nobody can confirm.
-//! - Concurrency across surfaces: one pending row answered at the same moment by several
+//! - Concurrency across surfaces (issue 5 "Tests": web, CLI and Telegram answering one row at
+//!   the same moment): one pending row answered (approve) at the same moment by several
 //!   `iris approvals approve ID --yes` processes, the web app's server function and the API with
-//!   the browser cookie, and bearer API calls: exactly one wins, every other is told it was
-//!   already decided (by whom), and the pinned call runs once (Maildir, ledger, audit). On
-//!   SQLite and PostgreSQL.
+//!   a paired browser's cookie, bearer API calls, and a Telegram "Yes" tap from the fake Bot API
+//!   ([`support::telegram`]): exactly one wins, every other is told it was already decided (by
+//!   whom), the pinned call runs once (Maildir, ledger, audit), and the Telegram message ends
+//!   showing the outcome. Three rounds, on SQLite and PostgreSQL.
 
 mod support;
 
@@ -26,6 +28,7 @@ use iris_core::wire::Approval;
 use leptos::server_fn::ServerFn;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use support::telegram::{escape, FakeBot, OWNER};
 use support::{eventually, snapshot, Client, ModelServer, World};
 use tokio::sync::Barrier;
 
@@ -572,6 +575,9 @@ enum Answer {
         status: StatusCode,
         body: String,
     },
+    /// A "Yes" tap in the owner's Telegram chat (as `@owner`); `text` is what the tap was
+    /// answered (`answerCallbackQuery`).
+    Telegram { text: String },
 }
 
 impl std::fmt::Debug for Run {
@@ -585,6 +591,7 @@ impl Answer {
         match self {
             Answer::Cli { run, .. } => run.code == exit::DONE,
             Answer::Http { status, .. } => *status == StatusCode::OK,
+            Answer::Telegram { text } => text == "Approved.",
         }
     }
 
@@ -595,6 +602,7 @@ impl Answer {
             Answer::Http {
                 device, surface, ..
             } => (device.clone(), surface),
+            Answer::Telegram { .. } => ("@owner".to_string(), "telegram"),
         }
     }
 }
@@ -636,13 +644,15 @@ async fn holding_proxy(upstream: String, held: usize, barrier: Arc<Barrier>) -> 
     format!("http://{addr}")
 }
 
-/// One round: a pending row answered (approve) at once by `cli` CLI processes and, over HTTP,
-/// by the web app's server function with the cookie, the API with the cookie, and the API with
-/// a bearer token. Checks one winner, every other "already decided", one execution.
+/// One round: a pending row answered (approve) at once by `cli` CLI processes, over HTTP by the
+/// web app's server function with the cookie, the API with the cookie and the API with a bearer
+/// token, and by a "Yes" tap on the row's Telegram message. Checks one winner, every other
+/// "already decided", one execution, and the message showing the outcome.
 async fn cross_surface_round(
     world: &World,
     client: &Client,
     devices: &Devices,
+    bot: &FakeBot,
     request: &str,
 ) -> (String, &'static str) {
     let pending = halt(client, &devices.owner, request).await;
@@ -650,6 +660,11 @@ async fn cross_surface_round(
     let n = pending.items.len();
     assert!(n > 0);
     let before = snapshot(&world.maildir);
+    // On Telegram, Yes approves from the confirm view: the owner opens it first (the action
+    // button), so the tap at the barrier is the approving one.
+    let message_id = bot.message_of(&id).await;
+    let ask = bot.tap(OWNER, OWNER, message_id, &format!("a:{id}"));
+    assert_eq!(bot.answer(&ask).await, format!("{}?", pending.card.action));
     let respond_fn = format!(
         "{}{}",
         client.url,
@@ -657,10 +672,17 @@ async fn cross_surface_round(
     );
     let api_path = format!("{}/governance/approvals/{id}/respond", client.url);
 
-    // Everyone is released together: the CLI processes' requests (held at the proxy) and the
-    // HTTP requests.
-    let participants = devices.cli.len() + 6;
+    // Everyone is released together: the CLI processes' requests (held at the proxy), the HTTP
+    // requests and the Telegram tap (delivered to the poller's long poll at the barrier).
+    let participants = devices.cli.len() + 6 + 1;
     let barrier = Arc::new(Barrier::new(participants));
+    let yes = bot.tap_when_released(
+        barrier.clone(),
+        OWNER,
+        OWNER,
+        message_id,
+        &format!("y:{id}"),
+    );
     let cli_url = holding_proxy(client.url.clone(), devices.cli.len(), barrier.clone()).await;
     let mut tasks: Vec<tokio::task::JoinHandle<Answer>> = Vec::new();
     for (device, token) in devices.cli.clone() {
@@ -733,6 +755,9 @@ async fn cross_surface_round(
     for t in tasks {
         answers.push(t.await.unwrap());
     }
+    answers.push(Answer::Telegram {
+        text: bot.answer(&yes).await,
+    });
     let winners: Vec<&Answer> = answers.iter().filter(|a| a.won()).collect();
     assert_eq!(winners.len(), 1, "exactly one answer wins: {answers:#?}");
     let (device, surface) = winners[0].who();
@@ -757,6 +782,9 @@ async fn cross_surface_round(
                     assert_ne!(*status, StatusCode::OK, "{path}: {body}");
                 }
                 assert!(body.contains(&said), "{said}: {path}: {body}");
+            }
+            Answer::Telegram { text } => {
+                assert!(text.contains(&said), "{said}: telegram: {text}");
             }
         }
     }
@@ -798,6 +826,29 @@ async fn cross_surface_round(
     let decision = entries.iter().find(|e| e["kind"] == "decision").unwrap();
     assert_eq!(decision["actor"], device.as_str());
     assert_eq!(decision["surface"], surface);
+
+    // The Telegram message ends showing the outcome, whichever surface won: who, where, what
+    // ran, and no buttons left to tap.
+    let decided_by = format!(
+        "*Approved*{}",
+        escape(&format!(" by {device} via {surface} at"))
+    );
+    let ran = format!("Moved {n} emails to Trash");
+    let shows_outcome = |edit: &Value| {
+        let text = edit["text"].as_str().unwrap_or_default();
+        text.contains(&decided_by) && text.contains(&ran) && edit.get("reply_markup").is_none()
+    };
+    let edits = eventually("the Telegram message to show the outcome", || async {
+        let edits = bot.edits_of(message_id);
+        edits.last().is_some_and(shows_outcome).then_some(edits)
+    })
+    .await;
+    // Once shown, the outcome is never replaced by an older view (a late tap's stale row).
+    let first = edits.iter().position(shows_outcome).unwrap();
+    assert!(
+        edits[first..].iter().all(shows_outcome),
+        "the message went back after showing the outcome: {edits:#?}"
+    );
     (device, surface)
 }
 
@@ -813,7 +864,12 @@ struct Devices {
     phone: String,
 }
 
-async fn race_across_surfaces(world: World) {
+/// Three rounds (three different requests, so one lucky interleaving cannot hide a broken
+/// compare-and-set) of [`cross_surface_round`] on one server with the Telegram surface pointed at
+/// a fake Bot API.
+async fn race_across_surfaces(mut world: World) {
+    let bot = FakeBot::start().await;
+    world.env.extend(bot.env());
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
     let devices = Devices {
         owner: world.add_device("owner", "control"),
@@ -839,20 +895,20 @@ async fn race_across_surfaces(world: World) {
         "trash the newsletters",
         "trash the order emails",
     ] {
-        winners.push(cross_surface_round(&world, &client, &devices, request).await);
+        winners.push(cross_surface_round(&world, &client, &devices, &bot, request).await);
     }
     eprintln!("winners per round: {winners:?}");
     drop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn cli_web_and_api_answering_at_once_decide_once_on_sqlite() {
+async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_sqlite() {
     let model = ModelServer::start(SCRIPT).await;
     race_across_surfaces(World::new(&model.base_url)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn cli_web_and_api_answering_at_once_decide_once_on_postgres() {
+async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_postgres() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     let model = ModelServer::start(SCRIPT).await;
     let mut world = World::new(&model.base_url);

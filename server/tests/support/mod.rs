@@ -1,8 +1,11 @@
 //! Test support: a scripted OpenAI-compatible model server on loopback (plain answers, or
 //! server-sent chunks when a request says `"stream": true`), the real `iris` binary started on
-//! port 0 against a temp SQLite database and a Maildir, and small HTTP helpers.
+//! port 0 against a temp SQLite database and a Maildir, and small HTTP helpers. [`telegram`] is
+//! the fake Telegram Bot API.
 
 #![allow(dead_code)]
+
+pub mod telegram;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
