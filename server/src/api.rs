@@ -106,7 +106,14 @@ impl FromRequestParts<AppState> for Controller {
             )));
         }
         if authed.presented == Presented::Session
-            && !auth::same_origin(&parts.method, &parts.headers)
+            && !auth::same_origin(
+                &parts.method,
+                &parts.headers,
+                crate::pairing::public_origin(&state.settings)
+                    .ok()
+                    .flatten()
+                    .as_deref(),
+            )
         {
             return Err(ApiError::Forbidden(
                 "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)".into(),

@@ -91,7 +91,7 @@ pub async fn session_device(extensions: &Extensions) -> Result<Option<SessionDev
 }
 
 /// Who the request comes from: the bearer token first, then the browser session. A session
-/// whose device is no longer live is ended (its record deleted, the cookie cleared).
+/// whose device is no longer live is ended (its device removed, the cookie cleared).
 ///
 /// # Errors
 /// [`StoreError`] when the device table or the session cannot be read.
@@ -125,8 +125,11 @@ pub async fn authenticate(
         }),
         None => {
             if let Some(session) = extensions.get::<Session>() {
-                // Revoked: this browser is signed out for good, not just refused once.
-                if let Err(e) = session.flush().await {
+                // Revoked: this browser is signed out for good, not just refused once. The key is
+                // removed rather than the session flushed: the session then ends empty (its
+                // cookie is cleared) and requests of the same browser running at this moment
+                // still find a session to finish with (a flush under them fails them).
+                if let Err(e) = session.remove_value(DEVICE_KEY).await {
                     tracing::warn!(device = %signed_in.name, error = %e, "ending a revoked device's session failed");
                 }
             }
@@ -183,9 +186,21 @@ pub fn actor_for(device: &Device, presented: Presented, headers: &HeaderMap) -> 
 /// CSRF rule for cookie-authenticated state changes: the `Origin` (or, without it, the
 /// `Referer`) must be this server's own `Host`. Bearer requests are not at risk (browsers do not
 /// attach them by themselves). Safe methods pass.
-pub fn same_origin(method: &Method, headers: &HeaderMap) -> bool {
+///
+/// Also accepted: an `Origin` equal to `public_origin` (the origin of
+/// `IRIS_PUBLIC_URL`, e.g. `https://iris.example.org`): behind a proxy that rewrites `Host`,
+/// the browser's origin is the public address, not the `Host` the server sees.
+pub fn same_origin(method: &Method, headers: &HeaderMap, public_origin: Option<&str>) -> bool {
     if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return true;
+    }
+    if let (Some(public), Some(origin)) = (
+        public_origin,
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+    ) {
+        if origin.eq_ignore_ascii_case(public) {
+            return true;
+        }
     }
     let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
         return false;
@@ -234,18 +249,34 @@ mod tests {
     fn cross_site_post_is_refused() {
         let mut h = HeaderMap::new();
         h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:3000"));
-        assert!(!same_origin(&Method::POST, &h), "no origin");
+        assert!(!same_origin(&Method::POST, &h, None), "no origin");
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("http://evil.example"),
         );
-        assert!(!same_origin(&Method::POST, &h));
+        assert!(!same_origin(&Method::POST, &h, None));
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("http://127.0.0.1:3000"),
         );
-        assert!(same_origin(&Method::POST, &h));
-        assert!(same_origin(&Method::GET, &HeaderMap::new()));
+        assert!(same_origin(&Method::POST, &h, None));
+        assert!(same_origin(&Method::GET, &HeaderMap::new(), None));
+        // Behind a proxy that rewrites Host, the public origin is accepted, nothing else more.
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://iris.example.org"),
+        );
+        assert!(!same_origin(&Method::POST, &h, None));
+        assert!(same_origin(
+            &Method::POST,
+            &h,
+            Some("https://iris.example.org")
+        ));
+        assert!(!same_origin(
+            &Method::POST,
+            &h,
+            Some("https://other.example.org")
+        ));
     }
 
     #[test]

@@ -132,10 +132,9 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
     let store = open_store().await?;
     match command {
         DevicesCommand::Add { name, scope } => {
-            let name = name.trim().to_string();
-            if name.is_empty() {
-                bail!("a device needs a non-empty --name");
-            }
+            // The same rule as the pairing page: names are shown on cards and in terminals.
+            let name = iris_core::pairing::check_device_name(&name)
+                .with_context(|| format!("--name {name:?}"))?;
             let scope = Scope::parse(&scope).context("scope must be read or control")?;
             let token = auth::new_token();
             store
@@ -187,6 +186,7 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("opening the database {}", settings.database_url))?;
     let scope = Scope::parse(scope).context("scope must be read or control")?;
+    crate::pairing::public_origin(&settings).map_err(anyhow::Error::msg)?;
     let base = crate::pairing::configured_base(&settings);
     let offer = crate::pairing::make_link(&store, scope, "cli", &base, Utc::now())
         .await
@@ -200,9 +200,19 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
         "It works once, until {} (10 minutes).",
         offer.expires_at.format("%H:%M:%S UTC")
     );
-    if settings.public_url.is_none() {
+    if settings
+        .public_url
+        .as_deref()
+        .is_none_or(|u| u.trim().is_empty())
+    {
         println!("(Made on {base}; set IRIS_PUBLIC_URL to the address your phone opens.)");
     }
+    // Which server it works on: the one using this database (a password is not shown).
+    let database = match settings.database_url.split_once('@') {
+        Some((_, rest)) => format!("postgres://…@{rest}"),
+        None => settings.database_url.clone(),
+    };
+    println!("(Stored in {database}: only a server on this database knows the link.)");
     println!("{}", offer.url);
     Ok(())
 }

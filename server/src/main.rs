@@ -90,6 +90,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     let bind = settings.bind.clone();
     let conf = leptos::config::get_configuration(None).context("reading Leptos settings")?;
     let telegram = telegram::TelegramSettings::from_settings(&settings)?;
+    pairing::public_origin(&settings).map_err(anyhow::Error::msg)?;
     let state = state::build(settings, demo, conf.leptos_options).await?;
 
     let sessions = session::SessionRecords::open(&state.store)
@@ -98,7 +99,10 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     let app = api::routes()
         .merge(pairing::routes())
         .merge(web::routes(&state))
-        .layer(middleware::from_fn(web::csrf_guard))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web::csrf_guard,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             web::demo_sign_in,

@@ -70,16 +70,48 @@ pub async fn make_link(
     })
 }
 
+/// The origin of `IRIS_PUBLIC_URL` (`scheme://host[:port]`, lower-case scheme and host), `None`
+/// when unset or blank. Only an origin is accepted: the app's pages, its files and the session
+/// cookie live at the root of the site, so a path (a proxy serving IRIS under `/iris/`) would
+/// break everything after the pairing link.
+///
+/// # Errors
+/// A sentence naming `IRIS_PUBLIC_URL` and what is wrong with it (not http(s), no host, a path,
+/// a query, a fragment or a user name).
+pub fn public_origin(settings: &Settings) -> Result<Option<String>, String> {
+    let Some(raw) = settings
+        .public_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+    else {
+        return Ok(None);
+    };
+    let wrong = |why: &str| {
+        format!("IRIS_PUBLIC_URL {raw:?} {why}; give the address browsers open, e.g. https://iris.example.org")
+    };
+    let url = reqwest::Url::parse(raw).map_err(|e| wrong(&format!("is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(wrong("must start with http:// or https://"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(wrong("has no host"));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(wrong("must be an origin only, with no path, query or fragment (IRIS is served at the root of its address)"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(wrong("must not hold a user name or password"));
+    }
+    Ok(Some(url.origin().ascii_serialization()))
+}
+
 /// The address links are made on when no request tells it: `IRIS_PUBLIC_URL`, else
 /// `http://` + `IRIS_BIND` (an unspecified bind address `0.0.0.0` / `[::]` becomes `127.0.0.1`,
 /// which only this machine can open: set `IRIS_PUBLIC_URL` for a phone).
 pub fn configured_base(settings: &Settings) -> String {
-    if let Some(url) = settings
-        .public_url
-        .as_deref()
-        .filter(|u| !u.trim().is_empty())
-    {
-        return url.trim().trim_end_matches('/').to_owned();
+    if let Ok(Some(origin)) = public_origin(settings) {
+        return origin;
     }
     let bind = settings
         .bind
@@ -91,12 +123,8 @@ pub fn configured_base(settings: &Settings) -> String {
 /// The address links made from a browser request point at: `IRIS_PUBLIC_URL` when set, else
 /// the `Host` the browser used (so a link made on the phone opens on the phone's address).
 pub fn request_base(settings: &Settings, headers: &HeaderMap) -> String {
-    if settings
-        .public_url
-        .as_deref()
-        .is_some_and(|u| !u.trim().is_empty())
-    {
-        return configured_base(settings);
+    if let Ok(Some(origin)) = public_origin(settings) {
+        return origin;
     }
     match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
         Some(host) => format!("http://{host}"),
@@ -107,10 +135,7 @@ pub fn request_base(settings: &Settings, headers: &HeaderMap) -> String {
 /// Whether the session cookie gets `Secure`: the owner reaches the server over TLS
 /// (`IRIS_PUBLIC_URL` starts with `https://`).
 pub fn secure_cookies(settings: &Settings) -> bool {
-    settings
-        .public_url
-        .as_deref()
-        .is_some_and(|u| u.trim().starts_with("https://"))
+    matches!(public_origin(settings), Ok(Some(origin)) if origin.starts_with("https://"))
 }
 
 /// `GET /pair/{code}` and `POST /pair/{code}`.
@@ -234,7 +259,8 @@ async fn redeem(
     session: Session,
     form: Result<Form<PairForm>, FormRejection>,
 ) -> Response {
-    if !auth::same_origin(&Method::POST, &headers) {
+    let public = public_origin(&state.settings).ok().flatten();
+    if !auth::same_origin(&Method::POST, &headers, public.as_deref()) {
         return closed(
             StatusCode::FORBIDDEN,
             "Pairing refused",
@@ -309,5 +335,51 @@ async fn redeem(
             }
         }
         Err(e) => internal(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_public_url(url: &str) -> Settings {
+        let mut settings: Settings = serde_json::from_str("{}").unwrap();
+        settings.public_url = Some(url.to_owned());
+        settings
+    }
+
+    #[test]
+    fn the_public_url_must_be_an_origin() {
+        for (raw, origin) in [
+            ("https://iris.example.org", "https://iris.example.org"),
+            ("HTTPS://Iris.Example.org/", "https://iris.example.org"),
+            ("http://192.168.1.5:3000", "http://192.168.1.5:3000"),
+        ] {
+            assert_eq!(
+                public_origin(&with_public_url(raw)),
+                Ok(Some(origin.to_owned())),
+                "{raw}"
+            );
+        }
+        assert_eq!(public_origin(&with_public_url("  ")), Ok(None));
+        for bad in [
+            "iris.example.org",
+            "javascript:alert(1)",
+            "https://x.org/?a=b",
+            "https://x.org/iris/",
+            "https://x.org/#top",
+            "https://user:pw@x.org",
+            "http://garbage value",
+            "ftp://x.org",
+        ] {
+            let err = public_origin(&with_public_url(bad)).unwrap_err();
+            assert!(err.contains("IRIS_PUBLIC_URL"), "{bad}: {err}");
+        }
+        assert!(secure_cookies(&with_public_url("HTTPS://iris.example.org")));
+        assert!(!secure_cookies(&with_public_url("http://iris.example.org")));
+        assert_eq!(
+            configured_base(&with_public_url("https://iris.example.org/")),
+            "https://iris.example.org"
+        );
     }
 }

@@ -152,6 +152,13 @@ impl AppBackend for WebBackend {
                 viewer.name
             ));
         }
+        if self.state.demo_token.is_some() && name == crate::state::DEMO_DEVICE {
+            // Every browser of the demo signs in as this device: revoking it would sign them
+            // all out until the server restarts.
+            return Err(format!(
+                "“{name}” is the demo's owner: every browser of the demo signs in as it, so it cannot be revoked while the demo runs."
+            ));
+        }
         if self.state.store.revoke(name).await.map_err(text)? {
             tracing::info!(device = %name, by = %viewer.name, "revoked a device from the web app");
             Ok(())
@@ -218,11 +225,12 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 /// CSRF for the app's server functions: a POST under `/ui/` that does not carry a bearer token
 /// (so it rides on the browser's session cookie) must be same-origin; a forged cross-site form
 /// is refused with 403 before anything runs.
-pub async fn csrf_guard(req: Request, next: Next) -> Response {
+pub async fn csrf_guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let is_ui_post = req.method() == Method::POST && req.uri().path().starts_with("/ui/");
+    let public = pairing::public_origin(&state.settings).ok().flatten();
     if is_ui_post
         && auth::bearer_token(req.headers()).is_none()
-        && !auth::same_origin(req.method(), req.headers())
+        && !auth::same_origin(req.method(), req.headers(), public.as_deref())
     {
         return (
             StatusCode::FORBIDDEN,

@@ -358,7 +358,14 @@ async fn behind_tls_the_link_uses_the_public_url_and_the_cookie_is_secure() {
     );
     let server = world.start();
     let path = &link[link.find("/pair/").unwrap()..];
-    let resp = post_form(&server.url, path, "phone", Some(&server.url)).await;
+    // Behind a proxy that rewrites Host, the browser's Origin is the public address: accepted.
+    let resp = post_form(
+        &server.url,
+        path,
+        "phone",
+        Some("https://iris.example.test"),
+    )
+    .await;
     assert_eq!(resp.status(), StatusCode::SEE_OTHER);
     let set_cookie = resp.headers()["set-cookie"].to_str().unwrap();
     assert!(set_cookie.contains("Secure"), "{set_cookie}");
@@ -400,6 +407,44 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
         .await
         .unwrap();
     assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+
+    // The demo's owner cannot be revoked from the app while the demo runs (every browser of the
+    // demo signs in as it); the refusal changes nothing.
+    let revoke = format!(
+        "{}{}",
+        server.url,
+        <app::api::RevokeDevice as leptos::server_fn::ServerFn>::PATH
+    );
+    let refused = http
+        .post(&revoke)
+        .header("cookie", &cookie)
+        .header("origin", &server.url)
+        .json(&json!({"name": "demo-owner-browser"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(!refused.status().is_success());
+    assert!(refused.text().await.unwrap().contains("demo's owner"));
+    assert!(devices_list(&world).contains("demo-owner-browser"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_added_at_the_server_follow_the_name_rules() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let long = "x".repeat(41);
+    for bad in ["<script>", "a\u{1b}[2Jb", "", long.as_str()] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+            .args(["devices", "add", "--name", bad, "--scope", "read"])
+            .env("IRIS_DATABASE_URL", &world.database_url)
+            .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad:?} was accepted");
+    }
+    assert!(devices_list(&world).is_empty());
+    world.add_device("kitchen tablet", "read");
+    assert!(devices_list(&world).starts_with("kitchen tablet\tread"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
