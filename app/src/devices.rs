@@ -19,8 +19,21 @@ pub fn scope_badge(scope: DeviceScope) -> (&'static str, &'static str) {
     }
 }
 
-/// What revoking `device` does, in plain words (the confirm line).
-pub fn revoke_warning(device: &DeviceInfo) -> String {
+/// What revoking `device` does, in plain words (the confirm line); `last_control` when it is
+/// the only live control device (then nobody could answer cards afterwards).
+pub fn revoke_warning(device: &DeviceInfo, last_control: bool) -> String {
+    let warning = revoke_consequence(device);
+    if last_control {
+        format!(
+            "{warning} It is the last control device: nobody can answer cards until you run iris pair --scope control on the server."
+        )
+    } else {
+        warning
+    }
+}
+
+/// What revoking `device` does to that device.
+fn revoke_consequence(device: &DeviceInfo) -> String {
     if device.this_device {
         format!(
             "Revoke “{}”? This is the browser you are using: it will be signed out at once and need a new pairing link.",
@@ -73,10 +86,18 @@ fn DeviceList(
     } else {
         "Every paired device. This device can only view: revoking and pairing need a control device."
     };
+    let controls = snapshot
+        .devices
+        .iter()
+        .filter(|d| d.scope == DeviceScope::Control)
+        .count();
     let rows = snapshot
         .devices
         .into_iter()
-        .map(|device| view! { <DeviceRow device can_manage refresh/> })
+        .map(|device| {
+            let last_control = controls == 1 && device.scope == DeviceScope::Control;
+            view! { <DeviceRow device can_manage last_control refresh/> }
+        })
         .collect_view();
     view! {
         <p class="plugins-intro">{intro}</p>
@@ -87,7 +108,12 @@ fn DeviceList(
 
 /// One device: name, scope badge, paired and last-used times, and its revoke control.
 #[component]
-fn DeviceRow(device: DeviceInfo, can_manage: bool, refresh: RwSignal<u32>) -> impl IntoView {
+fn DeviceRow(
+    device: DeviceInfo,
+    can_manage: bool,
+    last_control: bool,
+    refresh: RwSignal<u32>,
+) -> impl IntoView {
     let offset = clock_offset();
     let (scope_text, scope_class) = scope_badge(device.scope);
     let confirming = RwSignal::new(false);
@@ -118,7 +144,7 @@ fn DeviceRow(device: DeviceInfo, can_manage: bool, refresh: RwSignal<u32>) -> im
     });
     let created = device.created_at;
     let last = device.last_used_at;
-    let warning = revoke_warning(&device);
+    let warning = revoke_warning(&device, last_control);
     let row_name = device.name.clone();
     view! {
         <li class="device-row" data-testid="device-row" data-device=row_name>
@@ -232,9 +258,15 @@ mod tests {
 
     #[test]
     fn revoking_this_browser_says_it_signs_out() {
-        assert!(revoke_warning(&device(true)).contains("signed out"));
-        assert!(!revoke_warning(&device(false)).contains("signed out"));
-        assert!(revoke_warning(&device(false)).contains("kitchen tablet"));
+        assert!(revoke_warning(&device(true), false).contains("signed out"));
+        assert!(!revoke_warning(&device(false), false).contains("signed out"));
+        assert!(revoke_warning(&device(false), false).contains("kitchen tablet"));
+    }
+
+    #[test]
+    fn revoking_the_last_control_device_says_nobody_could_answer() {
+        assert!(revoke_warning(&device(true), true).contains("last control device"));
+        assert!(!revoke_warning(&device(true), false).contains("last control device"));
     }
 
     #[test]

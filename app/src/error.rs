@@ -23,7 +23,7 @@ impl fmt::Display for AppError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AppError::NotPaired => f.write_str(
-                "This browser is not paired with IRIS. Open a pairing link (made with `iris pair`) to sign in.",
+                "This browser is not paired with IRIS. To sign in, open a pairing link: run iris pair --scope control on the server, or make one on the Devices page of a paired control device.",
             ),
             AppError::ViewOnly => {
                 f.write_str("This device can only view. Answer from a paired control device.")

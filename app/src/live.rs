@@ -107,7 +107,9 @@ pub fn clock_offset() -> Signal<Option<i32>> {
 /// `approval.lapsed` and `run.message`, bumps [`Live`]; a `run.message` for the open
 /// conversation is also added to the chat at once; `approval.requested` raises the
 /// [`RequestBanner`] and `approval.responded`/`approval.lapsed` clear it for that card. A (re)connection also bumps, so nothing
-/// missed while disconnected stays stale. Browser only; a no-op on the server.
+/// missed while disconnected stays stale. When the stream is refused for good and this browser
+/// is no longer paired (its device was revoked), the page reloads to say so. Browser only; a
+/// no-op on the server.
 pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
     #[cfg(feature = "hydrate")]
     {
@@ -159,6 +161,25 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
             Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| live.bump());
         let _ = source.add_event_listener_with_callback("open", on_open.as_ref().unchecked_ref());
         on_open.forget();
+        // The server ends a revoked device's stream and refuses to reopen it (401), and the
+        // browser then stops retrying (state CLOSED). If that is because this browser is no
+        // longer paired, reload: the page then says so instead of showing stale cards as if
+        // still signed in (issue 5: revoking ends the device's access at once).
+        let closed_source = source.clone();
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| {
+            if closed_source.ready_state() != web_sys::EventSource::CLOSED {
+                return;
+            }
+            leptos::task::spawn_local(async move {
+                if let Err(crate::error::AppError::NotPaired) = crate::api::current_viewer().await {
+                    if let Some(window) = web_sys::window() {
+                        let _ = window.location().reload();
+                    }
+                }
+            });
+        });
+        let _ = source.add_event_listener_with_callback("error", on_error.as_ref().unchecked_ref());
+        on_error.forget();
         // The stream lives as long as the page.
         std::mem::forget(source);
     }

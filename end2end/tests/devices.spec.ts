@@ -3,7 +3,7 @@
 // a control device revokes it there, which signs that browser out. A control device also makes
 // pairing links on the Devices page. Screenshots of both pages at 1280 and 375 px are attached.
 import { test, expect, type Page } from '@playwright/test';
-import { pairingLink, pairThrough, PHONE, shot, watchConsole } from './helpers';
+import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole } from './helpers';
 
 /** Opens `url` and waits until the page is hydrated and its live stream is up. */
 async function openLive(page: Page, url: string): Promise<void> {
@@ -80,9 +80,14 @@ test('a browser pairs through the link, shows on Devices, and is signed out when
     await row.getByTestId('confirm-revoke').click();
     await expect(page.locator('[data-device="kitchen tablet"]')).toHaveCount(0);
 
-    // The revoked browser is signed out at its next request.
-    await tablet.goto('/activity');
+    // The revoked browser's open page learns it at the next live event (a new card), with no
+    // reload by hand, and shows no cards any more.
+    const { id } = await askAndOpenCard(page);
     await expect(tablet.getByText('This browser is not paired with IRIS')).toBeVisible();
+    await expect(tablet.getByTestId('device-row')).toHaveCount(0);
+    const card = page.getByTestId(`card-${id}`);
+    await card.getByTestId('reject-button').click();
+    await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
     expect(problems.filter((p) => !p.includes('401'))).toEqual([]);
   } finally {
     await context.close();

@@ -81,18 +81,20 @@ pub enum Redemption {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceNameError {
     /// Empty after trimming.
-    #[error("a device needs a name")]
+    #[error("A device needs a name")]
     Empty,
     /// More than [`DEVICE_NAME_MAX_CHARS`] characters.
-    #[error("a device name has at most {DEVICE_NAME_MAX_CHARS} characters")]
+    #[error("A device name has at most {DEVICE_NAME_MAX_CHARS} characters")]
     TooLong,
-    /// A character outside letters, digits, space, `-`, `_`, `.`.
-    #[error("a device name may use letters, digits, spaces, `-`, `_` and `.` only (found {0:?})")]
+    /// A character outside letters, digits, space, `-`, `_`, `.` and apostrophes.
+    #[error(
+        "A device name may use letters, digits, spaces, apostrophes, -, _ and . only (not {0:?})"
+    )]
     Character(char),
 }
 
 /// Checks a device name and returns it trimmed: 1 to [`DEVICE_NAME_MAX_CHARS`] characters of
-/// letters, digits, space, `-`, `_`, `.`. Names are shown on cards ("approved by NAME") and in
+/// letters, digits, space, `-`, `_`, `.`, `'` and `’`. Names are shown on cards ("approved by NAME") and in
 /// the terminal, so control and formatting characters are refused, not escaped.
 ///
 /// # Errors
@@ -107,7 +109,8 @@ pub fn check_device_name(name: &str) -> Result<String, DeviceNameError> {
     }
     if let Some(bad) = name
         .chars()
-        .find(|c| !(c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.')))
+        // Apostrophes, straight and typographic: phones name themselves "Robin’s iPhone".
+        .find(|c| !(c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.' | '\'' | '\u{2019}')))
     {
         return Err(DeviceNameError::Character(bad));
     }
@@ -144,7 +147,15 @@ mod tests {
     fn device_names_are_checked() {
         assert_eq!(
             check_device_name("  Anna's phone"),
-            Err(DeviceNameError::Character('\''))
+            Ok("Anna's phone".into())
+        );
+        assert_eq!(
+            check_device_name("Robin’s iPhone"),
+            Ok("Robin’s iPhone".into())
+        );
+        assert_eq!(
+            check_device_name("a<b"),
+            Err(DeviceNameError::Character('<'))
         );
         assert_eq!(
             check_device_name(" kitchen tablet "),
