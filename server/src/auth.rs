@@ -112,7 +112,11 @@ pub async fn authenticate(
         });
     }
     let Some(signed_in) = session_device(extensions).await? else {
-        return Ok(Identified::Nobody);
+        return Ok(if session_was_revoked(extensions).await {
+            Identified::Unknown(Presented::Session)
+        } else {
+            Identified::Nobody
+        });
     };
     match devices
         .authenticate(&signed_in.token_hash, Utc::now())
@@ -125,16 +129,31 @@ pub async fn authenticate(
         }),
         None => {
             if let Some(session) = extensions.get::<Session>() {
-                // Revoked: this browser is signed out for good, not just refused once. The key is
-                // removed rather than the session flushed: the session then ends empty (its
-                // cookie is cleared) and requests of the same browser running at this moment
-                // still find a session to finish with (a flush under them fails them).
-                if let Err(e) = session.remove_value(DEVICE_KEY).await {
+                // Revoked: this browser is signed out for good, not just refused once. The
+                // session is not flushed (requests of the same browser running at this moment
+                // would fail under it); it keeps a tombstone instead, so the browser stays
+                // "revoked" rather than "never signed in" (the demo signs the latter in).
+                let ended = async {
+                    session.remove_value(DEVICE_KEY).await?;
+                    session.insert(REVOKED_KEY, &signed_in.name).await
+                };
+                if let Err(e) = ended.await {
                     tracing::warn!(device = %signed_in.name, error = %e, "ending a revoked device's session failed");
                 }
             }
             Ok(Identified::Unknown(Presented::Session))
         }
+    }
+}
+
+/// Session key marking a session whose device was revoked (its value: the device's name).
+pub const REVOKED_KEY: &str = "revoked_device";
+
+/// Whether the request's session belonged to a device that was revoked.
+async fn session_was_revoked(extensions: &Extensions) -> bool {
+    match extensions.get::<Session>() {
+        Some(session) => matches!(session.get::<String>(REVOKED_KEY).await, Ok(Some(_))),
+        None => false,
     }
 }
 
@@ -149,6 +168,7 @@ pub async fn sign_in(session: &Session, device: &str, token_hash: &str) -> Resul
         StoreError::Backend(format!("starting the browser session of `{device}`: {e}"))
     };
     session.cycle_id().await.map_err(failed)?;
+    session.remove_value(REVOKED_KEY).await.map_err(failed)?;
     session
         .insert(
             DEVICE_KEY,

@@ -408,6 +408,36 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
         .unwrap();
     assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
 
+    // A browser paired on the demo and then revoked stays signed out: the demo does not sign
+    // it in as its owner on the following page loads.
+    let tablet = server.pair_browser(&world, "read", "demo tablet").await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["devices", "revoke", "demo tablet"])
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for _ in 0..2 {
+        let page = http
+            .get(format!("{}/activity", server.url))
+            .header("cookie", &tablet)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            session_cookie(&page).is_none_or(|c| c == tablet),
+            "the revoked browser got a new session"
+        );
+    }
+    let refused = http
+        .get(format!("{}/governance/approvals", server.url))
+        .header("cookie", &tablet)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
     // The demo's owner cannot be revoked from the app while the demo runs (every browser of the
     // demo signs in as it); the refusal changes nothing.
     let revoke = format!(
