@@ -12,12 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
+use iris_core::kernel::RespondError;
 use iris_core::ports::{AuditLog, ConversationStore, DeviceStore, QueueStore, Scope};
 use iris_core::wire::{
     Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
     PairingOffer, PluginList,
 };
-use leptos::prelude::provide_context;
+use leptos::prelude::{provide_context, use_context};
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
 use tower_sessions::Session;
 
@@ -86,7 +87,21 @@ impl AppBackend for WebBackend {
             .governance
             .respond_to_approval(id, decision, reason, &actor)
             .await
-            .map_err(text)?;
+            .map_err(|e| {
+                // The same statuses as `POST /governance/approvals/{id}/respond` (DESIGN §7), so
+                // the browser and scripts tell "already decided" (409) from a failure (500).
+                let status = match &e {
+                    RespondError::Forbidden(_) => StatusCode::FORBIDDEN,
+                    RespondError::NotFound(_) => StatusCode::NOT_FOUND,
+                    RespondError::AlreadyDecided(_) => StatusCode::CONFLICT,
+                    RespondError::Expired(_) => StatusCode::GONE,
+                    RespondError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                };
+                if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                    response.set_status(status);
+                }
+                e.to_string()
+            })?;
         sweeps::spawn_resume(self.state.clone(), id.to_string());
         Ok(row)
     }

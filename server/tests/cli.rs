@@ -775,12 +775,8 @@ async fn cross_surface_round(
             Answer::Http {
                 path, status, body, ..
             } => {
-                if path.contains("/governance/") {
-                    assert_eq!(*status, StatusCode::CONFLICT, "{path}: {body}");
-                } else {
-                    // The app's server function carries the same sentence in its error.
-                    assert_ne!(*status, StatusCode::OK, "{path}: {body}");
-                }
+                // The API and the app's server function alike: 409 with the same sentence.
+                assert_eq!(*status, StatusCode::CONFLICT, "{path}: {body}");
                 assert!(body.contains(&said), "{said}: {path}: {body}");
             }
             Answer::Telegram { text } => {
