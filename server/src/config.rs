@@ -130,11 +130,15 @@ fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Str
         Text(String),
         Signed(i64),
         Unsigned(u64),
+        // Kept as its text so the setting's own check names it ("12.5" is no chat id), rather
+        // than the whole settings load failing with serde's "did not match any variant".
+        Fraction(f64),
     }
     Ok(Option::<Given>::deserialize(d)?.map(|g| match g {
         Given::Text(s) => s,
         Given::Signed(n) => n.to_string(),
         Given::Unsigned(n) => n.to_string(),
+        Given::Fraction(n) => n.to_string(),
     }))
 }
 
@@ -181,6 +185,17 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn a_fractional_chat_id_is_kept_as_text_for_its_own_check() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("IRIS_TELEGRAM_CHAT_ID", "12.5");
+            let s = Settings::load().map_err(|e| *e)?;
+            assert_eq!(s.telegram_chat_id.as_deref(), Some("12.5"));
+            Ok(())
+        });
+    }
 
     #[test]
     #[allow(clippy::result_large_err)]

@@ -114,9 +114,12 @@ impl TelegramSettings {
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .ok_or(TelegramSettingsError::MissingChatId)?;
+        // Telegram never gives a chat the id 0: a 0 is a placeholder left in the settings.
         let owner_chat_id = chat
             .parse::<i64>()
-            .map_err(|_| TelegramSettingsError::BadChatId(chat.to_string()))?;
+            .ok()
+            .filter(|id| *id != 0)
+            .ok_or_else(|| TelegramSettingsError::BadChatId(chat.to_string()))?;
         let api_url = settings
             .telegram_api_url
             .as_deref()
@@ -868,6 +871,13 @@ mod tests {
                 TelegramSettings::from_settings(&load()?),
                 Err(TelegramSettingsError::BadChatId("@owner".into()))
             );
+            for placeholder in ["0", "12.5"] {
+                jail.set_env("IRIS_TELEGRAM_CHAT_ID", placeholder);
+                assert_eq!(
+                    TelegramSettings::from_settings(&load()?),
+                    Err(TelegramSettingsError::BadChatId(placeholder.into()))
+                );
+            }
             Ok(())
         });
     }
