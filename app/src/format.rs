@@ -98,6 +98,17 @@ pub fn status_label(status: ApprovalStatus) -> &'static str {
     }
 }
 
+/// At most `max` characters of `text`, with "…" as the last of them when cut: how a surface
+/// with little room (a terminal column, a Telegram message) shortens a title or a line.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// The lapse notice every surface shows for an expired row, in plain words (issue 5; DESIGN §3
 /// step 9): that the request lapsed, when, and that nothing was done. `when` is the row's
 /// `expires_at` as the surface writes times; never its `responded_at`, which is when the sweep
@@ -290,6 +301,13 @@ mod tests {
             request: "trash".into(),
             undo_note: None,
         }
+    }
+
+    #[test]
+    fn clip_counts_characters_and_marks_the_cut() {
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("Grüße aus Köln", 6), "Grüße…");
     }
 
     #[test]

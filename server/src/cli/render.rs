@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use app::format::{execution_sentence, lapse_notice, result_summary, undo_sentence};
+use app::format::{clip, execution_sentence, lapse_notice, result_summary, undo_sentence};
 use chrono::{DateTime, Utc};
 use iris_core::canonical::canonical_json;
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
@@ -176,16 +176,6 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     let _ = writeln!(out, "Id:        {}", approval.id);
     let _ = writeln!(out, "Created:   {}", when(approval.created_at));
     out
-}
-
-/// At most `max` characters of `text`, with "…" when cut.
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 /// The longest title `list` shows, in characters.

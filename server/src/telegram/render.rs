@@ -6,7 +6,7 @@
 //! Wording follows the web card (`app::format`), so every surface says the same thing.
 
 use app::format::{
-    execution_sentence, format_time, lapse_notice, status_label, undo_sentence, who_and_where,
+    clip, execution_sentence, format_time, lapse_notice, status_label, undo_sentence, who_and_where,
 };
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
 
@@ -41,16 +41,6 @@ pub fn escape(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// At most `n` characters of `text`, with "…" when cut.
-fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(n.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 /// The card's body, shared by every view: title, badge, lines, undo sentence (while it still
