@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use iris_core::wire::{ApprovalStatus, Execution};
+use iris_core::wire::ApprovalStatus;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
@@ -59,10 +59,9 @@ pub fn ActivityPage() -> impl IntoView {
     // While an approved call has no outcome yet, look again now and then.
     Effect::new(move |_| {
         let waiting = data.get().and_then(Result::ok).is_some_and(|d| {
-            d.approvals.iter().any(|a| {
-                a.status == ApprovalStatus::Approved
-                    && matches!(a.execution, Execution::None | Execution::Executing)
-            })
+            d.approvals
+                .iter()
+                .any(|a| a.status == ApprovalStatus::Approved && !a.execution.has_outcome())
         });
         if waiting && poll.get_untracked() < MAX_POLLS {
             set_timeout(

@@ -13,7 +13,7 @@ use anyhow::{bail, Context};
 use chrono::Utc;
 use clap::{Args, Subcommand};
 use iris_core::ports::{Device, DeviceStore, Scope};
-use iris_core::wire::{Approval, ApprovalList, ApprovalStatus, ChatResponse, Execution, RunStatus};
+use iris_core::wire::{Approval, ApprovalList, ApprovalStatus, ChatResponse, RunStatus};
 use iris_store::Store;
 use serde_json::{json, Value};
 
@@ -396,9 +396,7 @@ async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
 async fn report_execution(remote: &Remote, mut row: Approval) {
     let deadline = Instant::now() + EXECUTION_WAIT;
     let path = approval_path(&row.id);
-    while matches!(row.execution, Execution::None | Execution::Executing)
-        && Instant::now() < deadline
-    {
+    while !row.execution.has_outcome() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(200)).await;
         match remote.get(&path, Some(&row.id)).await {
             Ok(value) => match serde_json::from_value::<Approval>(value) {
@@ -408,20 +406,19 @@ async fn report_execution(remote: &Remote, mut row: Approval) {
             Err(_) => break,
         }
     }
-    match row.execution {
-        Execution::None | Execution::Executing => println!(
+    if !row.execution.has_outcome() {
+        println!(
             "The call runs on the server; `iris approvals show {}` shows its result.",
             row.id
-        ),
-        _ => {
-            let sentence = render::printable(&app::format::execution_sentence(&row));
-            let stop = if sentence.ends_with(['.', '!', '?', '…']) {
-                ""
-            } else {
-                "."
-            };
-            println!("{sentence}{stop}");
-        }
+        );
+    } else {
+        let sentence = render::printable(&app::format::execution_sentence(&row));
+        let stop = if sentence.ends_with(['.', '!', '?', '…']) {
+            ""
+        } else {
+            "."
+        };
+        println!("{sentence}{stop}");
     }
 }
 

@@ -134,6 +134,16 @@ impl Execution {
         }
     }
 
+    /// Whether the ledger holds the call's outcome (executed, failed or unknown): it will not
+    /// change any more (DESIGN §8: a pinned call runs at most once, an unknown is never
+    /// retried). `none` and `executing` are still on their way.
+    pub fn has_outcome(self) -> bool {
+        match self {
+            Execution::None | Execution::Executing => false,
+            Execution::Executed | Execution::Failed | Execution::Unknown => true,
+        }
+    }
+
     /// Parses the stored spelling; `None` for anything else.
     pub fn parse(text: &str) -> Option<Self> {
         match text {

@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use iris_core::kernel::{Actor, RespondError};
 use iris_core::ports::{QueueStore, Scope, TelegramCard, TelegramCardStore, TelegramView};
-use iris_core::wire::{Approval, ApprovalStatus, Decision, Event, Execution};
+use iris_core::wire::{Approval, ApprovalStatus, Decision, Event};
 use tokio::sync::{broadcast, Mutex};
 
 use crate::config::Settings;
@@ -213,10 +213,7 @@ fn settled(row: &Approval) -> bool {
     match row.status {
         ApprovalStatus::Pending => false,
         ApprovalStatus::Rejected | ApprovalStatus::Expired => true,
-        ApprovalStatus::Approved => matches!(
-            row.execution,
-            Execution::Executed | Execution::Failed | Execution::Unknown
-        ),
+        ApprovalStatus::Approved => row.execution.has_outcome(),
     }
 }
 
@@ -730,6 +727,7 @@ impl Bridge {
 mod tests {
     use super::*;
     use bot_api::{Chat, MessageRef};
+    use iris_core::wire::Execution;
 
     fn tap(from: i64, chat: Option<i64>) -> CallbackQuery {
         CallbackQuery {
