@@ -86,19 +86,31 @@ impl From<AgentError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// The HTTP status of this error (DESIGN §7), the one mapping every surface over HTTP uses:
+    /// the JSON API's responses and the web app's server functions alike.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized | ApiError::UnknownToken | ApiError::SessionEnded => {
+                StatusCode::UNAUTHORIZED
+            }
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(..) => StatusCode::CONFLICT,
+            ApiError::Gone(..) => StatusCode::GONE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let error = self.to_string();
-        let (status, approval) = match self {
-            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, None),
-            ApiError::Unauthorized | ApiError::UnknownToken | ApiError::SessionEnded => {
-                (StatusCode::UNAUTHORIZED, None)
-            }
-            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, None),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, None),
-            ApiError::Conflict(_, row) => (StatusCode::CONFLICT, Some(*row)),
-            ApiError::Gone(_, row) => (StatusCode::GONE, Some(*row)),
-            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, None),
+        let status = self.status();
+        let approval = match self {
+            ApiError::Conflict(_, row) | ApiError::Gone(_, row) => Some(*row),
+            _ => None,
         };
         if status.is_server_error() {
             tracing::error!(%error, "request failed");

@@ -12,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
-use iris_core::kernel::RespondError;
 use iris_core::ports::{AuditLog, ConversationStore, DeviceStore, QueueStore, Scope};
 use iris_core::wire::{
     Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
@@ -23,6 +22,7 @@ use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRou
 use tower_sessions::Session;
 
 use crate::auth;
+use crate::error::ApiError;
 use crate::pairing;
 use crate::state::AppState;
 use crate::sweeps;
@@ -88,19 +88,13 @@ impl AppBackend for WebBackend {
             .respond_to_approval(id, decision, reason, &actor)
             .await
             .map_err(|e| {
-                // The same statuses as `POST /governance/approvals/{id}/respond` (DESIGN §7), so
-                // the browser and scripts tell "already decided" (409) from a failure (500).
-                let status = match &e {
-                    RespondError::Forbidden(_) => StatusCode::FORBIDDEN,
-                    RespondError::NotFound(_) => StatusCode::NOT_FOUND,
-                    RespondError::AlreadyDecided(_) => StatusCode::CONFLICT,
-                    RespondError::Expired(_) => StatusCode::GONE,
-                    RespondError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
-                };
+                // The JSON API's status too (409 already decided, 410 expired, …), so the
+                // browser and scripts tell a lost race from a failure.
+                let error = ApiError::from(e);
                 if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-                    response.set_status(status);
+                    response.set_status(error.status());
                 }
-                e.to_string()
+                error.to_string()
             })?;
         sweeps::spawn_resume(self.state.clone(), id.to_string());
         Ok(row)
