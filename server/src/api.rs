@@ -109,10 +109,7 @@ impl FromRequestParts<AppState> for Controller {
             && !auth::same_origin(
                 &parts.method,
                 &parts.headers,
-                crate::pairing::public_origin(&state.settings)
-                    .ok()
-                    .flatten()
-                    .as_deref(),
+                state.public_origin.as_deref(),
             )
         {
             return Err(ApiError::Forbidden(

@@ -186,8 +186,7 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("opening the database {}", settings.database_url))?;
     let scope = Scope::parse(scope).context("scope must be read or control")?;
-    crate::pairing::public_origin(&settings).map_err(anyhow::Error::msg)?;
-    let base = crate::pairing::configured_base(&settings);
+    let base = crate::pairing::configured_base(&settings).map_err(anyhow::Error::msg)?;
     let offer = crate::pairing::make_link(&store, scope, "cli", &base, Utc::now())
         .await
         .context("storing the pairing link")?;

@@ -90,7 +90,6 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
     let bind = settings.bind.clone();
     let conf = leptos::config::get_configuration(None).context("reading Leptos settings")?;
     let telegram = telegram::TelegramSettings::from_settings(&settings)?;
-    pairing::public_origin(&settings).map_err(anyhow::Error::msg)?;
     let state = state::build(settings, demo, conf.leptos_options).await?;
 
     let sessions = session::SessionRecords::open(&state.store)
@@ -107,7 +106,7 @@ async fn serve(demo: bool) -> anyhow::Result<()> {
             state.clone(),
             web::demo_sign_in,
         ))
-        .layer(sessions.layer(pairing::secure_cookies(&state.settings)))
+        .layer(sessions.layer(pairing::secure_cookies(state.public_origin.as_deref())))
         .layer(middleware::from_fn(web::same_site_bounce))
         .with_state(state.clone());
 

@@ -106,36 +106,41 @@ pub fn public_origin(settings: &Settings) -> Result<Option<String>, String> {
     Ok(Some(url.origin().ascii_serialization()))
 }
 
-/// The address links are made on when no request tells it: `IRIS_PUBLIC_URL`, else
-/// `http://` + `IRIS_BIND` (an unspecified bind address `0.0.0.0` / `[::]` becomes `127.0.0.1`,
-/// which only this machine can open: set `IRIS_PUBLIC_URL` for a phone).
-pub fn configured_base(settings: &Settings) -> String {
-    if let Ok(Some(origin)) = public_origin(settings) {
-        return origin;
-    }
-    let bind = settings
-        .bind
+/// The address links are made on when no request tells it (`iris pair`): `IRIS_PUBLIC_URL`,
+/// else `http://` + `IRIS_BIND` (an unspecified bind address `0.0.0.0` / `[::]` becomes
+/// `127.0.0.1`, which only this machine can open: set `IRIS_PUBLIC_URL` for a phone).
+///
+/// # Errors
+/// [`public_origin`]'s, for an `IRIS_PUBLIC_URL` that is not an origin.
+pub fn configured_base(settings: &Settings) -> Result<String, String> {
+    Ok(public_origin(settings)?.unwrap_or_else(|| bind_base(&settings.bind)))
+}
+
+/// `http://` + the bind address, `0.0.0.0` / `[::]` read as `127.0.0.1`.
+fn bind_base(bind: &str) -> String {
+    let bind = bind
         .replacen("0.0.0.0:", "127.0.0.1:", 1)
         .replacen("[::]:", "127.0.0.1:", 1);
     format!("http://{bind}")
 }
 
-/// The address links made from a browser request point at: `IRIS_PUBLIC_URL` when set, else
-/// the `Host` the browser used (so a link made on the phone opens on the phone's address).
-pub fn request_base(settings: &Settings, headers: &HeaderMap) -> String {
-    if let Ok(Some(origin)) = public_origin(settings) {
-        return origin;
+/// The address links made from a browser request point at: the public origin
+/// (`AppState::public_origin`) when set, else the `Host` the browser used (so a link made on
+/// the phone opens on the phone's address), else the bind address.
+pub fn request_base(public_origin: Option<&str>, bind: &str, headers: &HeaderMap) -> String {
+    if let Some(origin) = public_origin {
+        return origin.to_owned();
     }
     match headers.get(header::HOST).and_then(|h| h.to_str().ok()) {
         Some(host) => format!("http://{host}"),
-        None => configured_base(settings),
+        None => bind_base(bind),
     }
 }
 
-/// Whether the session cookie gets `Secure`: the owner reaches the server over TLS
-/// (`IRIS_PUBLIC_URL` starts with `https://`).
-pub fn secure_cookies(settings: &Settings) -> bool {
-    matches!(public_origin(settings), Ok(Some(origin)) if origin.starts_with("https://"))
+/// Whether the session cookie gets `Secure`: the owner reaches the server over TLS (the public
+/// origin is `https://…`).
+pub fn secure_cookies(public_origin: Option<&str>) -> bool {
+    public_origin.is_some_and(|origin| origin.starts_with("https://"))
 }
 
 /// `GET /pair/{code}` and `POST /pair/{code}`.
@@ -259,8 +264,7 @@ async fn redeem(
     session: Session,
     form: Result<Form<PairForm>, FormRejection>,
 ) -> Response {
-    let public = public_origin(&state.settings).ok().flatten();
-    if !auth::same_origin(&Method::POST, &headers, public.as_deref()) {
+    if !auth::same_origin(&Method::POST, &headers, state.public_origin.as_deref()) {
         return closed(
             StatusCode::FORBIDDEN,
             "Pairing refused",
@@ -375,11 +379,21 @@ mod tests {
             let err = public_origin(&with_public_url(bad)).unwrap_err();
             assert!(err.contains("IRIS_PUBLIC_URL"), "{bad}: {err}");
         }
-        assert!(secure_cookies(&with_public_url("HTTPS://iris.example.org")));
-        assert!(!secure_cookies(&with_public_url("http://iris.example.org")));
+        let https = public_origin(&with_public_url("HTTPS://iris.example.org")).unwrap();
+        assert!(secure_cookies(https.as_deref()));
+        let http = public_origin(&with_public_url("http://iris.example.org")).unwrap();
+        assert!(!secure_cookies(http.as_deref()));
+        assert!(!secure_cookies(None));
         assert_eq!(
             configured_base(&with_public_url("https://iris.example.org/")),
-            "https://iris.example.org"
+            Ok("https://iris.example.org".to_owned())
+        );
+        assert!(configured_base(&with_public_url("https://x.org/iris/")).is_err());
+        let mut any_address = with_public_url("");
+        any_address.bind = "0.0.0.0:3000".into();
+        assert_eq!(
+            configured_base(&any_address),
+            Ok("http://127.0.0.1:3000".to_owned())
         );
     }
 }

@@ -36,6 +36,9 @@ pub struct AppState {
     pub events: ChannelRouter,
     /// In `--demo`: the token a browser without credentials is signed in with.
     pub demo_token: Option<Arc<String>>,
+    /// The origin of `IRIS_PUBLIC_URL` (`crate::pairing::public_origin`), checked once at
+    /// start: pairing links, the CSRF check behind a proxy, the `Secure` cookie.
+    pub public_origin: Option<Arc<str>>,
     /// Leptos settings (site root, pkg dir, output name).
     pub leptos: LeptosOptions,
     /// Settings as loaded.
@@ -68,12 +71,16 @@ fn demo_dir() -> PathBuf {
 /// demo mailbox and signs in a demo owner device.
 ///
 /// # Errors
-/// When the database, a mail account or the model setting cannot be used; the message names it.
+/// When the database, a mail account, the model setting or `IRIS_PUBLIC_URL` cannot be used;
+/// the message names it.
 pub async fn build(
     mut settings: Settings,
     demo: bool,
     leptos: LeptosOptions,
 ) -> anyhow::Result<AppState> {
+    let public_origin = crate::pairing::public_origin(&settings)
+        .map_err(anyhow::Error::msg)?
+        .map(Arc::from);
     if demo {
         if std::env::var_os("IRIS_DATABASE_URL").is_none() {
             settings.database_url = "sqlite://data/demo.db".into();
@@ -211,6 +218,7 @@ pub async fn build(
         store,
         events,
         demo_token,
+        public_origin,
         leptos,
         settings: Arc::new(settings),
     })

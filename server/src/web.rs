@@ -194,7 +194,11 @@ impl AppBackend for WebBackend {
             DeviceScope::Read => Scope::Read,
             DeviceScope::Control => Scope::Control,
         };
-        let base = pairing::request_base(&self.state.settings, &request.headers);
+        let base = pairing::request_base(
+            self.state.public_origin.as_deref(),
+            &self.state.settings.bind,
+            &request.headers,
+        );
         pairing::make_link(&self.state.store, scope, &viewer.name, &base, Utc::now())
             .await
             .map_err(text)
@@ -236,10 +240,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 /// is refused with 403 before anything runs.
 pub async fn csrf_guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let is_ui_post = req.method() == Method::POST && req.uri().path().starts_with("/ui/");
-    let public = pairing::public_origin(&state.settings).ok().flatten();
     if is_ui_post
         && auth::bearer_token(req.headers()).is_none()
-        && !auth::same_origin(req.method(), req.headers(), public.as_deref())
+        && !auth::same_origin(req.method(), req.headers(), state.public_origin.as_deref())
     {
         return (
             StatusCode::FORBIDDEN,

@@ -524,3 +524,20 @@ async fn a_page_opened_from_another_site_is_loaded_again_from_this_one() {
         assert!(!text.contains("http-equiv=\"refresh\""), "{path}: {text}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_url_that_is_not_an_origin_is_refused_before_any_link() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["pair", "--scope", "read"])
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .env("IRIS_PUBLIC_URL", "https://iris.example.org/iris/")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("IRIS_PUBLIC_URL"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("/pair/"));
+}
