@@ -174,34 +174,34 @@ fn when(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
-/// A link that cannot pair: why, in plain words, and what to do instead.
-fn refusal(link: Option<&PairingLink>) -> Response {
-    match link {
-        None => closed(
-            StatusCode::NOT_FOUND,
-            "This pairing link is not valid",
-            "Check that the whole link was copied, or make a new one with `iris pair --scope read|control` on the server or from the Devices page of a paired control device.".into(),
-        ),
-        Some(PairingLink {
-            used_at: Some(used_at),
+/// A link that cannot pair (`why`: unknown, already used or lapsed): why, in plain words, and
+/// what to do instead.
+fn refusal(why: &Redemption) -> Response {
+    match why {
+        Redemption::AlreadyUsed {
             device_name,
-            ..
-        }) => closed(
+            used_at,
+        } => closed(
             StatusCode::GONE,
             "This pairing link was already used",
             format!(
-                "It paired the device “{}” at {}. A link pairs one browser only; make a new one to pair another.",
-                device_name.as_deref().unwrap_or("?"),
+                "It paired the device “{device_name}” at {}. A link pairs one browser only; make a new one to pair another.",
                 when(*used_at)
             ),
         ),
-        Some(link) => closed(
+        Redemption::Lapsed { expires_at } => closed(
             StatusCode::GONE,
             "This pairing link has lapsed",
             format!(
                 "It worked for 10 minutes, until {}. Nothing was paired; make a new link.",
-                when(link.expires_at)
+                when(*expires_at)
             ),
+        ),
+        // Unknown (Paired and NameTaken are not refusals of the link and never reach here).
+        _ => closed(
+            StatusCode::NOT_FOUND,
+            "This pairing link is not valid",
+            "Check that the whole link was copied, or make a new one with `iris pair --scope read|control` on the server or from the Devices page of a paired control device.".into(),
         ),
     }
 }
@@ -218,32 +218,40 @@ async fn show(
     Path(code): Path<String>,
     request: Request,
 ) -> Response {
-    let now = Utc::now();
-    let link = match state.store.pairing(&auth::token_hash(&code)).await {
+    let link = match usable_link(&state, &auth::token_hash(&code), Utc::now()).await {
         Ok(link) => link,
-        Err(e) => return internal(e),
+        Err(refused) => return refused,
     };
-    match link {
-        Some(link) if link.usable_at(now) => {
-            let already =
-                match auth::authenticate(&state.store, request.headers(), request.extensions())
-                    .await
-                {
-                    Ok(auth::Identified::Device { device, .. }) => Some(device.name),
-                    _ => None,
-                };
-            page(
-                StatusCode::OK,
-                PairPageState::Ready {
-                    scope: device_scope(link.scope),
-                    expires_at: link.expires_at,
-                    name: suggested_name(),
-                    error: None,
-                    signed_in_as: already,
-                },
-            )
-        }
-        other => refusal(other.as_ref()),
+    let already =
+        match auth::authenticate(&state.store, request.headers(), request.extensions()).await {
+            Ok(auth::Identified::Device { device, .. }) => Some(device.name),
+            _ => None,
+        };
+    page(
+        StatusCode::OK,
+        PairPageState::Ready {
+            scope: device_scope(link.scope),
+            expires_at: link.expires_at,
+            name: suggested_name(),
+            error: None,
+            signed_in_as: already,
+        },
+    )
+}
+
+/// The link stored under `code_hash` if it can pair at `now`; else the page saying why.
+async fn usable_link(
+    state: &AppState,
+    code_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<PairingLink, Response> {
+    let link = state.store.pairing(code_hash).await.map_err(internal)?;
+    let Some(link) = link else {
+        return Err(refusal(&Redemption::Unknown));
+    };
+    match link.unusable_at(now) {
+        None => Ok(link),
+        Some(why) => Err(refusal(&why)),
     }
 }
 
@@ -285,10 +293,9 @@ async fn redeem(
     };
     let now = Utc::now();
     let code_hash = auth::token_hash(&code);
-    let link = match state.store.pairing(&code_hash).await {
-        Ok(Some(link)) if link.usable_at(now) => link,
-        Ok(other) => return refusal(other.as_ref()),
-        Err(e) => return internal(e),
+    let link = match usable_link(&state, &code_hash, now).await {
+        Ok(link) => link,
+        Err(refused) => return refused,
     };
     let again = |status: StatusCode, error: String, name: &str| {
         page(
@@ -331,13 +338,9 @@ async fn redeem(
             format!("A device named “{name}” already exists. Choose another name; the link still works."),
             &name,
         ),
-        Ok(Redemption::Unknown) => refusal(None),
-        Ok(Redemption::Lapsed { .. } | Redemption::AlreadyUsed { .. }) => {
-            match state.store.pairing(&code_hash).await {
-                Ok(link) => refusal(link.as_ref()),
-                Err(e) => internal(e),
-            }
-        }
+        // The link went (used or lapsed) between the read above and the redemption: the store
+        // says why.
+        Ok(why) => refusal(&why),
         Err(e) => internal(e),
     }
 }

@@ -50,7 +50,21 @@ impl PairingLink {
 
     /// Whether the link may still pair a device at `at`: unused and before `expires_at`.
     pub fn usable_at(&self, at: DateTime<Utc>) -> bool {
-        self.used_at.is_none() && at < self.expires_at
+        self.unusable_at(at).is_none()
+    }
+
+    /// Why the link cannot pair at `at` ([`Redemption::AlreadyUsed`] or
+    /// [`Redemption::Lapsed`]); `None` while it can. A used link says so even after its expiry.
+    pub fn unusable_at(&self, at: DateTime<Utc>) -> Option<Redemption> {
+        if let Some(used_at) = self.used_at {
+            return Some(Redemption::AlreadyUsed {
+                device_name: self.device_name.clone().unwrap_or_default(),
+                used_at,
+            });
+        }
+        (at >= self.expires_at).then_some(Redemption::Lapsed {
+            expires_at: self.expires_at,
+        })
     }
 }
 
@@ -141,6 +155,14 @@ mod tests {
         link.used_at = Some(made);
         link.device_name = Some("phone".into());
         assert!(!link.usable_at(made));
+        assert_eq!(
+            link.unusable_at(made + chrono::Duration::hours(1)),
+            Some(Redemption::AlreadyUsed {
+                device_name: "phone".into(),
+                used_at: made
+            }),
+            "used, whatever the time"
+        );
     }
 
     #[test]

@@ -1133,17 +1133,13 @@ macro_rules! impl_storage_traits {
                 .map_err(backend("redeeming a pairing link"))?;
                 let Some(row) = claimed.first() else {
                     tx.rollback().await.map_err(backend("ending a pairing"))?;
-                    return Ok(match iris_core::ports::PairingStore::pairing(self, code_hash).await? {
+                    let link = iris_core::ports::PairingStore::pairing(self, code_hash).await?;
+                    return Ok(match link {
                         None => Redemption::Unknown,
-                        Some(link) => match (link.used_at, link.device_name) {
-                            (Some(used_at), Some(device_name)) => Redemption::AlreadyUsed {
-                                device_name,
-                                used_at,
-                            },
-                            _ => Redemption::Lapsed {
-                                expires_at: link.expires_at,
-                            },
-                        },
+                        // Not usable now (the statement found it so): used or lapsed.
+                        Some(link) => link.unusable_at(at).unwrap_or(Redemption::Lapsed {
+                            expires_at: link.expires_at,
+                        }),
                     });
                 };
                 let scope_text = $crate::engine::RowRead::opt_string(row, "scope")
