@@ -18,7 +18,7 @@ use iris_core::ports::{PairingStore, Scope};
 use reqwest::StatusCode;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use support::{no_redirects, session_cookie, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use support::{no_redirects, session_cookie, snapshot, ModelServer, World, CATEGORY_TRASH_SCRIPT};
 use tokio::sync::Barrier;
 
 async fn world(model: &ModelServer) -> World {
@@ -540,4 +540,112 @@ async fn a_public_url_that_is_not_an_origin_is_refused_before_any_link() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("IRIS_PUBLIC_URL"), "{stderr}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("/pair/"));
+}
+
+/// How many pairing links the database holds.
+async fn pairing_rows(database_url: &str) -> i64 {
+    let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
+    let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM pairing_links")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    n.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apps_state_changing_functions_are_control_only_and_same_site_only() {
+    // DESIGN §2: every state-changing route is a gated write. The web app's server functions
+    // are routes too: a read browser gets 403 on each, a control browser's cookie sent from
+    // another site gets 403, and neither changes anything.
+    use leptos::server_fn::ServerFn;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let owner = world.add_device("owner", "control");
+    let server = world.start();
+    let client = server.client();
+    let (_, halted) = client
+        .post(
+            "/api/chat",
+            Some(&owner),
+            json!({"message": "trash the promo emails"}),
+        )
+        .await;
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let read = server.pair_browser(&world, "read", "wall").await;
+    let control = server.pair_browser(&world, "control", "laptop").await;
+    let calls = [
+        (
+            <app::api::RespondApproval as ServerFn>::PATH,
+            json!({"id": id, "decision": "approve", "reason": null}),
+        ),
+        (
+            <app::api::SendChat as ServerFn>::PATH,
+            json!({"message": "trash the newsletters", "conversation_id": null}),
+        ),
+        (
+            <app::api::RevokeDevice as ServerFn>::PATH,
+            json!({"name": "owner"}),
+        ),
+        (
+            <app::api::MakePairingLink as ServerFn>::PATH,
+            json!({"scope": "control"}),
+        ),
+    ];
+    let http = no_redirects();
+    let post = |path: &str, body: &serde_json::Value, cookie: &str, origin: &str| {
+        http.post(format!("{}{path}", server.url))
+            .header("cookie", cookie)
+            .header("origin", origin)
+            .json(body)
+            .send()
+    };
+    // What a refused call must leave as it was (device names and scopes: a refused request
+    // still records the device's last use).
+    let state = || async {
+        let devices: Vec<String> = devices_list(&world)
+            .lines()
+            .map(|l| l.split('\t').take(2).collect::<Vec<_>>().join(" "))
+            .collect();
+        (
+            client.get("/governance/approvals", &owner).await,
+            devices,
+            pairing_rows(&world.database_url).await,
+        )
+    };
+    let before = state().await;
+    let mail = snapshot(&world.maildir);
+    for (path, body) in &calls {
+        let resp = post(path, body, &read, &server.url).await.unwrap();
+        assert_eq!(
+            resp.status(),
+            StatusCode::FORBIDDEN,
+            "{path} as a read browser"
+        );
+        let resp = post(path, body, &control, "http://evil.example")
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.status(),
+            StatusCode::FORBIDDEN,
+            "{path} from another site"
+        );
+    }
+    assert_eq!(state().await, before, "a refused call changed something");
+    assert!(
+        snapshot(&world.maildir) == mail,
+        "a refused call moved mail"
+    );
+
+    // The same calls from the control browser on this site are accepted (so the 403s above
+    // were the scope and the origin, not the bodies).
+    let made = post(calls[3].0, &calls[3].1, &control, &server.url)
+        .await
+        .unwrap();
+    assert_eq!(made.status(), StatusCode::OK);
+    assert_eq!(pairing_rows(&world.database_url).await, before.2 + 1);
+    let revoked = post(calls[2].0, &json!({"name": "wall"}), &control, &server.url)
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), StatusCode::OK);
+    assert!(!devices_list(&world).contains("wall"));
 }
