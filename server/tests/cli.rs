@@ -801,19 +801,7 @@ async fn cross_surface_round(
         arrived.iter().all(|k| k.starts_with(".Trash/cur/")),
         "{arrived:?}"
     );
-    let audit = eventually("the execution audit entries", || async {
-        let audit = client
-            .get(&format!("/api/audit?approval_id={id}"), &devices.owner)
-            .await;
-        let executions = audit["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "execution")
-            .count();
-        (executions >= n).then_some(audit)
-    })
-    .await;
+    let audit = client.audit_with_executions(&id, &devices.owner, n).await;
     let entries = audit["entries"].as_array().unwrap();
     let count = |kind: &str| entries.iter().filter(|e| e["kind"] == kind).count();
     assert_eq!(count("decision"), 1, "{audit}");

@@ -28,24 +28,6 @@ fallback: "?"
     )
 }
 
-/// The audit of `id` once it holds at least `n` execution entries (they are written right after
-/// the ledger says `executed`), so the exact counts can then be checked.
-async fn audit_with_executions(client: &Client, id: &str, token: &str, n: usize) -> Value {
-    eventually("the execution audit entries", || async move {
-        let audit = client
-            .get(&format!("/api/audit?approval_id={id}"), token)
-            .await;
-        let executions = audit["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "execution")
-            .count();
-        (executions >= n).then_some(audit)
-    })
-    .await
-}
-
 async fn trash_flow(world: World, model: ModelServer, request: &str) {
     let control = world.add_device("phone", "control");
     let read = world.add_device("wall", "read");
@@ -238,7 +220,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     assert_eq!(gone_bytes, arrived_bytes, "trashed files changed");
 
     // The audit: one decision, one execution entry per item, each with an undo.
-    let audit = audit_with_executions(&client, &id, &control, n).await;
+    let audit = client.audit_with_executions(&id, &control, n).await;
     let entries = audit["entries"].as_array().unwrap();
     let executions: Vec<&Value> = entries
         .iter()
@@ -410,7 +392,7 @@ async fn two_servers_on_one_postgres_database_execute_once() {
 
     let row = client_a.wait_execution(&id, &tokens[0], "executed").await;
     let n = row["items"].as_array().unwrap().len();
-    let audit = audit_with_executions(&client_a, &id, &tokens[0], n).await;
+    let audit = client_a.audit_with_executions(&id, &tokens[0], n).await;
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(
         entries.iter().filter(|e| e["kind"] == "execution").count(),

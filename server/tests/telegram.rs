@@ -74,24 +74,6 @@ fn card_keyboard(row: &Value) -> Value {
     ]]})
 }
 
-/// The audit of `id` once it holds at least `n` execution entries (written right after the
-/// ledger says `executed`), so exact counts can then be checked.
-async fn audit_once_executed(client: &Client, token: &str, id: &str, n: usize) -> Value {
-    eventually("the execution audit entries", || async move {
-        let audit = client
-            .get(&format!("/api/audit?approval_id={id}"), token)
-            .await;
-        let executions = audit["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["kind"] == "execution")
-            .count();
-        (executions >= n).then_some(audit)
-    })
-    .await
-}
-
 /// The message's lapse time as MarkdownV2: the row's `expires_at` as Telegram cards write
 /// times ("30 Nov, 11:00 UTC"), escaped.
 fn lapse_time(row: &Value) -> String {
@@ -243,7 +225,7 @@ async fn the_card_is_answered_from_the_owners_chat() {
         again.contains("already approved by @owner via telegram"),
         "{again}"
     );
-    let audit = audit_once_executed(&client, &control, &id, n).await;
+    let audit = client.audit_with_executions(&id, &control, n).await;
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(
         entries.iter().filter(|e| e["kind"] == "decision").count(),
@@ -439,7 +421,7 @@ async fn telegram_and_http_answering_at_once_decide_once() {
             .contains(&format!("via {surface} at")),
         "{outcome}"
     );
-    let audit = audit_once_executed(&client, &control, &id, n).await;
+    let audit = client.audit_with_executions(&id, &control, n).await;
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(
         entries.iter().filter(|e| e["kind"] == "decision").count(),

@@ -547,6 +547,24 @@ impl Client {
         .await
     }
 
+    /// The audit of approval `id` once it holds at least `n` execution entries (they are written
+    /// right after the ledger says `executed`), so exact counts can then be checked.
+    pub async fn audit_with_executions(&self, id: &str, token: &str, n: usize) -> Value {
+        eventually("the execution audit entries", || async move {
+            let audit = self
+                .get(&format!("/api/audit?approval_id={id}"), token)
+                .await;
+            let executions = audit["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] == "execution")
+                .count();
+            (executions >= n).then_some(audit)
+        })
+        .await
+    }
+
     /// The last line of a conversation.
     pub async fn last_reply(&self, conversation: &str, token: &str) -> String {
         let c = self
