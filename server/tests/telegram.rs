@@ -15,30 +15,16 @@ mod support;
 
 use serde_json::{json, Value};
 use support::telegram::{escape, FakeBot, OWNER};
-use support::{eventually, snapshot, Client, ModelServer, World};
+use support::{eventually, snapshot, Client, ModelServer, World, CATEGORY_TRASH_SCRIPT};
 
 /// Another Telegram user, in their own chat: never allowed to answer.
 const STRANGER: i64 = 777;
 /// The owner's request: MarkdownV2 specials in "You asked" must arrive escaped.
 const REQUEST: &str = "trash the promo emails from this week (all of them) - thanks!";
 
-const SCRIPT: &str = r#"
-rules:
-  - when: "(?i)trash"
-    steps:
-      - call: search_inbox
-        args: {category: promotions, since_days: 7}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
-fallback: "?"
-"#;
-
 /// A server with the demo mailbox, a control device "phone" and Telegram pointed at `bot`.
 async fn start(bot: &FakeBot, extra: &[(&str, &str)]) -> (World, String, support::Iris) {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let mut world = World::new(&model.base_url);
     // The model server's task keeps serving after this handle is dropped.
     drop(model);
@@ -446,7 +432,7 @@ async fn telegram_and_http_answering_at_once_decide_once() {
 /// else its own SQLite file) and Maildir, with a control device "phone". `base` is the
 /// environment of every start.
 async fn restartable(database_url: Option<&str>) -> (World, String) {
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let mut world = World::new(&model.base_url);
     drop(model);
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
