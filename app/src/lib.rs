@@ -52,6 +52,20 @@ pub use backend::AppBackend;
 pub use backend::Viewer;
 pub use error::AppError;
 
+/// What the head of every page IRIS serves holds (the app's [`shell`] and the server-rendered
+/// pairing page): UTF-8, the phone viewport, both colour schemes, no favicon request, and the
+/// style sheet `/pkg/iris.css`.
+#[component]
+pub fn DocumentHead() -> impl IntoView {
+    view! {
+        <meta charset="utf-8"/>
+        <meta name="viewport" content="width=device-width, initial-scale=1"/>
+        <meta name="color-scheme" content="light dark"/>
+        <link rel="icon" href="data:,"/>
+        <link rel="stylesheet" href="/pkg/iris.css"/>
+    }
+}
+
 /// The HTML document around [`App`]: head with the stylesheet `/pkg/iris.css`, the hydration
 /// scripts and the meta tags, body with the app. It declares both colour schemes
 /// (`color-scheme: light dark`, issue 5), so the browser's own parts (form controls, scroll
@@ -63,11 +77,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
         <!DOCTYPE html>
         <html lang="en">
             <head>
-                <meta charset="utf-8"/>
-                <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <meta name="color-scheme" content="light dark"/>
-                <link rel="icon" href="data:,"/>
-                <link rel="stylesheet" href="/pkg/iris.css"/>
+                <DocumentHead/>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

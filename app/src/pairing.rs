@@ -92,11 +92,7 @@ impl PairPage {
                 <!DOCTYPE html>
                 <html lang="en">
                     <head>
-                        <meta charset="utf-8"/>
-                        <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                        <meta name="color-scheme" content="light dark"/>
-                        <link rel="icon" href="data:,"/>
-                        <link rel="stylesheet" href="/pkg/iris.css"/>
+                        <crate::DocumentHead/>
                         <title>"Pair a device · IRIS approvals"</title>
                     </head>
                     <body>
@@ -129,6 +125,11 @@ mod tests {
         assert!(html.contains("a read device"), "{html}");
         assert!(html.contains("until 10:10 UTC"), "{html}");
         assert!(html.contains("method=\"post\""), "{html}");
+        assert!(
+            html.contains("/pkg/iris.css"),
+            "the app's style sheet: {html}"
+        );
+        assert!(html.contains("light dark"), "both colour schemes: {html}");
         assert!(!html.contains("<script>x"), "{html}");
         assert!(!html.contains("<b> name"), "{html}");
     }
