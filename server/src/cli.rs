@@ -199,11 +199,7 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
         "It works once, until {} (10 minutes).",
         offer.expires_at.format("%H:%M:%S UTC")
     );
-    if settings
-        .public_url
-        .as_deref()
-        .is_none_or(|u| u.trim().is_empty())
-    {
+    if crate::config::non_blank(&settings.public_url).is_none() {
         println!("(Made on {base}; set IRIS_PUBLIC_URL to the address your phone opens.)");
     }
     // Which server it works on: the one using this database (a password is not shown).

@@ -122,6 +122,12 @@ pub struct Settings {
     pub email: EmailSettings,
 }
 
+/// An optional text setting trimmed, `None` when unset or blank: an environment variable set to
+/// an empty string (or a key left blank in `iris.toml`) counts as not set.
+pub fn non_blank(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
 /// An optional setting given as text or as a whole number, kept as text.
 fn string_or_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     #[derive(Deserialize)]

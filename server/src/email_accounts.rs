@@ -14,9 +14,9 @@ fn required<'a>(
     field: &str,
     value: &'a Option<String>,
 ) -> anyhow::Result<&'a str> {
-    match value.as_deref().map(str::trim) {
-        Some(v) if !v.is_empty() => Ok(v),
-        _ => anyhow::bail!(
+    match crate::config::non_blank(value) {
+        Some(v) => Ok(v),
+        None => anyhow::bail!(
             "email account `{}`: kind imap needs `{field}` (DESIGN §7: host, port, user, \
              password_env)",
             a.name

@@ -79,12 +79,7 @@ pub async fn make_link(
 /// A sentence naming `IRIS_PUBLIC_URL` and what is wrong with it (not http(s), no host, a path,
 /// a query, a fragment or a user name).
 pub fn public_origin(settings: &Settings) -> Result<Option<String>, String> {
-    let Some(raw) = settings
-        .public_url
-        .as_deref()
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-    else {
+    let Some(raw) = crate::config::non_blank(&settings.public_url) else {
         return Ok(None);
     };
     let wrong = |why: &str| {

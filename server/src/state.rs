@@ -115,11 +115,7 @@ pub async fn build(
     let mut email = EmailPlugin::new(accounts, &store).context("loading the email plugin")?;
     // send_email's transport (DESIGN §5): IRIS_SMTP_URL, else in the demo a local outbox folder
     // (saved, not sent), else none: send_email is then refused before any card.
-    if let Some(url) = settings
-        .smtp_url
-        .as_deref()
-        .filter(|u| !u.trim().is_empty())
-    {
+    if let Some(url) = crate::config::non_blank(&settings.smtp_url) {
         email = email.with_outbox(Outbox::smtp(url)?);
     } else if demo {
         // Beside the demo mailbox (`data/demo-outbox` by default; the end-to-end tests' own run

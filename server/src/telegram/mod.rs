@@ -44,7 +44,7 @@ use iris_core::ports::{QueueStore, Scope, TelegramCard, TelegramCardStore, Teleg
 use iris_core::wire::{Approval, ApprovalStatus, Decision, Event};
 use tokio::sync::{broadcast, Mutex};
 
-use crate::config::Settings;
+use crate::config::{non_blank, Settings};
 use crate::state::AppState;
 use bot_api::{BotApi, BotApiError, CallbackQuery, Update, User};
 use callback::{CallbackData, Step};
@@ -100,31 +100,18 @@ impl TelegramSettings {
     pub fn from_settings(
         settings: &Settings,
     ) -> Result<Option<TelegramSettings>, TelegramSettingsError> {
-        let Some(token) = settings
-            .telegram_token
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        else {
+        let Some(token) = non_blank(&settings.telegram_token) else {
             return Ok(None);
         };
-        let chat = settings
-            .telegram_chat_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .ok_or(TelegramSettingsError::MissingChatId)?;
+        let chat =
+            non_blank(&settings.telegram_chat_id).ok_or(TelegramSettingsError::MissingChatId)?;
         // Telegram never gives a chat the id 0: a 0 is a placeholder left in the settings.
         let owner_chat_id = chat
             .parse::<i64>()
             .ok()
             .filter(|id| *id != 0)
             .ok_or_else(|| TelegramSettingsError::BadChatId(chat.to_string()))?;
-        let api_url = settings
-            .telegram_api_url
-            .as_deref()
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
+        let api_url = non_blank(&settings.telegram_api_url)
             .unwrap_or(DEFAULT_API_URL)
             .trim_end_matches('/')
             .to_string();
