@@ -442,9 +442,8 @@ pub(crate) async fn events(
                     // Lagged: this listener missed events; the app refetches on the next one.
                     continue;
                 };
-                match DeviceStore::authenticate(&store, &token_hash, chrono::Utc::now()).await {
-                    Ok(Some(_)) => {}
-                    Ok(None) | Err(_) => return None,
+                if !matches!(store.is_live(&token_hash).await, Ok(true)) {
+                    return None;
                 }
                 let Some(data) = serde_json::to_value(&event)
                     .ok()

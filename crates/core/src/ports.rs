@@ -570,6 +570,13 @@ pub trait DeviceStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<Option<Device>, StoreError>;
 
+    /// Whether a live (unrevoked) device has this token hash. Reads only: for checks repeated
+    /// on an open stream, where recording a use each time would be a write per event.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn is_live(&self, token_hash: &str) -> Result<bool, StoreError>;
+
     /// Live devices, by name.
     ///
     /// # Errors

@@ -250,6 +250,10 @@ impl DeviceStore for Store {
         delegate!(self, s => DeviceStore::authenticate(s, token_hash, at).await)
     }
 
+    async fn is_live(&self, token_hash: &str) -> Result<bool, StoreError> {
+        delegate!(self, s => DeviceStore::is_live(s, token_hash).await)
+    }
+
     async fn list(&self) -> Result<Vec<Device>, StoreError> {
         delegate!(self, s => DeviceStore::list(s).await)
     }

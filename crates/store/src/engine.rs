@@ -1038,6 +1038,20 @@ macro_rules! impl_storage_traits {
                 rows.first().map($crate::engine::device_from_row).transpose()
             }
 
+            async fn is_live(
+                &self,
+                token_hash: &str,
+            ) -> Result<bool, iris_core::ports::StoreError> {
+                let rows = sqlx::query(
+                    "SELECT name FROM devices WHERE token_hash = $1 AND revoked_at IS NULL",
+                )
+                .bind(token_hash)
+                .fetch_all(&self.pool)
+                .await
+                .map_err($crate::engine::backend("checking a device"))?;
+                Ok(!rows.is_empty())
+            }
+
             async fn list(
                 &self,
             ) -> Result<Vec<iris_core::ports::Device>, iris_core::ports::StoreError> {

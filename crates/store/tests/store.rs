@@ -1840,7 +1840,10 @@ async fn devices_add_authenticate_list_revoke(engine: Engine) {
     assert_eq!(listed[0].last_used_at, Some(used));
     assert_eq!(listed[1].scope, Scope::Read);
 
+    assert!(store.is_live("hash-phone").await.expect("live"));
+    assert!(!store.is_live("hash-nobody").await.expect("live"));
     assert!(store.revoke("phone").await.expect("revoke"));
+    assert!(!store.is_live("hash-phone").await.expect("live"), "revoked");
     assert!(!store.revoke("phone").await.expect("revoke"));
     assert!(!store.revoke("nobody").await.expect("revoke"));
     assert!(store
