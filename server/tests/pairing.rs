@@ -114,7 +114,8 @@ async fn a_read_browser_pairs_once_through_the_link(world: World) {
     assert_eq!(resp.status(), StatusCode::SEE_OTHER);
     assert_eq!(resp.headers()["location"], "/activity");
     let set_cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
-    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+    // 30 days without use (session::SESSION_IDLE_DAYS) lapse the session.
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=2592000"] {
         assert!(set_cookie.contains(attribute), "{set_cookie}");
     }
     assert!(!set_cookie.contains("Secure"), "plain http: {set_cookie}");
