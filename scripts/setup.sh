@@ -3,8 +3,9 @@
 # Safe to run again and again (fast when everything is there). Run it, or source it from
 # another script (it then also exports PATH and the IRIS_* build settings below).
 #
-#   IRIS_SKIP_CARGO_LEPTOS=1   do not install cargo-leptos (the README's commands do not need it;
-#                              it takes 20-30 minutes to build on 2 cores)
+#   IRIS_WITH_CARGO_LEPTOS=1   also install cargo-leptos 0.3.10 (for `cargo leptos build|watch`;
+#                              the README's commands and the tests do not use it, and it takes
+#                              20-30 minutes to build on 2 cores, so it is off by default)
 set -euo pipefail
 
 IRIS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,10 +49,10 @@ setup_main() {
     setup_say "wasm-bindgen $need: present"
   fi
 
-  # 3. cargo-leptos, for those who prefer `cargo leptos build|watch|end-to-end`.
+  # 3. cargo-leptos, only when asked: for those who prefer `cargo leptos build|watch|end-to-end`.
   cl_out=$(cargo leptos --version 2>/dev/null || true)
-  if [ "${IRIS_SKIP_CARGO_LEPTOS:-0}" = 1 ]; then
-    setup_say "cargo-leptos: skipped (IRIS_SKIP_CARGO_LEPTOS=1)"
+  if [ "${IRIS_WITH_CARGO_LEPTOS:-0}" != 1 ]; then
+    setup_say "cargo-leptos: not installed (no test uses it; IRIS_WITH_CARGO_LEPTOS=1 installs it)"
   elif [ "$cl_out" = "cargo-leptos 0.3.10" ]; then
     setup_say "cargo-leptos 0.3.10: present"
   elif pgrep -f "cargo install cargo-leptos" >/dev/null 2>&1; then

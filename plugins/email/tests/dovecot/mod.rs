@@ -79,11 +79,11 @@ impl Dovecot {
     pub fn start_with(extra: &str) -> Dovecot {
         assert!(
             Path::new(DOVECOT).exists(),
-            "{DOVECOT} is missing: run `IRIS_SKIP_CARGO_LEPTOS=1 bash scripts/setup.sh` (it \
+            "{DOVECOT} is missing: run `bash scripts/setup.sh` (it \
              installs dovecot-imapd and the vmail user the IMAP tests need)"
         );
         let (uid, gid) = vmail_ids().expect(
-            "the system user `vmail` is missing: run `IRIS_SKIP_CARGO_LEPTOS=1 bash \
+            "the system user `vmail` is missing: run `bash \
              scripts/setup.sh` (Dovecot serves the test mail as vmail, never as root)",
         );
         static PASSWORD_SET: Once = Once::new();

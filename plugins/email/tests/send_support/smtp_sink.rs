@@ -27,7 +27,7 @@ impl SmtpSink {
     /// Starts a sink on a free loopback port.
     ///
     /// # Panics
-    /// When aiosmtpd is not installed (run `IRIS_SKIP_CARGO_LEPTOS=1 bash scripts/setup.sh`) or
+    /// When aiosmtpd is not installed (run `bash scripts/setup.sh`) or
     /// the sink does not listen before the deadline.
     pub fn start() -> SmtpSink {
         let has_aiosmtpd = Command::new("python3")
@@ -38,7 +38,7 @@ impl SmtpSink {
             .is_ok_and(|s| s.success());
         assert!(
             has_aiosmtpd,
-            "the SMTP sink needs python3's aiosmtpd, which is not installed: run `IRIS_SKIP_CARGO_LEPTOS=1 bash scripts/setup.sh` (it installs aiosmtpd)"
+            "the SMTP sink needs python3's aiosmtpd, which is not installed: run `bash scripts/setup.sh` (it installs aiosmtpd)"
         );
         let root = tempfile::tempdir().unwrap();
         // aiosmtpd's Mailbox handler creates the Maildir itself and wants it not to exist yet.
