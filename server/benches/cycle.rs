@@ -1,27 +1,33 @@
-//! Benchmark (issue 3): the whole consent cycle — halt → approve → execute → resume — on SQLite
-//! (a file in a temp folder) and PostgreSQL (a fresh database), through the real core and store:
-//! `Agent::run_turn` halts on a destructive call and writes the approval row and checkpoint,
-//! `Governance::respond_to_approval` stores the decision, `Agent::resume` claims, runs the pinned
-//! call (ledger `executing` → `executed`, audit) and lets the model finish. The model is a tiny
-//! in-process one (it proposes the call, then says "Done") and the tool is a no-op destructive
-//! plugin, so what is measured is the governance and the database, not a model or a mailbox.
+//! Benchmark: the whole consent cycle — halt → approve → execute → resume — through the real
+//! approvals service and store, on SQLite (a file in a temp folder, at `synchronous` FULL and
+//! NORMAL) and PostgreSQL (a fresh database):
 //!
-//! Reports cycles per second, p50/p99 latency per cycle (and per phase), and how many database
-//! commits one cycle costs, counted two ways (see `BENCHMARKS.md`):
+//! 1. halt: `ApprovalService::chat("drop record N")`: the model proposes a destructive call, the
+//!    hook pins it, and the turn ends in one commit (row, checkpoint, link, transcript, lines);
+//! 2. approve: `ApprovalService::respond`: one commit (decision, audit, resume job);
+//! 3. execute + resume: `ApprovalService::run_job`: the claim's commit (lease + ledger
+//!    `executing`), the no-op side effect, the outcome's commit (ledger `executed` + audit), the
+//!    model's continuation, the end's commit (transcript, lines, job done).
 //!
-//! - every statement sqlx runs is counted from its `sqlx::query` trace event and classified by
-//!   its verb; every store call runs in autocommit mode (no explicit transactions), so each
-//!   INSERT/UPDATE/DELETE is one write commit and each SELECT one read-only transaction;
-//! - on PostgreSQL, also `pg_stat_database.xact_commit` of the bench's own database, read from
-//!   another database after the pool closed (backends flush their counters when they exit).
-//!   It counts every committed transaction, read-only ones included.
+//! The model is a tiny in-process one (it proposes the call, then says "Done"; the anchor's model
+//! is in process too) and the tool is a no-op destructive plugin, so what is measured is
+//! governance and the database. In the same sitting, on the same settings, it measures one bare
+//! commit (a one-row autocommit INSERT through the same pool), so the cycle can be read against
+//! `commits per cycle × commit_us`.
 //!
-//! Bounded: a fixed number of cycles (`IRIS_BENCH_CYCLES`, default 200, after 10 warm-up
-//! cycles), then it stops. Run it with `cargo bench -p server --bench cycle`. Without cargo
-//! bench's `--bench` argument (e.g. `cargo test --all-targets`) it only says how to run it.
-//! `IRIS_BENCH_ENGINES=sqlite` or `=postgres` runs one engine; PostgreSQL is reached through
-//! `IRIS_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
-//! `IRIS_BENCH_SHOW_STATEMENTS=1` prints the statements of the first measured cycle.
+//! Commits are counted twice: by the store (every unit of work's committed transaction) and, on
+//! PostgreSQL, by `pg_stat_database.xact_commit` (read-only transactions included). Statements
+//! are counted from sqlx's `sqlx::query` trace events.
+//!
+//! Also on PostgreSQL: how long an event committed on one server (store) takes to reach another
+//! server's subscribers through `LISTEN/NOTIFY` and the event log.
+//!
+//! Every engine prints one machine-readable line,
+//! `RESULT engine=sqlite synchronous=full cycles_per_s=N p50_ms=N p99_ms=N commits_per_cycle=N commit_us=N`
+//! (`engine=postgres synchronous=on`), the shape `../shared/anchors/langgraph_hitl.py` prints.
+//! Bounded: `IRIS_BENCH_CYCLES` (default 200) after 10 warm-up cycles. Run it with
+//! `cargo bench -p server --bench cycle`; `IRIS_BENCH_ENGINES=sqlite-full,sqlite-normal,postgres`
+//! picks engines; PostgreSQL is reached through `IRIS_TEST_POSTGRES_URL`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,15 +35,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use iris_core::agent::Agent;
+use futures::future::BoxFuture;
+use iris_core::agent::{Agent, Pausing};
 use iris_core::approval::Ttl;
-use iris_core::kernel::{Actor, Governance};
+use iris_core::approvals::{Actor, ApprovalService, JobRuntime, LeaseSettings};
 use iris_core::manifest::{Manifest, ToolSpec};
 use iris_core::model::{Message, Model, ModelError, ModelTurn, ToolCall};
 use iris_core::plugin::{CallContext, Description, ItemOutcome, Plugin, ToolError, ToolOutput};
-use iris_core::ports::{Notifier, QueueStore, Scope, SystemClock};
+use iris_core::ports::{ApprovalStore, HaltRecord, Scope, SystemClock, TurnCommit};
+use iris_core::toolbox::Toolbox;
 use iris_core::wire::{ApprovalStatus, Decision, Event, Execution, RunStatus};
-use iris_store::Store;
+use iris_store::{Store, StoreOptions, Synchronous};
 use serde_json::{json, Value};
 use sqlx::Connection;
 use tracing::field::{Field, Visit};
@@ -45,11 +53,18 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
+/// The server's allocator (as `iris` itself uses), so the cycle measures what production runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Warm-up cycles before the measured ones (not in the latency figures).
 const WARMUP: usize = 10;
 
 /// Measured cycles unless `IRIS_BENCH_CYCLES` says otherwise.
 const DEFAULT_CYCLES: usize = 200;
+
+/// Bare commits measured per engine.
+const BARE_COMMITS: usize = 200;
 
 // ---------------------------------------------------------------- the no-op destructive plugin
 
@@ -175,24 +190,13 @@ impl Model for BenchModel {
     }
 }
 
-struct QuietNotifier;
-
-impl Notifier for QuietNotifier {
-    fn notify(&self, _event: Event) {}
-}
-
 // ---------------------------------------------------------------- counting statements
 
-/// Statements sqlx ran, by verb, and the commits they imply.
+/// Statements sqlx ran, by verb (its trace events; the transactions' BEGIN and COMMIT are not
+/// among them, so commits are counted by the store).
 #[derive(Debug, Default, Clone, PartialEq)]
 struct SqlCounts {
     by_verb: BTreeMap<String, u64>,
-    /// Write commits: autocommit INSERT/UPDATE/DELETE, plus each COMMIT of an explicit
-    /// transaction (none today).
-    write_commits: u64,
-    /// Read-only statements outside an explicit transaction (each its own transaction).
-    read_transactions: u64,
-    in_transaction: bool,
     /// The statements' first words, in order (shown with `IRIS_BENCH_SHOW_STATEMENTS=1`).
     log: Vec<String>,
 }
@@ -201,27 +205,9 @@ impl SqlCounts {
     fn record(&mut self, sql: &str) {
         let upper = sql.trim_start().to_ascii_uppercase();
         let verb = upper.split_whitespace().next().unwrap_or("").to_string();
-        let writes = match verb.as_str() {
-            "INSERT" | "UPDATE" | "DELETE" | "REPLACE" => true,
-            "WITH" => ["INSERT ", "UPDATE ", "DELETE "]
-                .iter()
-                .any(|w| upper.contains(w)),
-            _ => false,
-        };
-        *self.by_verb.entry(verb.clone()).or_default() += 1;
+        *self.by_verb.entry(verb).or_default() += 1;
         self.log
             .push(sql.split_whitespace().take(6).collect::<Vec<_>>().join(" "));
-        match verb.as_str() {
-            "BEGIN" => self.in_transaction = true,
-            "COMMIT" | "END" => {
-                self.in_transaction = false;
-                self.write_commits += 1;
-            }
-            "ROLLBACK" => self.in_transaction = false,
-            _ if self.in_transaction => {}
-            _ if writes => self.write_commits += 1,
-            _ => self.read_transactions += 1,
-        }
     }
 
     fn statements(&self) -> u64 {
@@ -233,8 +219,6 @@ impl SqlCounts {
         for (verb, n) in &other.by_verb {
             *self.by_verb.entry(verb.clone()).or_default() += n;
         }
-        self.write_commits += other.write_commits;
-        self.read_transactions += other.read_transactions;
     }
 }
 
@@ -326,28 +310,41 @@ async fn settled_xact_commit(admin_url: &str, name: &str) -> i64 {
     last
 }
 
-async fn close(store: &Store) {
-    match store {
-        Store::Sqlite(s) => s.pool().close().await,
-        Store::Postgres(p) => p.pool().close().await,
+/// The bench's job runtime: nothing to wake (the bench runs each job itself), tokio's timer.
+struct BenchJobs;
+
+impl JobRuntime for BenchJobs {
+    fn job_ready(&self) {}
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
     }
 }
 
 // ---------------------------------------------------------------- one engine
 
-struct Report {
+/// What one engine's run is: its name, settings and database.
+struct Setup {
     engine: &'static str,
+    synchronous: &'static str,
+    url: String,
+    options: StoreOptions,
+    /// PostgreSQL: the admin url and the database's name, for `pg_stat_database`.
+    pg: Option<(String, String)>,
+}
+
+struct Report {
     cycles: usize,
     elapsed: Duration,
     cycle: Vec<Duration>,
-    halt: Vec<Duration>,
-    approve: Vec<Duration>,
-    resume: Vec<Duration>,
-    /// Counted over warm-up and measured cycles together.
-    sql: SqlCounts,
-    /// The same, per phase: halt, approve, execute + resume.
-    phases: [SqlCounts; 3],
+    phases: [Vec<Duration>; 3],
+    /// Store commits per phase, over warm-up and measured cycles.
+    commits: [u64; 3],
+    /// Statements per phase, over warm-up and measured cycles.
+    sql: [SqlCounts; 3],
     counted_cycles: usize,
+    /// One bare commit, median, in µs.
+    commit_us: f64,
     /// PostgreSQL: committed transactions per cycle from `pg_stat_database`.
     pg_xact_per_cycle: Option<f64>,
 }
@@ -357,57 +354,78 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank - 1]
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1000.0)
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
-/// Runs warm-up plus `cycles` cycles on the store at `url`.
-async fn run_engine(
-    engine: &'static str,
-    url: &str,
-    cycles: usize,
-    counter: &SqlCounter,
-    pg: Option<(&str, &str)>,
-) -> Report {
+/// The median of `BARE_COMMITS` one-row autocommit INSERTs through `store`'s pool, in µs.
+async fn bare_commit_us(store: &Store) -> f64 {
+    sqlx::query("CREATE TABLE IF NOT EXISTS bench_commit (n BIGINT NOT NULL)")
+        .execute(store.pool())
+        .await
+        .expect("bench table");
+    let mut times = Vec::with_capacity(BARE_COMMITS);
+    for n in 0..BARE_COMMITS {
+        let t = Instant::now();
+        sqlx::query("INSERT INTO bench_commit (n) VALUES ($1)")
+            .bind(n as i64)
+            .execute(store.pool())
+            .await
+            .expect("bare commit");
+        times.push(t.elapsed());
+    }
+    times.sort();
+    percentile(&times, 0.5).as_secs_f64() * 1e6
+}
+
+/// The service over `store`: the no-op plugin, the bench model, default TTLs.
+fn service(store: &Store, plugin: Arc<NoopPlugin>) -> ApprovalService {
+    let toolbox = Arc::new(Toolbox::new(vec![plugin]).expect("toolbox"));
+    let agent = Agent::new(
+        Arc::new(BenchModel),
+        toolbox,
+        Pausing::Governed {
+            ttl: Ttl::default(),
+            clock: Arc::new(SystemClock),
+        },
+        Vec::new(),
+    );
+    ApprovalService::new(
+        Arc::new(store.clone()),
+        Arc::new(agent),
+        Arc::new(SystemClock),
+        LeaseSettings::for_this_process(30),
+        Arc::new(BenchJobs),
+    )
+}
+
+/// Runs warm-up plus `cycles` cycles on `setup`'s database.
+async fn run_engine(setup: &Setup, cycles: usize, counter: &SqlCounter) -> Report {
     // PostgreSQL: what merely connecting costs (the migrator's check), to subtract later.
     let mut pg_before = None;
-    if let Some((admin, name)) = pg {
-        close(
-            &Store::connect(url)
-                .await
-                .expect("first connect (migrations)"),
-        )
-        .await;
+    if let Some((admin, name)) = &setup.pg {
+        let connect = || Store::connect_with(&setup.url, setup.options.clone());
+        connect().await.expect("first connect").pool().close().await;
         let b1 = settled_xact_commit(admin, name).await;
-        close(&Store::connect(url).await.expect("second connect")).await;
+        connect()
+            .await
+            .expect("second connect")
+            .pool()
+            .close()
+            .await;
         let b2 = settled_xact_commit(admin, name).await;
         pg_before = Some((b2, b2 - b1));
     }
 
-    let store = Store::connect(url).await.expect("connecting the store");
-    let store_arc = Arc::new(store.clone());
-    let governance = Governance {
-        queue: store_arc.clone(),
-        ledger: store_arc.clone(),
-        audit: store_arc.clone(),
-        checkpoints: Some(store_arc.clone()),
-        notifier: Arc::new(QuietNotifier),
-        clock: Arc::new(SystemClock),
-        ttl: Ttl::default(),
-        enabled: true,
-    };
+    let store = Store::connect_with(&setup.url, setup.options.clone())
+        .await
+        .expect("connecting the store");
+    let commit_us = bare_commit_us(&store).await;
     let plugin = Arc::new(NoopPlugin {
         manifest: Manifest::from_yaml(MANIFEST).expect("bench manifest"),
         executions: AtomicUsize::new(0),
     });
-    let agent = Agent::new(
-        Arc::new(BenchModel),
-        vec![plugin.clone()],
-        store_arc.clone(),
-        Some(governance.clone()),
-        Vec::new(),
-    )
-    .expect("agent");
+    let service = service(&store, plugin.clone());
     let actor = Actor {
         name: "bench".into(),
         scope: Scope::Control,
@@ -416,16 +434,14 @@ async fn run_engine(
 
     counter.take();
     let mut report = Report {
-        engine,
         cycles,
         elapsed: Duration::ZERO,
         cycle: Vec::with_capacity(cycles),
-        halt: Vec::with_capacity(cycles),
-        approve: Vec::with_capacity(cycles),
-        resume: Vec::with_capacity(cycles),
-        sql: SqlCounts::default(),
         phases: Default::default(),
+        commits: [0; 3],
+        sql: Default::default(),
         counted_cycles: WARMUP + cycles,
+        commit_us,
         pg_xact_per_cycle: None,
     };
     let mut ids = Vec::with_capacity(WARMUP + cycles);
@@ -434,135 +450,226 @@ async fn run_engine(
         if i == WARMUP {
             started = Instant::now();
         }
+        let c0 = store.commits();
         let t0 = Instant::now();
-        let halted = agent
-            .run_turn(None, &format!("drop record {i}"))
+        let halted = service
+            .chat(&actor, None, &format!("drop record {i}"))
             .await
-            .expect("run_turn");
+            .expect("halt");
         assert_eq!(halted.status, RunStatus::AwaitingApproval, "{halted:?}");
         let id = halted.approval_id.expect("approval id");
-        let t1 = Instant::now();
-        let mut shown = [counter.take(), SqlCounts::default(), SqlCounts::default()];
-        let row = governance
-            .respond_to_approval(&id, Decision::Approve, None, &actor)
+        let (t1, c1) = (Instant::now(), store.commits());
+        let halt_sql = counter.take();
+        let row = service
+            .respond(&id, Decision::Approve, None, &actor)
             .await
-            .expect("respond_to_approval");
+            .expect("respond");
         assert_eq!(row.status, ApprovalStatus::Approved);
-        let t2 = Instant::now();
-        shown[1] = counter.take();
-        let resumed = agent
-            .resume(&id)
+        let (t2, c2) = (Instant::now(), store.commits());
+        let approve_sql = counter.take();
+        let resumed = service
+            .run_job(&id)
             .await
-            .expect("resume")
+            .expect("run the job")
+            .and_then(|r| r.run)
             .expect("this caller resumes");
         assert_eq!(resumed.status, RunStatus::Done, "{resumed:?}");
-        let t3 = Instant::now();
-        shown[2] = counter.take();
+        let (t3, c3) = (Instant::now(), store.commits());
+        let shown = [halt_sql, approve_sql, counter.take()];
         if i == WARMUP && std::env::var_os("IRIS_BENCH_SHOW_STATEMENTS").is_some() {
             for (phase, counts) in ["halt", "approve", "execute + resume"].iter().zip(&shown) {
-                println!("{engine} {phase}:");
+                println!("{} {phase}:", setup.engine);
                 for line in &counts.log {
                     println!("    {line}");
                 }
             }
         }
-        for (total, phase) in report.phases.iter_mut().zip(&shown) {
+        for (total, phase) in report.sql.iter_mut().zip(&shown) {
             total.add(phase);
+        }
+        for (total, n) in report.commits.iter_mut().zip([c1 - c0, c2 - c1, c3 - c2]) {
+            *total += n;
         }
         if i >= WARMUP {
             report.cycle.push(t3 - t0);
-            report.halt.push(t1 - t0);
-            report.approve.push(t2 - t1);
-            report.resume.push(t3 - t2);
+            report.phases[0].push(t1 - t0);
+            report.phases[1].push(t2 - t1);
+            report.phases[2].push(t3 - t2);
         }
         ids.push(id);
     }
     report.elapsed = started.elapsed();
-    for phase in &report.phases {
-        report.sql.add(phase);
-    }
     counter.take();
 
     // Every cycle executed its pinned call exactly once, and the ledger says so.
     assert_eq!(plugin.executions.load(Ordering::SeqCst), WARMUP + cycles);
     for id in [&ids[0], &ids[ids.len() / 2], &ids[ids.len() - 1]] {
-        let row = store.get(id).await.expect("get").expect("row");
+        let row = store.approval(id).await.expect("get").expect("row");
         assert_eq!(row.execution, Execution::Executed, "{row:?}");
     }
     counter.take();
 
-    close(&store).await;
-    if let (Some((admin, name)), Some((before, connect_cost))) = (pg, pg_before) {
+    store.pool().close().await;
+    if let (Some((admin, name)), Some((before, connect_cost))) = (&setup.pg, pg_before) {
         let after = settled_xact_commit(admin, name).await;
-        // Subtract the connect (migrator check) and the three verification reads above.
-        let during = after - before - connect_cost - 3;
+        // Subtract the connect, the bare commits, the table, and the three verification reads.
+        let during = after - before - connect_cost - BARE_COMMITS as i64 - 1 - 3;
         report.pg_xact_per_cycle = Some(during as f64 / (WARMUP + cycles) as f64);
     }
     report
 }
 
-fn print(report: &Report) {
+fn print(setup: &Setup, report: &Report) {
     let mut cycle = report.cycle.clone();
     cycle.sort();
-    let sorted = |v: &Vec<Duration>| {
-        let mut v = v.clone();
-        v.sort();
-        v
-    };
-    let (halt, approve, resume) = (
-        sorted(&report.halt),
-        sorted(&report.approve),
-        sorted(&report.resume),
-    );
     let per = |n: u64| n as f64 / report.counted_cycles as f64;
-    println!("\n## {} ({} measured cycles)", report.engine, report.cycles);
+    let cycles_per_s = report.cycles as f64 / report.elapsed.as_secs_f64();
+    let commits: u64 = report.commits.iter().sum();
     println!(
-        "cycles/s {:.1} | cycle p50 {} ms | p99 {} ms | max {} ms",
-        report.cycles as f64 / report.elapsed.as_secs_f64(),
+        "\n## {} synchronous={} ({} measured cycles)",
+        setup.engine, setup.synchronous, report.cycles
+    );
+    println!(
+        "cycles/s {:.1} | cycle p50 {:.2} ms | p99 {:.2} ms | max {:.2} ms | one bare commit {:.0} µs",
+        cycles_per_s,
         ms(percentile(&cycle, 0.50)),
         ms(percentile(&cycle, 0.99)),
         ms(*cycle.last().unwrap()),
+        report.commit_us,
     );
-    for ((name, v), sql) in [
-        ("halt (run_turn)", &halt),
-        ("approve (respond_to_approval)", &approve),
-        ("execute + resume (resume)", &resume),
+    for (i, name) in [
+        "halt (chat)",
+        "approve (respond)",
+        "execute + resume (run_job)",
     ]
-    .into_iter()
-    .zip(&report.phases)
+    .iter()
+    .enumerate()
     {
+        let mut v = report.phases[i].clone();
+        v.sort();
         println!(
-            "  {name:<32} p50 {} ms | p99 {} ms | write commits {:.2} | reads {:.2} | {}",
-            ms(percentile(v, 0.50)),
-            ms(percentile(v, 0.99)),
-            per(sql.write_commits),
-            per(sql.read_transactions),
-            sql.by_verb
+            "  {name:<28} p50 {:.2} ms | p99 {:.2} ms | commits {:.2} | statements {:.2}: {}",
+            ms(percentile(&v, 0.50)),
+            ms(percentile(&v, 0.99)),
+            per(report.commits[i]),
+            per(report.sql[i].statements()),
+            report.sql[i]
+                .by_verb
                 .iter()
                 .map(|(verb, n)| format!("{verb} {:.2}", per(*n)))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
+    let commits_per_cycle = per(commits);
     println!(
-        "statements per cycle {:.2}: {}",
-        per(report.sql.statements()),
-        report
-            .sql
-            .by_verb
-            .iter()
-            .map(|(verb, n)| format!("{verb} {:.2}", per(*n)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    println!(
-        "write commits per cycle {:.2} (autocommit INSERT/UPDATE/DELETE); read-only transactions {:.2}",
-        per(report.sql.write_commits),
-        per(report.sql.read_transactions)
+        "commits per cycle {commits_per_cycle:.2}; their bare cost {:.2} ms; the cycle is {:.2}× that",
+        commits_per_cycle * report.commit_us / 1000.0,
+        ms(percentile(&cycle, 0.50)) / (commits_per_cycle * report.commit_us / 1000.0)
     );
     if let Some(x) = report.pg_xact_per_cycle {
-        println!("pg_stat_database.xact_commit per cycle {x:.2} (all committed transactions, read-only included)");
+        println!("pg_stat_database.xact_commit per cycle {x:.2} (every committed transaction, read-only ones included)");
     }
+    println!(
+        "RESULT engine={} synchronous={} cycles_per_s={:.1} p50_ms={:.2} p99_ms={:.2} commits_per_cycle={:.2} commit_us={:.0}",
+        if setup.pg.is_some() { "postgres" } else { "sqlite" },
+        setup.synchronous,
+        cycles_per_s,
+        ms(percentile(&cycle, 0.50)),
+        ms(percentile(&cycle, 0.99)),
+        commits_per_cycle,
+        report.commit_us
+    );
+}
+
+// ---------------------------------------------------------------- events across servers
+
+/// Two servers' stores on one PostgreSQL database: A commits a card, B's subscriber receives
+/// `approval.requested`. Prints p50/p99 of that delay over `rounds` cards.
+async fn event_delay(url: &str, rounds: usize) {
+    let a = Store::connect(url).await.expect("server A");
+    let b = Store::connect(url).await.expect("server B");
+    b.listen_for_events().await.expect("B listens");
+    let mut feed = b.subscribe();
+    let mut delays = Vec::with_capacity(rounds);
+    for i in 0..rounds + 5 {
+        let mut row = iris_core::ports::NewApproval {
+            id: format!("event-{i}"),
+            kind: iris_core::wire::ApprovalKind::Destructive,
+            tool: "drop_record".into(),
+            args: json!({"ids": [format!("rec-{i}")]}),
+            args_canonical: String::new(),
+            call_hash: String::new(),
+            items: vec![format!("rec-{i}")],
+            card: iris_core::wire::Card {
+                title: "Drop 1 record".into(),
+                action: "Drop 1 record".into(),
+                effect: iris_core::wire::Effect::Destructive,
+                lines: vec![],
+                undo_tool: None,
+                undo_window_days: None,
+                request: "drop".into(),
+                undo_note: None,
+            },
+            run_id: format!("run-{i}"),
+            context_summary: "drop".into(),
+            created_at: chrono::Utc::now(),
+            expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
+            preconditions: vec![],
+        };
+        row.args_canonical = iris_core::canonical::canonical_json(&row.args);
+        row.call_hash = iris_core::canonical::call_hash(&row.tool, &row.args);
+        let checkpoint = iris_core::ports::Checkpoint {
+            id: format!("cp-{i}"),
+            run_id: row.run_id.clone(),
+            conversation_id: format!("c-{i}"),
+            request: "drop".into(),
+            messages: vec![],
+            pending_call: ToolCall {
+                id: "call".into(),
+                name: "drop_record".into(),
+                arguments: row.args.clone(),
+            },
+            approval_id: row.id.clone(),
+            effects_executed: vec![],
+        };
+        let turn = TurnCommit {
+            conversation_id: format!("c-{i}"),
+            transcript: vec![],
+            lines: vec![],
+            events: vec![Event::ApprovalRequested(row.pending_view())],
+            halt: Some(HaltRecord {
+                approval: row,
+                checkpoint,
+            }),
+        };
+        let sent = Instant::now();
+        a.commit_turn(&turn).await.expect("A commits");
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), feed.recv()).await {
+                Ok(Ok(Event::ApprovalRequested(x))) if x.id == format!("event-{i}") => break,
+                Ok(Ok(_)) => continue,
+                other => panic!("B missed the event: {other:?}"),
+            }
+        }
+        if i >= 5 {
+            delays.push(sent.elapsed());
+        }
+    }
+    delays.sort();
+    println!(
+        "\n## events across servers (PostgreSQL LISTEN/NOTIFY + event log, {rounds} cards)\nA's commit → B's subscriber: p50 {:.2} ms | p99 {:.2} ms | max {:.2} ms",
+        ms(percentile(&delays, 0.5)),
+        ms(percentile(&delays, 0.99)),
+        ms(*delays.last().unwrap())
+    );
+    println!(
+        "RESULT engine=postgres measure=event_a_to_b p50_ms={:.2} p99_ms={:.2}",
+        ms(percentile(&delays, 0.5)),
+        ms(percentile(&delays, 0.99))
+    );
+    a.pool().close().await;
+    b.pool().close().await;
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -572,33 +679,51 @@ async fn main() {
         return;
     }
     let counter = SqlCounter::default();
-    tracing_subscriber::registry()
-        .with(
-            counter.clone().with_filter(
-                tracing_subscriber::filter::Targets::new()
-                    .with_target("sqlx::query", tracing::Level::TRACE),
-            ),
-        )
-        .init();
+    if std::env::var_os("IRIS_BENCH_NO_COUNT").is_none() {
+        tracing_subscriber::registry()
+            .with(
+                counter.clone().with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("sqlx::query", tracing::Level::TRACE),
+                ),
+            )
+            .init();
+    }
 
     let cycles = std::env::var("IRIS_BENCH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|n: &usize| *n > 0)
         .unwrap_or(DEFAULT_CYCLES);
-    let engines = std::env::var("IRIS_BENCH_ENGINES").unwrap_or_else(|_| "sqlite,postgres".into());
+    let engines = std::env::var("IRIS_BENCH_ENGINES")
+        .unwrap_or_else(|_| "sqlite-full,sqlite-normal,postgres".into());
     println!(
         "IRIS cycle benchmark: halt → approve → execute → resume, {cycles} cycles after {WARMUP} warm-up, sequential, {} CPUs",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
 
-    if engines.contains("sqlite") {
+    for (name, synchronous) in [
+        ("sqlite-full", Synchronous::Full),
+        ("sqlite-normal", Synchronous::Normal),
+    ] {
+        if !engines.split(',').any(|e| e == name) {
+            continue;
+        }
         let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-        let report = run_engine("SQLite (file, WAL)", &url, cycles, &counter, None).await;
-        print(&report);
+        let setup = Setup {
+            engine: "SQLite (file, WAL)",
+            synchronous: synchronous.as_str(),
+            url: format!("sqlite://{}", dir.path().join("bench.db").display()),
+            options: StoreOptions {
+                synchronous,
+                ..StoreOptions::default()
+            },
+            pg: None,
+        };
+        let report = run_engine(&setup, cycles, &counter).await;
+        print(&setup, &report);
     }
-    if engines.contains("postgres") {
+    if engines.split(',').any(|e| e == "postgres") {
         let admin = iris_store::testing::postgres_admin_url();
         if sqlx::PgConnection::connect(&admin).await.is_err() {
             println!("\n## PostgreSQL: skipped, not reachable at {admin} (start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`)");
@@ -611,15 +736,16 @@ async fn main() {
             .and_then(|s| s.split('?').next())
             .unwrap_or_default()
             .to_string();
-        let report = run_engine(
-            "PostgreSQL",
-            &url,
-            cycles,
-            &counter,
-            Some((admin.as_str(), name.as_str())),
-        )
-        .await;
-        print(&report);
+        let setup = Setup {
+            engine: "PostgreSQL",
+            synchronous: "on",
+            url: url.clone(),
+            options: StoreOptions::default(),
+            pg: Some((admin.clone(), name)),
+        };
+        let report = run_engine(&setup, cycles, &counter).await;
+        print(&setup, &report);
+        event_delay(&url, 200).await;
         drop(database);
     }
 }

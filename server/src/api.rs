@@ -4,15 +4,15 @@
 use std::convert::Infallible;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::Method;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
 use futures::Stream;
-use iris_core::kernel::Actor;
-use iris_core::ports::{AuditLog, ConversationStore, DeviceStore, QueueStore};
+use iris_core::approvals::Actor;
+use iris_core::ports::{ApprovalFilter, ApprovalStore, DeviceStore};
 use iris_core::wire::{
     Approval, ApprovalList, ApprovalStatus, AuditList, ChatRequest, ChatResponse, Conversation,
     ErrorBody, Event, PluginList, RespondRequest, RespondResponse, ResumeResponse,
@@ -26,7 +26,34 @@ use crate::auth::{self, Presented};
 use crate::error::ApiError;
 use crate::openapi;
 use crate::state::AppState;
-use crate::sweeps;
+
+/// The largest request body accepted, in bytes (a chat message is at most 4,000 characters;
+/// no body the API takes is near this). A larger one is refused with 413 and the JSON error
+/// shape of every other 4xx.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A request body read whole, within [`MAX_BODY_BYTES`]: a body too large, or one that cannot
+/// be read, is refused with the API's JSON error shape.
+pub struct Body(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(Body(bytes)),
+            Err(rejection) if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::TooLarge(format!(
+                    "the request body is larger than {MAX_BODY_BYTES} bytes; nothing was changed"
+                )))
+            }
+            Err(rejection) => Err(ApiError::BadRequest(format!(
+                "the request body could not be read ({}); nothing was changed",
+                rejection.body_text()
+            ))),
+        }
+    }
+}
 
 /// The routes of DESIGN §7 (the web app's pages and server functions are added in `web`), built
 /// from [`API_ROUTES`]: the table gives path and method, [`handler`] the handler, so every
@@ -120,10 +147,11 @@ impl FromRequestParts<AppState> for Controller {
     }
 }
 
-/// Parses a JSON object body. Only an object is accepted: serde would also read a struct from a
-/// JSON array (`["approve"]`), which is not the contract's shape.
+/// Parses a JSON object body. Only an object with distinct keys is accepted: serde would also
+/// read a struct from a JSON array (`["approve"]`), which is not the contract's shape, and would
+/// keep the last of two equal keys ([`crate::json`]).
 fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(body)
+    let value = crate::json::parse_strict(body)
         .map_err(|e| ApiError::BadRequest(format!("{what}: {e}; nothing was changed")))?;
     if !value.is_object() {
         return Err(ApiError::BadRequest(format!(
@@ -132,27 +160,6 @@ fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Resul
     }
     serde_json::from_value(value)
         .map_err(|e| ApiError::BadRequest(format!("{what}: {e}; nothing was changed")))
-}
-
-/// The longest chat message accepted, in characters (a request is shown on every card it makes).
-pub const MAX_MESSAGE_CHARS: usize = 4000;
-
-/// The one check every chat surface (API, web app) applies before a turn runs: the message,
-/// trimmed, is not empty and at most [`MAX_MESSAGE_CHARS`] characters.
-///
-/// # Errors
-/// A sentence saying what is wrong and that nothing was done.
-pub fn chat_message(message: &str) -> Result<&str, String> {
-    let message = message.trim();
-    if message.is_empty() {
-        return Err("the message is empty; nothing was done".into());
-    }
-    if message.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(format!(
-            "the message is longer than {MAX_MESSAGE_CHARS} characters; nothing was done"
-        ));
-    }
-    Ok(message)
 }
 
 /// `POST /api/chat` (control only): one turn of the agent loop.
@@ -172,40 +179,30 @@ pub fn chat_message(message: &str) -> Result<&str, String> {
 )]
 pub(crate) async fn chat(
     State(state): State<AppState>,
-    Controller(_actor): Controller,
-    body: Bytes,
+    Controller(actor): Controller,
+    Body(body): Body,
 ) -> Result<Json<ChatResponse>, ApiError> {
     let request: ChatRequest = parse_json(&body, "the chat body must be {\"message\": \"…\"}")?;
-    let message = chat_message(&request.message).map_err(ApiError::BadRequest)?;
-    let response = state
-        .agent
-        .run_turn(request.conversation_id, message)
-        .await?;
-    // IRIS_ESCALATION (DESIGN §2 "escalation"): judge the finished turn with the rule judge,
-    // record the verdict in the curator table and, in enforce mode, re-run the turn through the
-    // same agent with a note when the rules allow (never a resumed run, never one that ran a
-    // non-read call or did not report).
-    let mode = state.settings.escalation;
-    if mode == iris_core::escalation::EscalationMode::Off {
-        return Ok(Json(response));
-    }
-    let escalator = iris_core::escalation::Escalator {
-        mode,
-        judge: std::sync::Arc::new(iris_core::escalation::RuleJudge),
-        curator: std::sync::Arc::new(state.store.clone()),
-        runner: state.agent.clone(),
-        clock: std::sync::Arc::new(iris_core::ports::SystemClock),
-        max_hops: state.settings.escalation_max_hops,
-    };
-    let outcome = escalator
-        .maybe_escalate(iris_core::escalation::FinishedTurn::from_response(
-            message, &response,
-        ))
-        .await;
-    if let Some(error) = &outcome.error {
-        tracing::warn!(run = %response.run_id, %error, "escalation stopped early");
-    }
-    Ok(Json(outcome.turn.to_response()))
+    let response = to_the_end(async move {
+        state
+            .service
+            .chat(&actor, request.conversation_id, &request.message)
+            .await
+            .map_err(ApiError::from)
+    })
+    .await?;
+    Ok(Json(response))
+}
+
+/// Runs `work` on a task of its own and waits for it: once a request is accepted, what it
+/// started runs to its end whatever the client does (a dropped connection cannot cut a turn
+/// or a decision midway; DESIGN §8 "once a card exists it is whole").
+pub async fn to_the_end<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::spawn(work)
+        .await
+        .map_err(|e| ApiError::Internal(format!("the request's work stopped: {e}")))?
 }
 
 /// `?status=` of `GET /governance/approvals`.
@@ -242,7 +239,7 @@ pub(crate) async fn list_approvals(
         })?),
     };
     Ok(Json(ApprovalList {
-        approvals: QueueStore::list(&state.store, status).await?,
+        approvals: state.store.approvals(&ApprovalFilter { status }).await?,
     }))
 }
 
@@ -267,7 +264,7 @@ pub(crate) async fn get_approval(
 ) -> Result<Json<Approval>, ApiError> {
     state
         .store
-        .get(&id)
+        .approval(&id)
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("approval `{id}` does not exist")))
@@ -297,18 +294,21 @@ pub(crate) async fn respond(
     State(state): State<AppState>,
     Controller(actor): Controller,
     Path(id): Path<String>,
-    body: Bytes,
+    Body(body): Body,
 ) -> Result<Json<RespondResponse>, ApiError> {
     // Any `tool`/`args` in the body are ignored: only the decision and reason are read.
     let request: RespondRequest = parse_json(
         &body,
         "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\"}",
     )?;
-    let approval = state
-        .governance
-        .respond_to_approval(&id, request.decision, request.reason, &actor)
-        .await?;
-    sweeps::spawn_resume(state.clone(), id);
+    let approval = to_the_end(async move {
+        state
+            .service
+            .respond(&id, request.decision, request.reason, &actor)
+            .await
+            .map_err(ApiError::from)
+    })
+    .await?;
     Ok(Json(RespondResponse { approval }))
 }
 
@@ -338,12 +338,14 @@ pub(crate) async fn retry_resume(
     Path(id): Path<String>,
 ) -> Result<Json<ResumeResponse>, ApiError> {
     tracing::info!(approval = %id, by = %actor.name, "retrying a failed resume");
-    let run = state.agent.retry_resume(&id).await?;
-    let approval = state
-        .store
-        .get(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("approval `{id}` does not exist")))?;
+    let (approval, run) = to_the_end(async move {
+        state
+            .service
+            .retry(&id, &actor)
+            .await
+            .map_err(ApiError::from)
+    })
+    .await?;
     Ok(Json(ResumeResponse { approval, run }))
 }
 
@@ -372,7 +374,7 @@ pub(crate) async fn audit(
     Query(q): Query<AuditQuery>,
 ) -> Result<Json<AuditList>, ApiError> {
     Ok(Json(AuditList {
-        entries: state.store.entries(q.approval_id.as_deref()).await?,
+        entries: state.store.audit(q.approval_id.as_deref()).await?,
     }))
 }
 
@@ -411,7 +413,7 @@ pub(crate) async fn conversation(
     security(("bearer" = []), ("cookie" = []))
 )]
 pub(crate) async fn plugins(State(state): State<AppState>, _authed: Authed) -> Json<PluginList> {
-    Json(state.agent.registry().plugin_list())
+    Json(state.service.agent().toolbox().registry().plugin_list())
 }
 
 /// `GET /api/events` (any device): Server-Sent Events; each event's name is `event` and its data
@@ -431,7 +433,7 @@ pub(crate) async fn events(
     State(state): State<AppState>,
     authed: Authed,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let listener = BroadcastStream::new(state.events.subscribe());
+    let listener = BroadcastStream::new(state.store.subscribe());
     // Before each event the device is checked again: revoking it (or a storage failure: fail
     // closed) ends its stream, so a revoked device stops seeing cards at once (issue 5).
     let stream = futures::stream::unfold(

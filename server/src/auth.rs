@@ -6,7 +6,7 @@
 
 use axum::http::{header, Extensions, HeaderMap, Method};
 use chrono::Utc;
-use iris_core::kernel::Actor;
+use iris_core::approvals::Actor;
 use iris_core::ports::{Device, DeviceStore, Scope, StoreError};
 use sha2::{Digest, Sha256};
 use tower_sessions::Session;

@@ -60,6 +60,7 @@ pub enum ApprovalsCommand {
         /// Only rows in this state.
         #[arg(long, value_parser = ["pending", "approved", "rejected", "expired", "all"])]
         status: Option<String>,
+        /// `--json`.
         #[command(flatten)]
         output: Output,
     },
@@ -68,6 +69,7 @@ pub enum ApprovalsCommand {
     Show {
         /// Approval id.
         id: String,
+        /// `--json`.
         #[command(flatten)]
         output: Output,
     },
@@ -79,6 +81,7 @@ pub enum ApprovalsCommand {
         /// Do not ask, even at a terminal.
         #[arg(long, short = 'y')]
         yes: bool,
+        /// `--json`.
         #[command(flatten)]
         output: Output,
     },
@@ -89,6 +92,7 @@ pub enum ApprovalsCommand {
         /// Why, stored on the row and shown on every surface.
         #[arg(long)]
         reason: Option<String>,
+        /// `--json`.
         #[command(flatten)]
         output: Output,
     },
@@ -113,6 +117,7 @@ pub struct ChatArgs {
     /// Continue this conversation.
     #[arg(long)]
     pub conversation: Option<String>,
+    /// `--json`.
     #[command(flatten)]
     pub output: Output,
 }

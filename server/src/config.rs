@@ -117,6 +117,19 @@ pub struct Settings {
     /// (default 60; 0 syncs only at start-up).
     #[serde(default = "default_mail_sync_secs")]
     pub mail_sync_secs: u64,
+    /// `IRIS_SQLITE_SYNCHRONOUS`: `full` (default: every commit survives a power cut) or
+    /// `normal` (in WAL mode a commit survives a crash of the process, not a power cut, which
+    /// can lose the last commits). Ignored on PostgreSQL.
+    #[serde(default = "default_sqlite_synchronous")]
+    pub sqlite_synchronous: String,
+    /// `IRIS_MODEL_TIMEOUT_SECS` (default 120): a model call that has not answered (or, when
+    /// streaming, sent its next chunk) within this many seconds is a failed call.
+    #[serde(default = "default_model_timeout_secs")]
+    pub model_timeout_secs: u64,
+    /// `IRIS_LEASE_SECS` (default 30): how long a server's lease on a resume job lasts without a
+    /// heartbeat; another server takes the job over after that (DESIGN §9).
+    #[serde(default = "default_lease_secs")]
+    pub lease_secs: u32,
     /// `[email]` accounts.
     #[serde(default)]
     pub email: EmailSettings,
@@ -172,8 +185,25 @@ fn default_escalation_max_hops() -> u32 {
 fn default_sweep_secs() -> u64 {
     15
 }
+fn default_sqlite_synchronous() -> String {
+    "full".into()
+}
+fn default_model_timeout_secs() -> u64 {
+    120
+}
+fn default_lease_secs() -> u32 {
+    30
+}
 
 impl Settings {
+    /// Every setting at its default (no file, no environment): for building a server in
+    /// process.
+    pub fn defaults() -> Settings {
+        Figment::new()
+            .extract()
+            .expect("every setting has a default")
+    }
+
     /// Loads `iris.toml` (from `IRIS_CONFIG` or `./iris.toml`, if it exists), then `IRIS_*`.
     ///
     /// # Errors
@@ -238,13 +268,20 @@ mod tests {
             assert!(!s.model_stream);
             assert_eq!(s.escalation, EscalationMode::Off);
             assert_eq!(s.escalation_max_hops, 1);
+            assert_eq!(s.sqlite_synchronous, "full");
+            assert_eq!(s.model_timeout_secs, 120);
+            assert_eq!(s.lease_secs, 30);
             jail.set_env("IRIS_MODEL_STREAM", "true");
+            jail.set_env("IRIS_SQLITE_SYNCHRONOUS", "normal");
+            jail.set_env("IRIS_MODEL_TIMEOUT_SECS", "5");
             jail.set_env("IRIS_ESCALATION", "shadow");
             jail.set_env("IRIS_ESCALATION_MAX_HOPS", "2");
             let s = Settings::load().map_err(|e| *e)?;
             assert!(s.model_stream);
             assert_eq!(s.escalation, EscalationMode::Shadow);
             assert_eq!(s.escalation_max_hops, 2);
+            assert_eq!(s.sqlite_synchronous, "normal");
+            assert_eq!(s.model_timeout_secs, 5);
             jail.set_env("IRIS_ESCALATION", "loud");
             assert!(Settings::load().is_err());
             Ok(())

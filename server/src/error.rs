@@ -1,12 +1,11 @@
 //! Domain errors mapped to HTTP in one place (DESIGN §7: 401 no credentials, 403 read scope or
 //! cross-site, 404 unknown, 409 already decided with who/where/when, 410 expired; for the
-//! resume retry, 409 still pending or nothing to retry).
+//! resume retry, 409 still pending or nothing to retry; 413 a body too large).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use iris_core::agent::{AgentError, RetryError};
-use iris_core::kernel::RespondError;
+use iris_core::approvals::{ChatError, RespondError, RetryError};
 use iris_core::ports::StoreError;
 use iris_core::wire::{Approval, ErrorBody};
 
@@ -37,6 +36,9 @@ pub enum ApiError {
     /// 410, with the row.
     #[error("{0}")]
     Gone(String, Box<Approval>),
+    /// 413: the body is too large; nothing changed.
+    #[error("{0}")]
+    TooLarge(String),
     /// 500: storage or another internal failure; nothing was decided.
     #[error("{0}")]
     Internal(String),
@@ -60,11 +62,11 @@ impl From<RetryError> for ApiError {
         let text = e.to_string();
         match e {
             RetryError::NotFound(_) => ApiError::NotFound(text),
+            RetryError::Forbidden(_) => ApiError::Forbidden(text),
             RetryError::NotDecided(row) | RetryError::NotFailed(row) => {
                 ApiError::Conflict(text, row)
             }
-            RetryError::Unavailable => ApiError::Internal(text),
-            RetryError::Agent(e) => ApiError::from(e),
+            RetryError::Store(e) => ApiError::from(e),
         }
     }
 }
@@ -78,10 +80,13 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<AgentError> for ApiError {
-    fn from(e: AgentError) -> Self {
+impl From<ChatError> for ApiError {
+    fn from(e: ChatError) -> Self {
+        let text = e.to_string();
         match e {
-            AgentError::Store(s) => ApiError::from(s),
+            ChatError::Forbidden(_) => ApiError::Forbidden(text),
+            ChatError::Invalid(_) => ApiError::BadRequest(text),
+            ChatError::Store(s) => ApiError::from(s),
         }
     }
 }
@@ -99,6 +104,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(..) => StatusCode::CONFLICT,
             ApiError::Gone(..) => StatusCode::GONE,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

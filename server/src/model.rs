@@ -27,6 +27,7 @@ pub struct OpenAiModel {
     client: Client<OpenAIConfig>,
     model: String,
     stream: bool,
+    timeout: std::time::Duration,
 }
 
 impl OpenAiModel {
@@ -40,7 +41,24 @@ impl OpenAiModel {
             client: Client::with_config(config),
             model: model.to_string(),
             stream: false,
+            timeout: std::time::Duration::from_secs(120),
         }
+    }
+
+    /// `IRIS_MODEL_TIMEOUT_SECS`: a call whose answer (or, when streaming, whose next chunk)
+    /// has not arrived within `timeout` fails, so a model that goes silent is a failed call
+    /// the card shows and the owner can retry, not a wait without end.
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The error of a model that went silent for [`OpenAiModel::with_timeout`].
+    fn silent(&self, waiting_for: &str) -> ModelError {
+        ModelError::Transport(format!(
+            "the model sent no {waiting_for} within {} s (IRIS_MODEL_TIMEOUT_SECS)",
+            self.timeout.as_secs()
+        ))
     }
 
     /// `IRIS_MODEL_STREAM`: with `true`, requests carry `"stream": true` and the streamed chunks
@@ -169,6 +187,9 @@ pub struct StreamAssembler {
     chunks: usize,
     content: String,
     calls: Vec<PartialCall>,
+    /// Whether choice 0's final chunk (`finish_reason`) arrived: a stream cut off before it is
+    /// a failed call, never a finished (possibly empty) answer.
+    finished: bool,
 }
 
 impl StreamAssembler {
@@ -198,6 +219,12 @@ impl StreamAssembler {
         else {
             return Ok(());
         };
+        if choice
+            .get("finish_reason")
+            .is_some_and(|reason| !reason.is_null())
+        {
+            self.finished = true;
+        }
         let Some(delta) = choice.get("delta") else {
             return Ok(());
         };
@@ -275,12 +302,18 @@ impl StreamAssembler {
     /// The assembled answer.
     ///
     /// # Errors
-    /// [`ModelError::Protocol`] when the stream carried no chunk, or what [`parse_response`]
-    /// refuses (a call without a name, arguments that are not JSON).
+    /// [`ModelError::Protocol`] when the stream carried no chunk, ended before its final
+    /// chunk (no `finish_reason`), or what [`parse_response`] refuses (a call without a name,
+    /// arguments that are not JSON).
     pub fn finish(mut self) -> Result<ModelTurn, ModelError> {
         if self.chunks == 0 {
             return Err(ModelError::Protocol(
                 "the model's stream ended without a chunk".into(),
+            ));
+        }
+        if !self.finished {
+            return Err(ModelError::Protocol(
+                "the model's stream was cut off before its final chunk (no finish_reason)".into(),
             ));
         }
         self.calls.sort_by_key(|c| c.index);
@@ -313,22 +346,26 @@ impl Model for OpenAiModel {
     ) -> Result<ModelTurn, ModelError> {
         let body = request_body(&self.model, messages, tools, self.stream);
         if !self.stream {
-            let answer: Value = self
-                .client
-                .chat()
-                .create_byot(body)
-                .await
-                .map_err(|e| ModelError::Transport(e.to_string()))?;
+            let answer: Value =
+                tokio::time::timeout(self.timeout, self.client.chat().create_byot(body))
+                    .await
+                    .map_err(|_| self.silent("answer"))?
+                    .map_err(|e| ModelError::Transport(e.to_string()))?;
             return parse_response(&answer);
         }
-        let mut chunks = self
-            .client
-            .chat()
-            .create_stream_byot::<Value, Value>(body)
-            .await
-            .map_err(|e| ModelError::Transport(e.to_string()))?;
+        let mut chunks = tokio::time::timeout(
+            self.timeout,
+            self.client.chat().create_stream_byot::<Value, Value>(body),
+        )
+        .await
+        .map_err(|_| self.silent("answer"))?
+        .map_err(|e| ModelError::Transport(e.to_string()))?;
         let mut assembler = StreamAssembler::new();
-        while let Some(chunk) = chunks.next().await {
+        loop {
+            let next = tokio::time::timeout(self.timeout, chunks.next())
+                .await
+                .map_err(|_| self.silent("next chunk"))?;
+            let Some(chunk) = next else { break };
             let chunk = chunk.map_err(|e| ModelError::Transport(e.to_string()))?;
             assembler.push(&chunk)?;
         }
@@ -336,22 +373,37 @@ impl Model for OpenAiModel {
     }
 }
 
+/// The model settings: `IRIS_MODEL`, `IRIS_MODEL_NAME`, `IRIS_MODEL_API_KEY`,
+/// `IRIS_MODEL_STREAM`, `IRIS_MODEL_TIMEOUT_SECS`.
+#[derive(Debug, Clone)]
+pub struct ModelSetting<'a> {
+    /// `openai:BASE_URL` or `scripted:PATH`.
+    pub model: Option<&'a str>,
+    /// The model's name on an OpenAI-compatible server.
+    pub name: Option<&'a str>,
+    /// Its API key.
+    pub api_key: Option<&'a str>,
+    /// Ask for streamed answers (`openai:` only).
+    pub stream: bool,
+    /// How long a model call may stay silent (`openai:` only).
+    pub timeout: std::time::Duration,
+}
+
 /// Builds the model from `IRIS_MODEL` (`openai:BASE_URL` or `scripted:PATH`); `None` with
-/// `demo` gives the demo script. `stream` (`IRIS_MODEL_STREAM`) applies to `openai:` only.
+/// `demo` gives the demo script.
 ///
 /// # Errors
 /// When the setting is malformed or the script cannot be read or parsed.
-pub fn from_setting(
-    setting: Option<&str>,
-    name: Option<&str>,
-    api_key: Option<&str>,
-    stream: bool,
-    demo: bool,
-) -> anyhow::Result<Arc<dyn Model>> {
-    match setting {
+pub fn from_setting(setting: &ModelSetting<'_>, demo: bool) -> anyhow::Result<Arc<dyn Model>> {
+    match setting.model {
         Some(s) if s.starts_with("openai:") => Ok(Arc::new(
-            OpenAiModel::new(&s["openai:".len()..], name.unwrap_or("llama3.1"), api_key)
-                .streaming(stream),
+            OpenAiModel::new(
+                &s["openai:".len()..],
+                setting.name.unwrap_or("llama3.1"),
+                setting.api_key,
+            )
+            .streaming(setting.stream)
+            .with_timeout(setting.timeout),
         )),
         Some(s) if s.starts_with("scripted:") => {
             let path = &s["scripted:".len()..];
@@ -417,6 +469,11 @@ mod tests {
         json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
     }
 
+    /// The final chunk of choice 0.
+    fn finished(reason: &str) -> Value {
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    }
+
     #[test]
     fn assembles_content_and_interleaved_tool_call_fragments() {
         let mut a = StreamAssembler::new();
@@ -480,6 +537,7 @@ mod tests {
             ),
             chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": ":[\"m1\"]}"}}]})),
             chunk(json!({"tool_calls": [{"index": 1, "function": {"name": "search_inbox"}}]})),
+            finished("tool_calls"),
         ] {
             a.push(&c).unwrap();
         }
@@ -497,6 +555,7 @@ mod tests {
             chunk(
                 json!({"tool_calls": [{"id": "y", "function": {"name": "search_inbox", "arguments": {"limit": 2}}}]}),
             ),
+            finished("tool_calls"),
         ] {
             a.push(&c).unwrap();
         }
@@ -520,7 +579,23 @@ mod tests {
         let mut a = StreamAssembler::new();
         a.push(&chunk(json!({"tool_calls": [{"index": 0, "function": {"name": "trash_email", "arguments": "{\"ids\":["}}]})))
             .unwrap();
+        a.push(&finished("tool_calls")).unwrap();
         assert!(matches!(a.finish(), Err(ModelError::Protocol(m)) if m.contains("not JSON")));
+    }
+
+    #[test]
+    fn a_stream_cut_off_before_its_final_chunk_is_no_answer() {
+        // Whole-looking content, even a whole call, but the final chunk never came.
+        let mut a = StreamAssembler::new();
+        a.push(&chunk(json!({"content": "Done."}))).unwrap();
+        assert!(
+            matches!(a.finish(), Err(ModelError::Protocol(m)) if m.contains("cut off")),
+            "an unfinished stream was taken as a finished answer"
+        );
+        let mut a = StreamAssembler::new();
+        a.push(&chunk(json!({"content": "Done."}))).unwrap();
+        a.push(&finished("stop")).unwrap();
+        assert_eq!(a.finish().unwrap().content.as_deref(), Some("Done."));
     }
 
     /// A loopback OpenAI-compatible server that streams one fixed answer as server-sent events.
@@ -564,6 +639,7 @@ mod tests {
             chunks.push(chunk(json!({"tool_calls": [{"index": 0,
                 "function": {"arguments": piece.iter().collect::<String>()}}]})));
         }
+        chunks.push(finished("tool_calls"));
         let (base, seen) = sse_server(chunks).await;
         let model = OpenAiModel::new(&base, "m", None).streaming(true);
         let turn = model

@@ -5,7 +5,7 @@
 //! ([`SessionDevice`]). Every request re-checks that device, so revoking it ends its sessions
 //! at once.
 
-use iris_store::Store;
+use iris_store::{NativePool, Store};
 use serde::{Deserialize, Serialize};
 use tower_sessions::cookie::time::Duration;
 use tower_sessions::cookie::SameSite;
@@ -44,22 +44,24 @@ pub enum SessionRecords {
 }
 
 impl SessionRecords {
-    /// The session records beside `store`'s tables (same pool), with their table created when
-    /// missing.
+    /// The session records beside `store`'s tables (same database), with their table created
+    /// when missing.
     ///
     /// # Errors
     /// The database's error when the session table cannot be created.
     pub async fn open(store: &Store) -> anyhow::Result<SessionRecords> {
-        let records = if let Some(sqlite) = store.as_sqlite() {
-            let records = SqliteStore::new(sqlite.pool().clone());
-            records.migrate().await?;
-            SessionRecords::Sqlite(records)
-        } else if let Some(pg) = store.as_postgres() {
-            let records = PostgresStore::new(pg.pool().clone());
-            records.migrate().await?;
-            SessionRecords::Postgres(records)
-        } else {
-            anyhow::bail!("sessions need the SQLite or PostgreSQL store")
+        // The session library needs the engine's own pool (it is not written for sqlx's `Any`).
+        let records = match store.native_pool().await? {
+            NativePool::Sqlite(pool) => {
+                let records = SqliteStore::new(pool);
+                records.migrate().await?;
+                SessionRecords::Sqlite(records)
+            }
+            NativePool::Postgres(pool) => {
+                let records = PostgresStore::new(pool);
+                records.migrate().await?;
+                SessionRecords::Postgres(records)
+            }
         };
         Ok(records)
     }

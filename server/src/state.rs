@@ -1,24 +1,26 @@
 //! What a running server holds, and how it is put together from [`Settings`]: the store, the
-//! email plugin with its accounts synced, the model, the governance kernel and the agent.
+//! email plugin with its accounts synced, the model, the agent and the approvals service.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use axum::extract::FromRef;
 use chrono::Utc;
-use iris_core::agent::Agent;
+use futures::future::BoxFuture;
+use iris_core::agent::{Agent, Pausing};
 use iris_core::approval::Ttl;
-use iris_core::kernel::Governance;
+use iris_core::approvals::{ApprovalService, EscalationSettings, JobRuntime, LeaseSettings};
 use iris_core::plugin::Plugin;
-use iris_core::ports::{Device, DeviceStore, Scope, SystemClock};
+use iris_core::ports::{Clock, Device, DeviceStore, Scope, SystemClock};
+use iris_core::toolbox::Toolbox;
 use iris_email::{AccountConfig, AccountKind, EmailPlugin, Outbox};
-use iris_store::Store;
+use iris_store::{Store, StoreOptions, Synchronous};
 use leptos::config::LeptosOptions;
 
 use crate::auth;
 use crate::config::Settings;
-use crate::events::ChannelRouter;
 
 /// Device name of the browser the demo signs in as the owner.
 pub const DEMO_DEVICE: &str = "demo-owner-browser";
@@ -26,14 +28,12 @@ pub const DEMO_DEVICE: &str = "demo-owner-browser";
 /// Shared server state (cheap to clone).
 #[derive(Clone)]
 pub struct AppState {
-    /// The agent (loop, tools, conversations).
-    pub agent: Arc<Agent>,
-    /// The governance kernel (queue, ledger, audit, checkpoints).
-    pub governance: Governance,
-    /// The store (also the device table).
+    /// The approvals service: every surface's one way into an approval's life.
+    pub service: Arc<ApprovalService>,
+    /// The store (also the device table and the event feed).
     pub store: Store,
-    /// The channel router.
-    pub events: ChannelRouter,
+    /// Wakes this server's job workers.
+    pub jobs: Arc<TokioJobs>,
     /// In `--demo`: the token a browser without credentials is signed in with.
     pub demo_token: Option<Arc<String>>,
     /// The origin of `IRIS_PUBLIC_URL` (`crate::pairing::public_origin`), checked once at
@@ -45,11 +45,30 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// The email plugin (also among the agent's plugins), for the periodic mail sync.
     pub email: Arc<EmailPlugin>,
+    /// Browser sessions, in the same database.
+    pub sessions: crate::session::SessionRecords,
 }
 
 impl FromRef<AppState> for LeptosOptions {
     fn from_ref(state: &AppState) -> Self {
         state.leptos.clone()
+    }
+}
+
+/// The job runtime on tokio: a [`tokio::sync::Notify`] the workers wait on, and tokio's timer.
+#[derive(Debug, Default)]
+pub struct TokioJobs {
+    /// Notified when a job becomes ready on this server.
+    pub ready: tokio::sync::Notify,
+}
+
+impl JobRuntime for TokioJobs {
+    fn job_ready(&self) {
+        self.ready.notify_waiters();
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
     }
 }
 
@@ -66,9 +85,9 @@ fn demo_dir() -> PathBuf {
     PathBuf::from("data")
 }
 
-/// Builds the state: connects the database (running migrations), marks ledger entries left
-/// `executing` by a crash as `unknown`, syncs the mail accounts, and, with `demo`, writes the
-/// demo mailbox and signs in a demo owner device.
+/// Builds the state: connects the database (running migrations), syncs the mail accounts, and,
+/// with `demo`, writes the demo mailbox and signs in a demo owner device. Starts nothing in the
+/// background: see [`crate::spawn_background`].
 ///
 /// # Errors
 /// When the database, a mail account, the model setting or `IRIS_PUBLIC_URL` cannot be used;
@@ -89,9 +108,21 @@ pub async fn build(
             settings.maildir = Some(demo_dir().join("demo-maildir"));
         }
     }
-    let store = Store::connect(&settings.database_url)
-        .await
-        .with_context(|| format!("opening the database {}", settings.database_url))?;
+    let synchronous = Synchronous::parse(&settings.sqlite_synchronous).with_context(|| {
+        format!(
+            "IRIS_SQLITE_SYNCHRONOUS must be `full` or `normal`, not `{}`",
+            settings.sqlite_synchronous
+        )
+    })?;
+    let store = Store::connect_with(
+        &settings.database_url,
+        StoreOptions {
+            synchronous,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .with_context(|| format!("opening the database {}", settings.database_url))?;
 
     let mut accounts = Vec::new();
     if let Some(path) = &settings.maildir {
@@ -137,38 +168,32 @@ pub async fn build(
         .context("syncing mail into the local store")?;
 
     let model = crate::model::from_setting(
-        settings.model.as_deref(),
-        settings.model_name.as_deref(),
-        settings.model_api_key.as_deref(),
-        settings.model_stream,
+        &crate::model::ModelSetting {
+            model: settings.model.as_deref(),
+            name: settings.model_name.as_deref(),
+            api_key: settings.model_api_key.as_deref(),
+            stream: settings.model_stream,
+            timeout: Duration::from_secs(settings.model_timeout_secs.max(1)),
+        },
         demo,
     )?;
 
-    let events = ChannelRouter::new();
-    let store_arc = Arc::new(store.clone());
-    let governance = Governance {
-        queue: store_arc.clone(),
-        ledger: store_arc.clone(),
-        audit: store_arc.clone(),
-        checkpoints: Some(store_arc.clone()),
-        notifier: Arc::new(events.clone()),
-        clock: Arc::new(SystemClock),
-        ttl: Ttl {
-            destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
-            evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
-        },
-        enabled: settings.approvals_enabled,
-    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let email = Arc::new(email);
     let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
-    let agent = Agent::new(
-        model,
-        plugins,
-        store_arc.clone(),
-        Some(governance.clone()),
-        Vec::new(),
-    )
-    .context("loading the manifests")?;
+    let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
+    let pausing = if settings.approvals_enabled {
+        Pausing::Governed {
+            ttl: Ttl {
+                destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
+                evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
+            },
+            clock: clock.clone(),
+        }
+    } else {
+        Pausing::Ungoverned("approvals are switched off (IRIS_APPROVALS_ENABLED=false)".into())
+    };
+    let agent = Agent::new(model, toolbox, pausing, Vec::new());
     // PostStep evaluators (DESIGN §2 kind `evaluator`) from IRIS_EVALUATOR_RULES, if set.
     let agent = match &settings.evaluator_rules {
         None => agent,
@@ -181,12 +206,20 @@ pub async fn build(
         }
     };
 
-    // A crash may have left calls between `executing` and their outcome: they become
-    // `unknown` and are never retried by themselves (DESIGN §2 "side-effect ledger").
-    let unknown = iris_core::ports::Ledger::mark_unknown(&store).await?;
-    for id in unknown {
-        tracing::warn!(approval = %id, "a pinned call was executing when the server stopped; its outcome is unknown and it will not be run again");
-    }
+    let jobs = Arc::new(TokioJobs::default());
+    let service = ApprovalService::new(
+        Arc::new(store.clone()),
+        Arc::new(agent),
+        clock,
+        LeaseSettings::for_this_process(settings.lease_secs),
+        jobs.clone(),
+    )
+    .with_escalation(EscalationSettings {
+        mode: settings.escalation,
+        judge: Arc::new(iris_core::escalation::RuleJudge),
+        curator: Arc::new(store.clone()),
+        max_hops: settings.escalation_max_hops,
+    });
 
     let demo_token = if demo {
         let token = auth::new_token();
@@ -206,16 +239,19 @@ pub async fn build(
     } else {
         None
     };
+    let sessions = crate::session::SessionRecords::open(&store)
+        .await
+        .context("creating the browser session table")?;
 
     Ok(AppState {
+        service: Arc::new(service),
         email,
-        agent: Arc::new(agent),
-        governance,
         store,
-        events,
+        jobs,
         demo_token,
         public_origin,
         leptos,
         settings: Arc::new(settings),
+        sessions,
     })
 }

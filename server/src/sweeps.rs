@@ -1,82 +1,71 @@
-//! Server-side sweeps (DESIGN §3 steps 6 and 9): expire lapsed rows and resume every decided
-//! row whose run has not resumed, exactly once. Resuming is separate from deciding, so a crash
-//! between the two is picked up here at start-up and on every tick. A resume that failed is
-//! never retried here, only on the owner's request (see [`resume_one`]).
+//! This server's background work (DESIGN §3 steps 6 and 9, §9): job workers that claim and run
+//! resume jobs, the expiry sweep, the mail sync and the session clean-up. Every one is safe on
+//! every server at once: the store's leases and compare-and-sets decide who does what. The
+//! lifecycle itself is the approvals service's; this module only schedules it.
 
 use std::time::Duration;
 
-use iris_core::ports::QueueStore;
-
 use crate::state::AppState;
 
-/// Resumes the run paused on `approval_id` in the background; a failure is recorded on the row
-/// by the agent (shown on the card, retried on the owner's request).
-pub fn spawn_resume(state: AppState, approval_id: String) {
-    // Test-only (debug builds, `IRIS_FAILPOINT`): the decision is stored, the resume not
-    // started; the sweep must pick it up after a crash here.
-    iris_core::failpoint::hit(iris_core::failpoint::AFTER_DECISION);
-    tokio::spawn(async move { resume_one(&state, &approval_id).await });
-}
+/// How many jobs this server runs at once (one slow model call does not hold up the others).
+pub const WORKERS: usize = 4;
 
-/// Resumes one run now. The checkpoint's compare-and-set makes a second call a no-op.
-///
-/// A failed resume (model unreachable, store error) is recorded on the row by the agent
-/// (`resume_error`) and is **not** retried by the sweep: its checkpoint is taken, so
-/// [`QueueStore::unresumed`] no longer lists it. Only the owner retries it
-/// (`POST /governance/approvals/{id}/resume`), because a retry runs the model again and the
-/// owner should see why it failed first; the pinned call itself never runs twice either way.
-pub async fn resume_one(state: &AppState, approval_id: &str) {
-    if let Err(e) = state.agent.resume(approval_id).await {
-        tracing::error!(approval = %approval_id, error = %e, "resuming the paused run failed");
+/// Starts [`WORKERS`] job workers. Each waits for a job to become ready on this server (or the
+/// sweep's tick, for jobs of other servers and lapsed leases) and runs jobs until none is left.
+pub fn spawn_workers(state: &AppState) {
+    for _ in 0..WORKERS {
+        let state = state.clone();
+        tokio::spawn(async move { work(state).await });
     }
 }
 
-/// Start-up recovery (DESIGN §8 "a resume after a crash picks up from the ledger"): every run
-/// that was being resumed when the server stopped (its checkpoint taken, its run never ended)
-/// is continued once more, in the background, from the ledger: an `executed`/`failed` call's
-/// recorded result becomes the observation; an `unknown` one (the crash fell between
-/// `executing` and its outcome) is never run again and the owner is told in the chat; a call
-/// never claimed runs once. Must run before this process resumes anything (before the sweeps
-/// and the routes): a run being resumed right now looks the same as an interrupted one.
-///
-/// # Errors
-/// When the interrupted runs cannot be read.
-pub async fn recover_interrupted(state: &AppState) -> anyhow::Result<()> {
-    let interrupted = iris_core::ports::CheckpointStore::interrupted(&state.store).await?;
-    if interrupted.is_empty() {
-        return Ok(());
+async fn work(state: AppState) {
+    let tick = Duration::from_secs(state.settings.sweep_secs.max(1));
+    loop {
+        // Registered before draining, so a job made ready while this worker drains is not missed.
+        let ready = state.jobs.ready.notified();
+        tokio::pin!(ready);
+        ready.as_mut().enable();
+        drain(&state).await;
+        tokio::select! {
+            () = &mut ready => {}
+            () = tokio::time::sleep(tick) => {}
+        }
     }
-    for (id, _) in &interrupted {
-        tracing::warn!(approval = %id, "continuing a resume the server's stop interrupted");
-    }
-    let state = state.clone();
-    tokio::spawn(async move {
-        for (id, recoveries) in interrupted {
-            if let Err(e) = state.agent.recover_interrupted(&id, recoveries).await {
-                tracing::error!(approval = %id, error = %e, "continuing an interrupted resume failed");
+}
+
+/// Runs jobs until none is claimable; a failure is logged and waits for the next wake-up.
+pub async fn drain(state: &AppState) {
+    loop {
+        match state.service.run_next_job().await {
+            Ok(Some(report)) => {
+                tracing::info!(approval = %report.approval_id, resumed = report.run.is_some(), "resume job done");
+            }
+            Ok(None) => return,
+            Err(iris_core::ports::StoreError::LeaseLost(id)) => {
+                tracing::warn!(approval = %id, "another server took this resume job over; its writes win");
+            }
+            Err(error) => {
+                tracing::error!(%error, "running a resume job failed; it is retried when its lease lapses");
+                return;
             }
         }
-    });
-    Ok(())
+    }
 }
 
-/// One sweep: expire lapsed rows, then resume every decided, unresumed row.
+/// One expiry sweep: expires every lapsed row (each then has a resume job) and prunes the
+/// event log.
 pub async fn sweep_once(state: &AppState) {
-    match state.governance.expire_lapsed().await {
-        Ok(ids) => {
-            for id in ids {
-                tracing::info!(approval = %id, "approval lapsed; nothing was changed");
+    match state.service.expire_lapsed().await {
+        Ok(rows) => {
+            for row in rows {
+                tracing::info!(approval = %row.id, "approval lapsed; nothing was changed");
             }
         }
         Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
     }
-    match state.store.unresumed().await {
-        Ok(ids) => {
-            for id in ids {
-                resume_one(state, &id).await;
-            }
-        }
-        Err(e) => tracing::error!(error = %e, "resume sweep failed"),
+    if let Err(e) = state.store.prune_events().await {
+        tracing::warn!(error = %e, "pruning the event log failed");
     }
     tracing::debug!("sweep finished");
 }

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
-use iris_core::ports::{AuditLog, ConversationStore, DeviceStore, QueueStore, Scope};
+use iris_core::ports::{ApprovalFilter, ApprovalStore, DeviceStore, Scope};
 use iris_core::wire::{
     Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
     PairingOffer, PluginList,
@@ -25,7 +25,6 @@ use crate::auth;
 use crate::error::ApiError;
 use crate::pairing;
 use crate::state::AppState;
-use crate::sweeps;
 
 /// The app's view of the server.
 pub struct WebBackend {
@@ -37,8 +36,8 @@ fn text<E: std::fmt::Display>(e: E) -> String {
 }
 
 impl WebBackend {
-    async fn actor(&self, viewer: &Viewer) -> iris_core::kernel::Actor {
-        iris_core::kernel::Actor {
+    fn actor(&self, viewer: &Viewer) -> iris_core::approvals::Actor {
+        iris_core::approvals::Actor {
             name: viewer.name.clone(),
             scope: if viewer.can_answer {
                 iris_core::ports::Scope::Control
@@ -65,13 +64,15 @@ impl AppBackend for WebBackend {
     }
 
     async fn approvals(&self) -> Result<Vec<Approval>, String> {
-        QueueStore::list(&self.state.store, None)
+        self.state
+            .store
+            .approvals(&ApprovalFilter::default())
             .await
             .map_err(text)
     }
 
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String> {
-        self.state.store.get(id).await.map_err(text)
+        self.state.store.approval(id).await.map_err(text)
     }
 
     async fn respond(
@@ -81,23 +82,17 @@ impl AppBackend for WebBackend {
         decision: Decision,
         reason: Option<String>,
     ) -> Result<Approval, String> {
-        let actor = self.actor(viewer).await;
-        let row = self
-            .state
-            .governance
-            .respond_to_approval(id, decision, reason, &actor)
-            .await
-            .map_err(|e| {
-                // The JSON API's status too (409 already decided, 410 expired, …), so the
-                // browser and scripts tell a lost race from a failure.
-                let error = ApiError::from(e);
-                if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-                    response.set_status(error.status());
-                }
-                error.to_string()
-            })?;
-        sweeps::spawn_resume(self.state.clone(), id.to_string());
-        Ok(row)
+        let actor = self.actor(viewer);
+        let (state, id) = (self.state.clone(), id.to_string());
+        crate::api::to_the_end(async move {
+            state
+                .service
+                .respond(&id, decision, reason, &actor)
+                .await
+                .map_err(ApiError::from)
+        })
+        .await
+        .map_err(answer_with_status)
     }
 
     async fn chat(
@@ -106,18 +101,19 @@ impl AppBackend for WebBackend {
         message: String,
         conversation_id: Option<String>,
     ) -> Result<ChatResponse, String> {
-        if !viewer.can_answer {
-            return Err(format!(
-                "device `{}` has read scope; only a control device may chat",
-                viewer.name
-            ));
-        }
-        let message = crate::api::chat_message(&message)?;
-        self.state
-            .agent
-            .run_turn(conversation_id, message)
-            .await
-            .map_err(text)
+        let actor = self.actor(viewer);
+        let state = self.state.clone();
+        // The same turn as `POST /api/chat` (escalation included), run to its end however the
+        // browser goes away (a reload in the middle cannot cut it).
+        crate::api::to_the_end(async move {
+            state
+                .service
+                .chat(&actor, conversation_id, &message)
+                .await
+                .map_err(ApiError::from)
+        })
+        .await
+        .map_err(answer_with_status)
     }
 
     async fn conversation(&self, id: &str) -> Result<Conversation, String> {
@@ -131,13 +127,19 @@ impl AppBackend for WebBackend {
     async fn audit(&self, approval_id: &str) -> Result<Vec<AuditEntry>, String> {
         self.state
             .store
-            .entries(Some(approval_id))
+            .audit(Some(approval_id))
             .await
             .map_err(text)
     }
 
     async fn plugins(&self) -> Result<PluginList, String> {
-        Ok(self.state.agent.registry().plugin_list())
+        Ok(self
+            .state
+            .service
+            .agent()
+            .toolbox()
+            .registry()
+            .plugin_list())
     }
 
     async fn devices(&self, viewer: &Viewer) -> Result<Vec<DeviceInfo>, String> {
@@ -203,6 +205,16 @@ impl AppBackend for WebBackend {
             .await
             .map_err(text)
     }
+}
+
+/// The error's sentence for the app, with the JSON API's status on the server function's
+/// response (409 already decided, 410 expired, …), so the browser and scripts tell a lost race
+/// from a failure.
+fn answer_with_status(error: ApiError) -> String {
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(error.status());
+    }
+    error.to_string()
 }
 
 /// Pages, server functions and static files.

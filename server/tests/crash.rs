@@ -40,10 +40,12 @@ rules:
 fallback: "?"
 "#;
 
-/// Server environment for every start: sweeps every second, and the sweep's debug line so a
-/// test can wait for whole sweeps.
-const SWEEPS: [(&str, &str); 2] = [
+/// Server environment for every start: sweeps every second, leases of two seconds (so on
+/// PostgreSQL, where a restarted server cannot know the old one is gone, its job is taken over
+/// soon), and the sweep's debug line so a test can wait for whole sweeps.
+const SWEEPS: [(&str, &str); 3] = [
     ("IRIS_SWEEP_SECS", "1"),
+    ("IRIS_LEASE_SECS", "2"),
     ("RUST_LOG", "warn,iris::sweeps=debug"),
 ];
 

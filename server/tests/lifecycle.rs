@@ -1,6 +1,6 @@
-//! Issue 3 rules of an approval's life after it is written, against the real SQLite store, with
-//! time from a [`ManualClock`] the tests move (no sleeps) and every notice captured by a
-//! recording notifier:
+//! Rules of an approval's life after it is written, through the approvals service against the
+//! real store, with time from a [`ManualClock`] the tests move (no sleeps; the store compares
+//! against the same clock) and every event the commits publish captured:
 //!
 //! - expiry: answerable until `created + TTL`, lapsed at that instant; the sweep marks it
 //!   `expired`, emits `approval.lapsed`, audits the lapse and resumes the run with "the approval
@@ -9,7 +9,8 @@
 //!   transcript; approve continues without re-executing; reject or lapse (evaluator TTL) stays
 //!   stopped without asking the model.
 //! - failed resumes: recorded on the row, not retried by the sweep, retried on request without
-//!   executing the pinned call again; an `unknown` ledger entry is never run again.
+//!   executing the pinned call again; a server that stalls mid-call loses its lease and the
+//!   taker marks the call `unknown`, which never runs again.
 //! - strict restore: a corrupt checkpoint, a tool no manifest declares any more, and an effect
 //!   no longer approved per call never execute; the execution is marked `failed` with the
 //!   reason and the owner is told.
@@ -24,21 +25,24 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use iris_core::agent::{Agent, RetryError, LAPSED, NOT_RUN_PAUSED, STALE, UNKNOWN_OUTCOME};
+use iris_core::agent::{Agent, Pausing, NOT_RUN_PAUSED};
 use iris_core::approval::Ttl;
+use iris_core::approvals::{
+    Actor, ApprovalService, RespondError, RetryError, LAPSED, STALE, UNKNOWN_OUTCOME,
+};
 use iris_core::evaluator::{PostStepEvaluator, RuleEvaluator};
-use iris_core::kernel::{Actor, Governance, RespondError};
 use iris_core::manifest::{Manifest, ToolSpec};
 use iris_core::model::{Message, Model, ModelError, ModelTurn, ToolCall};
 use iris_core::plugin::{CallContext, Description, ItemOutcome, Plugin, ToolError, ToolOutput};
 use iris_core::ports::{
-    AuditLog, Clock, ConversationStore, Ledger, ManualClock, Notifier, QueueStore, Scope,
+    ApprovalFilter, ApprovalStore, ClaimPlan, Clock, JobPick, LedgerStep, ManualClock, Scope,
 };
+use iris_core::toolbox::Toolbox;
 use iris_core::wire::{
-    Approval, ApprovalKind, ApprovalStatus, AuditKind, Decision, Effect, Event, Execution,
-    RunStatus,
+    Approval, ApprovalKind, ApprovalStatus, AuditKind, ChatResponse, Decision, Effect, Event,
+    Execution, RunStatus,
 };
-use iris_store::Store;
+use iris_store::{Engine, Store, TimeSource};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -235,22 +239,48 @@ impl Model for Turns {
     }
 }
 
-/// Captures every notice the channel router would fan out.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl Notifier for Recorder {
-    fn notify(&self, event: Event) {
-        self.0.lock().unwrap().push(event);
-    }
+/// Every event the store's commits published, in commit order: on SQLite read from the store's
+/// in-process feed (sent right after each commit), on PostgreSQL from its event log (what every
+/// server's listener reads).
+struct Recorder {
+    store: Store,
+    feed: Mutex<tokio::sync::broadcast::Receiver<Event>>,
+    seen: Mutex<Vec<Event>>,
 }
 
 impl Recorder {
-    fn named(&self, name: &str, approval_id: &str) -> Vec<Event> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
+    fn new(store: &Store) -> Recorder {
+        Recorder {
+            store: store.clone(),
+            feed: Mutex::new(store.subscribe()),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn all(&self) -> Vec<Event> {
+        if self.store.engine() == Engine::Postgres {
+            let payloads: Vec<String> =
+                sqlx::query_scalar("SELECT payload FROM events ORDER BY seq")
+                    .fetch_all(self.store.pool())
+                    .await
+                    .unwrap();
+            return payloads
+                .iter()
+                .map(|p| serde_json::from_str(p).unwrap())
+                .collect();
+        }
+        let mut seen = self.seen.lock().unwrap();
+        let mut feed = self.feed.lock().unwrap();
+        while let Ok(event) = feed.try_recv() {
+            seen.push(event);
+        }
+        seen.clone()
+    }
+
+    async fn named(&self, name: &str, approval_id: &str) -> Vec<Event> {
+        self.all()
+            .await
+            .into_iter()
             .filter(|e| e.name() == name)
             .filter(|e| match e {
                 Event::ApprovalRequested(a)
@@ -258,7 +288,6 @@ impl Recorder {
                 | Event::ApprovalLapsed(a) => a.id == approval_id,
                 Event::RunMessage(m) => m.approval_id.as_deref() == Some(approval_id),
             })
-            .cloned()
             .collect()
     }
 }
@@ -277,55 +306,57 @@ struct World {
     store: Store,
     _database: Option<iris_store::testing::DropDatabase>,
     clock: Arc<ManualClock>,
-    events: Arc<Recorder>,
+    events: Recorder,
     model: Arc<Turns>,
 }
 
 impl World {
     async fn new() -> World {
-        let (store, database) = support::kernel_store().await;
+        let clock = Arc::new(ManualClock::new(t0()));
+        let (store, database) = support::kernel_store_on(TimeSource::Clock(clock.clone())).await;
         World {
+            events: Recorder::new(&store),
             store,
             _database: database,
-            clock: Arc::new(ManualClock::new(t0())),
-            events: Arc::new(Recorder::default()),
+            clock,
             model: Arc::new(Turns::default()),
         }
     }
 
-    fn governance(&self) -> Governance {
-        let s = Arc::new(self.store.clone());
-        Governance {
-            queue: s.clone(),
-            ledger: s.clone(),
-            audit: s.clone(),
-            checkpoints: Some(s),
-            notifier: self.events.clone(),
-            clock: self.clock.clone(),
+    /// The service over this world's store, clock and model, with `plugin` and `evaluators`.
+    fn service(
+        &self,
+        plugin: Arc<dyn Plugin>,
+        evaluators: Vec<Arc<dyn PostStepEvaluator>>,
+    ) -> ApprovalService {
+        self.service_with(plugin, evaluators, self.governed())
+    }
+
+    fn governed(&self) -> Pausing {
+        Pausing::Governed {
             ttl: Ttl::default(),
-            enabled: true,
+            clock: self.clock.clone(),
         }
     }
 
-    /// An agent over this world's store, clock, notifier and model, with `plugin`.
-    fn agent(&self, plugin: Arc<dyn Plugin>, evaluators: Vec<Arc<dyn PostStepEvaluator>>) -> Agent {
-        Agent::new(
-            self.model.clone(),
-            vec![plugin],
-            Arc::new(self.store.clone()),
-            Some(self.governance()),
-            vec![],
-        )
-        .unwrap()
-        .with_evaluators(evaluators)
+    fn service_with(
+        &self,
+        plugin: Arc<dyn Plugin>,
+        evaluators: Vec<Arc<dyn PostStepEvaluator>>,
+        pausing: Pausing,
+    ) -> ApprovalService {
+        let toolbox = Arc::new(Toolbox::new(vec![plugin]).unwrap());
+        let agent =
+            Agent::new(self.model.clone(), toolbox, pausing, vec![]).with_evaluators(evaluators);
+        support::service(&self.store, agent, self.clock.clone())
     }
 
     async fn row(&self, id: &str) -> Approval {
-        self.store.get(id).await.unwrap().unwrap()
+        self.store.approval(id).await.unwrap().unwrap()
     }
 
     async fn audit(&self, id: &str) -> Vec<iris_core::wire::AuditEntry> {
-        self.store.entries(Some(id)).await.unwrap()
+        self.store.audit(Some(id)).await.unwrap()
     }
 }
 
@@ -335,6 +366,27 @@ fn owner() -> Actor {
         scope: Scope::Control,
         surface: "web".into(),
     }
+}
+
+/// A chat turn of the owner.
+async fn turn(service: &ApprovalService, message: &str) -> ChatResponse {
+    service.chat(&owner(), None, message).await.unwrap()
+}
+
+/// Runs `id`'s job now; the resumed run's response.
+async fn resume(service: &ApprovalService, id: &str) -> Option<ChatResponse> {
+    service.run_job(id).await.unwrap().and_then(|r| r.run)
+}
+
+/// The ids the expiry sweep expired.
+async fn sweep(service: &ApprovalService) -> Vec<String> {
+    service
+        .expire_lapsed()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.id)
+        .collect()
 }
 
 /// The tool result the model was sent for `call_id` in its last input.
@@ -375,11 +427,10 @@ async fn paused_call(w: &World, conversation: &str) -> String {
 async fn a_row_is_answerable_for_its_ttl_and_lapses_at_that_instant() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), vec![]);
-    let g = w.governance();
+    let g = w.service(files.clone(), vec![]);
 
-    let a = agent.run_turn(None, "delete /a").await.unwrap();
-    let b = agent.run_turn(None, "delete /b").await.unwrap();
+    let a = turn(&g, "delete /a").await;
+    let b = turn(&g, "delete /b").await;
     let (a_id, b_id) = (a.approval_id.unwrap(), b.approval_id.unwrap());
     let row_b = w.row(&b_id).await;
     assert_eq!(row_b.created_at, t0());
@@ -387,24 +438,24 @@ async fn a_row_is_answerable_for_its_ttl_and_lapses_at_that_instant() {
 
     // t0 + 3599 s: nothing has lapsed, an answer is stored and executes.
     w.clock.advance(Duration::seconds(3599));
-    assert!(g.expire_lapsed().await.unwrap().is_empty());
-    g.respond_to_approval(&a_id, Decision::Approve, None, &owner())
+    assert!(sweep(&g).await.is_empty());
+    g.respond(&a_id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    agent.resume(&a_id).await.unwrap().unwrap();
+    resume(&g, &a_id).await.unwrap();
     assert_eq!(files.count("delete_file"), 1);
 
     // t0 + 3600 s: the sweep expires B, once.
     w.clock.advance(Duration::seconds(1));
-    assert_eq!(g.expire_lapsed().await.unwrap(), vec![b_id.clone()]);
-    assert!(g.expire_lapsed().await.unwrap().is_empty());
+    assert_eq!(sweep(&g).await, vec![b_id.clone()]);
+    assert!(sweep(&g).await.is_empty());
     let row_b = w.row(&b_id).await;
     assert_eq!(row_b.status, ApprovalStatus::Expired);
     assert_eq!(row_b.responded_at, Some(t0() + Duration::seconds(3600)));
     assert_eq!(row_b.responded_by.as_deref(), Some("iris"));
-    let lapsed = w.events.named("approval.lapsed", &b_id);
+    let lapsed = w.events.named("approval.lapsed", &b_id).await;
     assert_eq!(lapsed.len(), 1, "one approval.lapsed for B");
-    assert!(w.events.named("approval.lapsed", &a_id).is_empty());
+    assert!(w.events.named("approval.lapsed", &a_id).await.is_empty());
     let lapses: Vec<_> = w
         .audit(&b_id)
         .await
@@ -416,7 +467,7 @@ async fn a_row_is_answerable_for_its_ttl_and_lapses_at_that_instant() {
 
     // The sweep's resume: the model's next input holds the lapse; nothing executes.
     let call_b = paused_call(&w, &b.conversation_id).await;
-    let resumed = agent.resume(&b_id).await.unwrap().unwrap();
+    let resumed = resume(&g, &b_id).await.unwrap();
     assert!(resumed.resumed);
     assert_eq!(resumed.status, RunStatus::Done);
     let sent = result_sent(&w.model, &call_b);
@@ -425,13 +476,10 @@ async fn a_row_is_answerable_for_its_ttl_and_lapses_at_that_instant() {
     assert_eq!(sent[0]["status"], "expired");
     assert_eq!(files.count("delete_file"), 1, "a lapsed call ran");
     assert_eq!(w.row(&b_id).await.execution, Execution::None);
-    assert_eq!(w.events.named("run.message", &b_id).len(), 1);
+    assert_eq!(w.events.named("run.message", &b_id).await.len(), 1);
 
     // A late answer is refused as expired (HTTP 410), and changes nothing.
-    match g
-        .respond_to_approval(&b_id, Decision::Approve, None, &owner())
-        .await
-    {
+    match g.respond(&b_id, Decision::Approve, None, &owner()).await {
         Err(RespondError::Expired(row)) => assert_eq!(row.status, ApprovalStatus::Expired),
         other => panic!("expected Expired, got {other:?}"),
     }
@@ -442,21 +490,19 @@ async fn a_row_is_answerable_for_its_ttl_and_lapses_at_that_instant() {
 async fn an_answer_at_the_expiry_instant_lapses_the_row_even_before_the_sweep() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), vec![]);
-    let g = w.governance();
-    let r = agent.run_turn(None, "delete /c").await.unwrap();
+    let g = w.service(files.clone(), vec![]);
+    let r = turn(&g, "delete /c").await;
     let id = r.approval_id.unwrap();
     w.clock.advance(Duration::hours(1));
     assert!(matches!(
-        g.respond_to_approval(&id, Decision::Approve, None, &owner())
-            .await,
+        g.respond(&id, Decision::Approve, None, &owner()).await,
         Err(RespondError::Expired(_))
     ));
     assert_eq!(w.row(&id).await.status, ApprovalStatus::Expired);
-    assert_eq!(w.events.named("approval.lapsed", &id).len(), 1);
+    assert_eq!(w.events.named("approval.lapsed", &id).await.len(), 1);
     // The sweep finds nothing more to expire; the resume runs nothing.
-    assert!(g.expire_lapsed().await.unwrap().is_empty());
-    agent.resume(&id).await.unwrap().unwrap();
+    assert!(sweep(&g).await.is_empty());
+    resume(&g, &id).await.unwrap();
     assert!(files.runs().is_empty());
 }
 
@@ -495,10 +541,9 @@ async fn an_evaluator_halt_pauses_with_the_result_in_place_and_approve_continues
 {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), bulk_restore_rule());
-    let g = w.governance();
+    let g = w.service(files.clone(), bulk_restore_rule());
 
-    let r = agent.run_turn(None, "restore all").await.unwrap();
+    let r = turn(&g, "restore all").await;
     assert_eq!(r.status, RunStatus::AwaitingApproval);
     assert_eq!(r.effects_executed, vec![Effect::Write]);
     assert!(
@@ -524,7 +569,7 @@ async fn an_evaluator_halt_pauses_with_the_result_in_place_and_approve_continues
         t0() + Duration::seconds(600),
         "evaluator TTL"
     );
-    assert_eq!(w.events.named("approval.requested", &id).len(), 1);
+    assert_eq!(w.events.named("approval.requested", &id).await.len(), 1);
 
     // The checkpointed transcript already holds the step's result.
     let transcript = w.store.transcript(&r.conversation_id).await.unwrap();
@@ -545,11 +590,11 @@ async fn an_evaluator_halt_pauses_with_the_result_in_place_and_approve_continues
 
     // Approve: the model continues from the result; nothing runs again, nothing is claimed.
     w.clock.advance(Duration::seconds(599));
-    assert!(g.expire_lapsed().await.unwrap().is_empty());
-    g.respond_to_approval(&id, Decision::Approve, None, &owner())
+    assert!(sweep(&g).await.is_empty());
+    g.respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    let resumed = agent.resume(&id).await.unwrap().unwrap();
+    let resumed = resume(&g, &id).await.unwrap();
     assert!(resumed.resumed);
     assert_eq!(resumed.status, RunStatus::Done);
     assert_eq!(resumed.reply, "finished");
@@ -559,44 +604,43 @@ async fn an_evaluator_halt_pauses_with_the_result_in_place_and_approve_continues
         vec![json!({"restored": 3})]
     );
     assert_eq!(w.row(&id).await.execution, Execution::None);
-    assert!(agent.resume(&id).await.unwrap().is_none());
+    assert!(resume(&g, &id).await.is_none());
 }
 
 #[tokio::test]
 async fn a_rejected_or_lapsed_evaluator_halt_stays_stopped() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), bulk_restore_rule());
-    let g = w.governance();
+    let g = w.service(files.clone(), bulk_restore_rule());
 
     // Reject: the model is not asked again; the chat says the run stays stopped.
-    let r = agent.run_turn(None, "restore all").await.unwrap();
+    let r = turn(&g, "restore all").await;
     let id = r.approval_id.unwrap();
-    g.respond_to_approval(&id, Decision::Reject, Some("too many".into()), &owner())
+    g.respond(&id, Decision::Reject, Some("too many".into()), &owner())
         .await
         .unwrap();
     let asked = w.model.calls();
-    let stopped = agent.resume(&id).await.unwrap().unwrap();
+    let stopped = resume(&g, &id).await.unwrap();
     assert_eq!(w.model.calls(), asked, "the model was asked to continue");
     assert_eq!(stopped.status, RunStatus::Refused);
     assert!(stopped.reply.contains("stays stopped"), "{}", stopped.reply);
     assert!(stopped.reply.contains("too many"), "{}", stopped.reply);
     let lines = w.store.lines(&r.conversation_id).await.unwrap();
     assert!(lines.last().unwrap().text.contains("stays stopped"));
-    assert_eq!(w.events.named("run.message", &id).len(), 1);
+    assert_eq!(w.events.named("run.message", &id).await.len(), 1);
     assert_eq!(files.count("restore_file"), 1);
     assert_eq!(files.count("list_files"), 0);
 
     // Lapse after the evaluator TTL (10 minutes), not the destructive one.
-    let r = agent.run_turn(None, "restore all").await.unwrap();
+    let r = turn(&g, "restore all").await;
     let id = r.approval_id.unwrap();
     w.clock.advance(Duration::seconds(599));
-    assert!(g.expire_lapsed().await.unwrap().is_empty());
+    assert!(sweep(&g).await.is_empty());
     w.clock.advance(Duration::seconds(1));
-    assert_eq!(g.expire_lapsed().await.unwrap(), vec![id.clone()]);
-    assert_eq!(w.events.named("approval.lapsed", &id).len(), 1);
+    assert_eq!(sweep(&g).await, vec![id.clone()]);
+    assert_eq!(w.events.named("approval.lapsed", &id).await.len(), 1);
     let asked = w.model.calls();
-    let stopped = agent.resume(&id).await.unwrap().unwrap();
+    let stopped = resume(&g, &id).await.unwrap();
     assert_eq!(w.model.calls(), asked);
     assert_eq!(stopped.status, RunStatus::Refused);
     assert!(
@@ -612,16 +656,12 @@ async fn a_rejected_or_lapsed_evaluator_halt_stays_stopped() {
 async fn an_evaluator_halt_that_cannot_pause_ends_the_run() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = Agent::new(
-        w.model.clone(),
-        vec![files.clone()],
-        Arc::new(w.store.clone()),
-        None,
-        vec![],
-    )
-    .unwrap()
-    .with_evaluators(bulk_restore_rule());
-    let r = agent.run_turn(None, "restore all").await.unwrap();
+    let g = w.service_with(
+        files.clone(),
+        bulk_restore_rule(),
+        Pausing::Ungoverned("approvals are switched off (IRIS_APPROVALS_ENABLED=false)".into()),
+    );
+    let r = turn(&g, "restore all").await;
     assert_eq!(r.status, RunStatus::Refused);
     assert!(r.reply.contains("cannot pause"), "{}", r.reply);
     assert!(r.approval_id.is_none());
@@ -630,7 +670,12 @@ async fn an_evaluator_halt_that_cannot_pause_ends_the_run() {
         0,
         "the run went on after the halt"
     );
-    assert!(w.store.list(None).await.unwrap().is_empty());
+    assert!(w
+        .store
+        .approvals(&ApprovalFilter::default())
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -641,28 +686,27 @@ async fn an_evaluator_halt_that_cannot_pause_ends_the_run() {
 async fn a_failed_resume_is_recorded_and_a_retry_reuses_the_ledger_result() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), vec![]);
-    let g = w.governance();
-    let r = agent.run_turn(None, "delete /x").await.unwrap();
+    let g = w.service(files.clone(), vec![]);
+    let r = turn(&g, "delete /x").await;
     let id = r.approval_id.unwrap();
     let call = paused_call(&w, &r.conversation_id).await;
 
     // Nothing to retry while pending, or for an unknown id.
     assert!(matches!(
-        agent.retry_resume(&id).await,
+        g.retry(&id, &owner()).await.map(|(_, run)| run),
         Err(RetryError::NotDecided(_))
     ));
     assert!(matches!(
-        agent.retry_resume("nope").await,
+        g.retry("nope", &owner()).await,
         Err(RetryError::NotFound(_))
     ));
 
     // Approved; the model is down when the run resumes, after the pinned call executed.
-    g.respond_to_approval(&id, Decision::Approve, None, &owner())
+    g.respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
     w.model.set_down(true);
-    let failed = agent.resume(&id).await.unwrap().unwrap();
+    let failed = resume(&g, &id).await.unwrap();
     assert_eq!(failed.status, RunStatus::Failed);
     assert_eq!(files.count("delete_file"), 1);
     let row = w.row(&id).await;
@@ -672,23 +716,24 @@ async fn a_failed_resume_is_recorded_and_a_retry_reuses_the_ledger_result() {
     assert!(
         w.events
             .named("approval.responded", &id)
+            .await
             .iter()
             .any(|e| matches!(e, Event::ApprovalResponded(a) if a.resume_error.is_some())),
         "the card was not told about the failed resume"
     );
     // The sweep does not retry it by itself; a second resume is a no-op.
-    assert!(w.store.unresumed().await.unwrap().is_empty());
-    assert!(agent.resume(&id).await.unwrap().is_none());
+    assert!(g.run_next_job().await.unwrap().is_none());
+    assert!(resume(&g, &id).await.is_none());
 
     // A retry while the model is still down fails again, recorded again, nothing re-executed.
-    let again = agent.retry_resume(&id).await.unwrap();
+    let again = g.retry(&id, &owner()).await.map(|(_, run)| run).unwrap();
     assert_eq!(again.status, RunStatus::Failed);
     assert!(w.row(&id).await.resume_error.is_some());
     assert_eq!(files.count("delete_file"), 1);
 
     // The model is back: the retry completes from the ledger's recorded result.
     w.model.set_down(false);
-    let done = agent.retry_resume(&id).await.unwrap();
+    let done = g.retry(&id, &owner()).await.map(|(_, run)| run).unwrap();
     assert_eq!(done.status, RunStatus::Done);
     assert_eq!(done.reply, "finished");
     assert!(done.resumed);
@@ -709,7 +754,7 @@ async fn a_failed_resume_is_recorded_and_a_retry_reuses_the_ledger_result() {
     assert_eq!(executions, 1);
     // Nothing left to retry.
     assert!(matches!(
-        agent.retry_resume(&id).await,
+        g.retry(&id, &owner()).await.map(|(_, run)| run),
         Err(RetryError::NotFailed(_))
     ));
 }
@@ -718,20 +763,21 @@ async fn a_failed_resume_is_recorded_and_a_retry_reuses_the_ledger_result() {
 async fn concurrent_retries_have_one_winner() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = Arc::new(w.agent(files.clone(), vec![]));
-    let g = w.governance();
-    let r = agent.run_turn(None, "delete /x").await.unwrap();
+    let g = Arc::new(w.service(files.clone(), vec![]));
+    let r = turn(&g, "delete /x").await;
     let id = r.approval_id.unwrap();
-    g.respond_to_approval(&id, Decision::Approve, None, &owner())
+    g.respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
     w.model.set_down(true);
-    agent.resume(&id).await.unwrap().unwrap();
+    resume(&g, &id).await.unwrap();
     w.model.set_down(false);
     let mut tasks = Vec::new();
     for _ in 0..8 {
-        let (agent, id) = (agent.clone(), id.clone());
-        tasks.push(tokio::spawn(async move { agent.retry_resume(&id).await }));
+        let (g, id) = (g.clone(), id.clone());
+        tasks.push(tokio::spawn(async move {
+            g.retry(&id, &owner()).await.map(|(_, run)| run)
+        }));
     }
     let mut won = 0;
     for t in tasks {
@@ -749,35 +795,56 @@ async fn concurrent_retries_have_one_winner() {
 async fn an_unknown_execution_is_never_run_again_and_the_owner_is_told() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), vec![]);
-    let g = w.governance();
-    let r = agent.run_turn(None, "delete /x").await.unwrap();
+    let g = w.service(files.clone(), vec![]);
+    let r = turn(&g, "delete /x").await;
     let id = r.approval_id.unwrap();
     let call = paused_call(&w, &r.conversation_id).await;
-    g.respond_to_approval(&id, Decision::Approve, None, &owner())
+    g.respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    // A crash after the claim (ledger `executing`) and before the outcome; at start-up the
-    // entry becomes `unknown`.
-    let row = w.row(&id).await;
-    let claim = w
+    // Another server claims the job and the call (ledger `executing`), then stalls (or dies)
+    // before the outcome: its lease lapses and this server takes the job over.
+    let stalled = w
         .store
-        .claim(
-            &id,
-            &row.tool,
-            &iris_core::canonical::canonical_json(&row.args),
-            w.clock.now(),
-        )
+        .claim_job(JobPick::Approval(&id), "server-that-died", 30, &|s| {
+            let row = s.approval.as_ref().unwrap();
+            ClaimPlan {
+                ledger: LedgerStep::Claim {
+                    tool: row.tool.clone(),
+                    args_canonical: iris_core::canonical::canonical_json(&row.args),
+                },
+                ..ClaimPlan::lease_only()
+            }
+        })
         .await
+        .unwrap()
         .unwrap();
-    assert_eq!(claim, iris_core::ports::ClaimOutcome::Claimed);
-    assert_eq!(w.store.mark_unknown().await.unwrap(), vec![id.clone()]);
+    assert_eq!(w.row(&id).await.execution, Execution::Executing);
+    assert!(resume(&g, &id).await.is_none(), "the lease is still held");
+    w.clock.advance(Duration::seconds(31));
 
-    // The first resume fails at the model; the retry then completes. Neither runs the call.
+    // The taker's resume fails at the model; the retry then completes. Neither runs the call,
+    // and the stalled server can no longer record an outcome.
     w.model.set_down(true);
-    agent.resume(&id).await.unwrap().unwrap();
+    resume(&g, &id).await.unwrap();
+    assert_eq!(w.row(&id).await.execution, Execution::Unknown);
+    assert!(matches!(
+        w.store
+            .record_outcome(
+                &stalled.lease,
+                30,
+                &iris_core::ports::OutcomeRecord {
+                    executed: true,
+                    result: json!({"done": "delete_file"}),
+                    audit: vec![],
+                    events: vec![],
+                }
+            )
+            .await,
+        Err(iris_core::ports::StoreError::LeaseLost(_))
+    ));
     w.model.set_down(false);
-    let done = agent.retry_resume(&id).await.unwrap();
+    let done = g.retry(&id, &owner()).await.map(|(_, run)| run).unwrap();
     assert_eq!(done.status, RunStatus::Done);
     assert!(files.runs().is_empty(), "an unknown execution was retried");
     let sent = result_sent(&w.model, &call);
@@ -791,7 +858,7 @@ async fn an_unknown_execution_is_never_run_again_and_the_owner_is_told() {
             .any(|l| l.text.contains("can't tell whether") && l.text.contains("not be run again")),
         "the owner was not told: {lines:?}"
     );
-    assert!(!w.events.named("run.message", &id).is_empty());
+    assert!(!w.events.named("run.message", &id).await.is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -812,11 +879,12 @@ async fn assert_refused_and_told(w: &World, id: &str, conversation: &str, needle
     assert!(
         w.events
             .named("approval.responded", id)
+            .await
             .iter()
             .any(|e| matches!(e, Event::ApprovalResponded(a) if a.execution == Execution::Failed)),
         "no approval.responded with execution failed"
     );
-    assert!(!w.events.named("run.message", id).is_empty());
+    assert!(!w.events.named("run.message", id).await.is_empty());
     let lines = w.store.lines(conversation).await.unwrap();
     assert!(
         lines.iter().any(|l| l.role == "assistant"
@@ -835,51 +903,47 @@ async fn assert_refused_and_told(w: &World, id: &str, conversation: &str, needle
 async fn a_corrupt_checkpoint_is_never_executed_and_the_owner_is_told() {
     let w = World::new().await;
     let files = Files::new(MANIFEST);
-    let agent = w.agent(files.clone(), vec![]);
-    let r = agent.run_turn(None, "delete /x").await.unwrap();
-    let id = r.approval_id.unwrap();
-    w.governance()
-        .respond_to_approval(&id, Decision::Approve, None, &owner())
-        .await
-        .unwrap();
-    // Plant a corrupt body (the database itself refuses changing a checkpoint, so the
-    // trigger goes first: this is what a damaged file or a bad restore would leave).
-    // Planting needs engine-specific SQL; the SQLite run of this suite covers the rule.
-    let Some(sqlite) = w.store.as_sqlite() else {
-        eprintln!("skipped on PostgreSQL: the corrupt row is planted with SQLite SQL");
-        return;
-    };
-    let pool = sqlite.pool();
-    sqlx::query("DROP TRIGGER checkpoints_immutable")
-        .execute(pool)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE checkpoints SET body = '{\"messages\": [' WHERE approval_id = $1")
-        .bind(&id)
-        .execute(pool)
+    let g = w.service(files.clone(), vec![]);
+    let r = turn(&g, "delete /x").await;
+    let card = r.approval_id.unwrap();
+    // Plant a copy of the card whose saved run is damaged (the database refuses changing a
+    // checkpoint, so the damage is planted as a new one: what a bad disk or restore leaves).
+    let id = "damaged";
+    for sql in [
+        format!(
+            "INSERT INTO approvals (id, kind, tool, args, args_canonical, call_hash, items, \
+             card, run_id, context_summary, created_at, expires_at, preconditions) \
+             SELECT '{id}', kind, tool, args, args_canonical, call_hash, items, card, run_id, \
+             context_summary, created_at, expires_at, preconditions FROM approvals WHERE id = '{card}'"
+        ),
+        format!(
+            "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, created_at) \
+             VALUES ('cp-damaged', '{id}', 'run-x', '{}', '{{\"messages\": [', 'x')",
+            r.conversation_id
+        ),
+        format!("UPDATE approvals SET checkpoint_id = 'cp-damaged' WHERE id = '{id}'"),
+    ] {
+        sqlx::query(&sql).execute(w.store.pool()).await.unwrap();
+    }
+    g.respond(id, Decision::Approve, None, &owner())
         .await
         .unwrap();
 
-    let told = agent.resume(&id).await.unwrap().unwrap();
-    assert_eq!(told.status, RunStatus::Failed);
-    assert!(told.reply.contains("corrupt"), "{}", told.reply);
-    assert!(files.runs().is_empty(), "a corrupt checkpoint executed");
-    assert_refused_and_told(&w, &id, &r.conversation_id, "corrupt").await;
-    assert!(w.row(&id).await.resume_error.unwrap().contains("corrupt"));
-    // Never later either: the claim is consumed.
-    assert!(agent.retry_resume(&id).await.is_ok());
+    let report = g.run_job(id).await.unwrap().expect("the job ran");
     assert!(
-        agent
-            .execute_pinned(
-                &id,
-                "delete_file",
-                &json!({"path": "/x"}),
-                &CallContext::default()
-            )
-            .await
-            .unwrap()["status"]
-            == "not_run"
+        report.run.is_none(),
+        "a run that cannot be restored does not continue"
     );
+    assert!(files.runs().is_empty(), "a corrupt checkpoint executed");
+    assert_refused_and_told(&w, id, &r.conversation_id, "corrupt").await;
+    assert!(w.row(id).await.resume_error.unwrap().contains("corrupt"));
+    // Never later either: the call is consumed, and the run can never resume, so there is no
+    // retry.
+    assert!(matches!(
+        g.retry(id, &owner()).await,
+        Err(RetryError::NotFailed(_))
+    ));
+    assert!(g.run_next_job().await.unwrap().is_none());
     assert!(files.runs().is_empty());
 }
 
@@ -887,20 +951,16 @@ async fn a_corrupt_checkpoint_is_never_executed_and_the_owner_is_told() {
 async fn a_tool_no_manifest_declares_any_more_is_never_executed() {
     let w = World::new().await;
     let before = Files::new(MANIFEST);
-    let r = w
-        .agent(before.clone(), vec![])
-        .run_turn(None, "delete /x")
-        .await
-        .unwrap();
+    let r = turn(&w.service(before.clone(), vec![]), "delete /x").await;
     let id = r.approval_id.unwrap();
-    w.governance()
-        .respond_to_approval(&id, Decision::Approve, None, &owner())
+    w.service(before.clone(), vec![])
+        .respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
     // The server restarts with the plugin updated: delete_file is gone.
     let after = Files::new(MANIFEST_WITHOUT_DELETE);
-    let agent = w.agent(after.clone(), vec![]);
-    let resumed = agent.resume(&id).await.unwrap().unwrap();
+    let g = w.service(after.clone(), vec![]);
+    let resumed = resume(&g, &id).await.unwrap();
     assert_eq!(resumed.status, RunStatus::Done);
     assert!(before.runs().is_empty() && after.runs().is_empty());
     assert_refused_and_told(&w, &id, &r.conversation_id, "not declared").await;
@@ -910,19 +970,15 @@ async fn a_tool_no_manifest_declares_any_more_is_never_executed() {
 async fn an_effect_no_longer_approved_per_call_is_never_executed() {
     let w = World::new().await;
     let before = Files::new(MANIFEST);
-    let r = w
-        .agent(before.clone(), vec![])
-        .run_turn(None, "delete /x")
-        .await
-        .unwrap();
+    let r = turn(&w.service(before.clone(), vec![]), "delete /x").await;
     let id = r.approval_id.unwrap();
-    w.governance()
-        .respond_to_approval(&id, Decision::Approve, None, &owner())
+    w.service(before.clone(), vec![])
+        .respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
     let after = Files::new(MANIFEST_DELETE_IS_A_WRITE);
-    let agent = w.agent(after.clone(), vec![]);
-    agent.resume(&id).await.unwrap().unwrap();
+    let g = w.service(after.clone(), vec![]);
+    resume(&g, &id).await.unwrap();
     assert!(before.runs().is_empty() && after.runs().is_empty());
     assert_refused_and_told(&w, &id, &r.conversation_id, "no longer approved per call").await;
 }
@@ -973,7 +1029,16 @@ async fn a_message_moved_away_after_the_card_was_written_is_stale_and_not_trashe
             &format!("p{n}@shop.example"),
         );
     }
-    let store = iris_store::Store::connect("sqlite::memory:").await.unwrap();
+    let clock = Arc::new(ManualClock::new(t0()));
+    let store = iris_store::Store::connect_with(
+        "sqlite::memory:",
+        iris_store::StoreOptions {
+            time: TimeSource::Clock(clock.clone()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let email = Arc::new(
         iris_email::EmailPlugin::new(
             vec![iris_email::AccountConfig {
@@ -998,35 +1063,32 @@ rules:
         args: {ids: "$ids"}
       - reply: "Done: moved {trashed} emails to Trash."
 "#;
-    let clock = Arc::new(ManualClock::new(t0()));
-    let events = Arc::new(Recorder::default());
-    let s = Arc::new(store.clone());
-    let governance = Governance {
-        queue: s.clone(),
-        ledger: s.clone(),
-        audit: s.clone(),
-        checkpoints: Some(s.clone()),
-        notifier: events.clone(),
-        clock: clock.clone(),
-        ttl: Ttl::default(),
-        enabled: true,
-    };
+    let toolbox = Arc::new(Toolbox::new(vec![email.clone()]).unwrap());
     let agent = Agent::new(
         Arc::new(iris_core::scripted::ScriptedModel::from_yaml(script).unwrap()),
-        vec![email.clone()],
-        s.clone(),
-        Some(governance.clone()),
+        toolbox,
+        Pausing::Governed {
+            ttl: Ttl::default(),
+            clock: clock.clone(),
+        },
         vec![],
-    )
-    .unwrap();
+    );
+    let g = support::service(&store, agent, clock.clone());
 
-    let r = agent.run_turn(None, "trash the promos").await.unwrap();
+    let r = turn(&g, "trash the promos").await;
     assert_eq!(r.status, RunStatus::AwaitingApproval, "{}", r.reply);
     let id = r.approval_id.unwrap();
-    let row = store.get(&id).await.unwrap().unwrap();
+    let row = store.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.items.len(), 3);
     // One precondition per item: the folder and Message-ID the card saw.
-    let pinned = store.preconditions(&id).await.unwrap();
+    let pinned: Vec<Value> = serde_json::from_str(
+        &sqlx::query_scalar::<_, String>("SELECT preconditions FROM approvals WHERE id = $1")
+            .bind(&id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(pinned.len(), 3);
     assert!(pinned.iter().all(|p| p["folder"] == "INBOX"), "{pinned:?}");
     let moved_at = row
@@ -1046,14 +1108,13 @@ rules:
     .unwrap();
     email.sync().await.unwrap();
 
-    governance
-        .respond_to_approval(&id, Decision::Approve, None, &owner())
+    g.respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    let done = agent.resume(&id).await.unwrap().unwrap();
+    let done = resume(&g, &id).await.unwrap();
     assert_eq!(done.reply, "Done: moved 2 emails to Trash.");
 
-    let row = store.get(&id).await.unwrap().unwrap();
+    let row = store.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.execution, Execution::Executed);
     let result = row.result.unwrap();
     assert_eq!(result["trashed"], 2);
@@ -1070,7 +1131,7 @@ rules:
     assert!(files_in(&maildir.join("cur")).is_empty());
     // The audit says so, one entry per item.
     let executions: Vec<_> = store
-        .entries(Some(&id))
+        .audit(Some(&id))
         .await
         .unwrap()
         .into_iter()

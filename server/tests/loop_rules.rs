@@ -1,7 +1,8 @@
-//! Rules of the agent loop (DESIGN §3 steps 2-4 and 7), against the real SQLite store and a
-//! counting plugin: names resolve before checks, gated calls are refused when they cannot be
-//! governed, a halted step answers every other call id once, approve runs the pinned call once,
-//! and a forged claim is denied and audited.
+//! Rules of the agent loop (DESIGN §3 steps 2-4 and 7), through the approvals service against
+//! the real store and a counting plugin: names resolve before checks, gated calls are refused
+//! when they cannot be governed, a halted step answers every other call id once, approve runs
+//! the pinned call once from the row however many workers race for the job, and the loop never
+//! runs a pinned call itself.
 
 mod support;
 
@@ -9,16 +10,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use iris_core::agent::{Agent, NOT_RUN_WAITING};
+use iris_core::agent::{Agent, Pausing, NOT_RUN_WAITING};
 use iris_core::approval::Ttl;
-use iris_core::kernel::{Actor, Governance};
+use iris_core::approvals::ApprovalService;
 use iris_core::manifest::{Manifest, ToolSpec};
 use iris_core::model::{Message, Model, ModelError, ModelTurn, ToolCall};
 use iris_core::plugin::{CallContext, Description, ItemOutcome, Plugin, ToolError, ToolOutput};
-use iris_core::ports::{AuditLog, ConversationStore, Notifier, QueueStore, Scope, SystemClock};
-use iris_core::wire::{Decision, Event, RunStatus};
+use iris_core::ports::{ApprovalFilter, ApprovalStore, SystemClock};
+use iris_core::toolbox::Toolbox;
+use iris_core::wire::{Decision, RunStatus};
 use iris_store::Store;
 use serde_json::{json, Value};
+use support::owner;
 
 const MANIFEST: &str = r#"
 plugin: files
@@ -134,11 +137,6 @@ impl Model for OneStep {
     }
 }
 
-struct Silent;
-impl Notifier for Silent {
-    fn notify(&self, _: Event) {}
-}
-
 fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall {
         id: id.into(),
@@ -148,14 +146,15 @@ fn call(id: &str, name: &str, args: Value) -> ToolCall {
 }
 
 struct Setup {
-    agent: Agent,
+    service: ApprovalService,
     files: Arc<Files>,
     model: Arc<OneStep>,
     store: Store,
     _database: Option<iris_store::testing::DropDatabase>,
 }
 
-async fn setup(calls: Vec<ToolCall>, governed: bool, enabled: bool, checkpoints: bool) -> Setup {
+/// The service over a fresh store; `pausing` `None` is governed with the default TTLs.
+async fn setup(calls: Vec<ToolCall>, ungoverned: Option<&str>) -> Setup {
     let (store, database) = support::kernel_store().await;
     let files = Arc::new(Files {
         manifest: Manifest::from_yaml(MANIFEST).unwrap(),
@@ -166,27 +165,17 @@ async fn setup(calls: Vec<ToolCall>, governed: bool, enabled: bool, checkpoints:
         seen: Mutex::new(vec![]),
         steps: AtomicUsize::new(0),
     });
-    let s = Arc::new(store.clone());
-    let governance = governed.then(|| Governance {
-        queue: s.clone(),
-        ledger: s.clone(),
-        audit: s.clone(),
-        checkpoints: if checkpoints { Some(s.clone()) } else { None },
-        notifier: Arc::new(Silent),
-        clock: Arc::new(SystemClock),
-        ttl: Ttl::default(),
-        enabled,
-    });
-    let agent = Agent::new(
-        model.clone(),
-        vec![files.clone()],
-        s.clone(),
-        governance,
-        vec![],
-    )
-    .unwrap();
+    let pausing = match ungoverned {
+        None => Pausing::Governed {
+            ttl: Ttl::default(),
+            clock: Arc::new(SystemClock),
+        },
+        Some(why) => Pausing::Ungoverned(why.into()),
+    };
+    let toolbox = Arc::new(Toolbox::new(vec![files.clone()]).unwrap());
+    let agent = Agent::new(model.clone(), toolbox, pausing, vec![]);
     Setup {
-        agent,
+        service: support::service(&store, agent, Arc::new(SystemClock)),
         files,
         model,
         store,
@@ -194,12 +183,12 @@ async fn setup(calls: Vec<ToolCall>, governed: bool, enabled: bool, checkpoints:
     }
 }
 
-fn owner() -> Actor {
-    Actor {
-        name: "owner".into(),
-        scope: Scope::Control,
-        surface: "web".into(),
-    }
+async fn rows(store: &Store) -> usize {
+    store
+        .approvals(&ApprovalFilter::default())
+        .await
+        .unwrap()
+        .len()
 }
 
 #[tokio::test]
@@ -210,19 +199,17 @@ async fn a_halted_step_answers_every_other_call_once_and_runs_nothing_gated() {
             call("b", "Remove-File", json!({"path": "/x"})),
             call("c", "touch_file", json!({})),
         ],
-        true,
-        true,
-        true,
+        None,
     )
     .await;
-    let r = s.agent.run_turn(None, "delete /x").await.unwrap();
+    let r = s.service.chat(&owner(), None, "delete /x").await.unwrap();
     assert_eq!(r.status, RunStatus::AwaitingApproval);
     // The read before the gated call ran; the alias resolved to delete_file and halted; the
     // later call did not run.
     let runs = s.files.runs.lock().unwrap().clone();
     assert_eq!(runs, vec![("list_files".to_string(), json!({}))]);
     let id = r.approval_id.clone().unwrap();
-    let row = s.store.get(&id).await.unwrap().unwrap();
+    let row = s.store.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.tool, "delete_file");
     let transcript = s.store.transcript(&r.conversation_id).await.unwrap();
     let results: Vec<(String, Value)> = transcript
@@ -242,17 +229,15 @@ async fn a_halted_step_answers_every_other_call_once_and_runs_nothing_gated() {
 
     // Approve, resume: the pinned call runs once from the row, the model then finishes and saw
     // exactly one result per call id.
-    s.agent
-        .governance()
-        .unwrap()
-        .respond_to_approval(&id, Decision::Approve, None, &owner())
+    s.service
+        .respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    let resumed = s.agent.resume(&id).await.unwrap().unwrap();
+    let resumed = s.service.run_job(&id).await.unwrap().unwrap().run.unwrap();
     assert!(resumed.resumed);
     assert_eq!(resumed.reply, "finished");
     assert!(
-        s.agent.resume(&id).await.unwrap().is_none(),
+        s.service.run_job(&id).await.unwrap().is_none(),
         "resumed twice"
     );
     let runs = s.files.runs.lock().unwrap().clone();
@@ -270,33 +255,27 @@ async fn a_halted_step_answers_every_other_call_once_and_runs_nothing_gated() {
 
 #[tokio::test]
 async fn gated_calls_are_refused_when_they_cannot_be_governed() {
-    for (governed, enabled, checkpoints) in [
-        (false, true, true),
-        (true, false, true),
-        (true, true, false),
+    for why in [
+        "approvals are switched off (IRIS_APPROVALS_ENABLED=false)",
+        "there is no queue to pause on",
     ] {
         let s = setup(
             vec![call("b", "delete_file", json!({"path": "/x"}))],
-            governed,
-            enabled,
-            checkpoints,
+            Some(why),
         )
         .await;
-        let r = s.agent.run_turn(None, "delete /x").await.unwrap();
-        assert_eq!(
-            r.status,
-            RunStatus::Refused,
-            "{governed} {enabled} {checkpoints}"
-        );
+        let r = s.service.chat(&owner(), None, "delete /x").await.unwrap();
+        assert_eq!(r.status, RunStatus::Refused, "{why}");
         assert!(s.files.runs.lock().unwrap().is_empty());
-        assert!(
-            s.store.list(None).await.unwrap().is_empty(),
-            "a row was written"
-        );
+        assert_eq!(rows(&s.store).await, 0, "a row was written");
         let seen = s.model.seen.lock().unwrap().last().unwrap().clone();
-        let told = seen.iter().any(|m| matches!(m, Message::Tool { content, .. }
-            if content["status"] == "refused" && content["message"].as_str().unwrap().contains("nothing was changed")));
-        assert!(told, "the model was not told nothing changed");
+        let told = seen.iter().any(|m| {
+            matches!(m, Message::Tool { content, .. }
+            if content["status"] == "refused"
+                && content["message"].as_str().unwrap().contains("nothing was changed")
+                && content["message"].as_str().unwrap().contains(why))
+        });
+        assert!(told, "the model was not told why nothing changed");
     }
 }
 
@@ -307,102 +286,72 @@ async fn unknown_tools_never_run_and_confirm_once_is_advice() {
             call("a", "wipe_everything", json!({})),
             call("b", "touch_file", json!({})),
         ],
-        true,
-        true,
-        true,
+        None,
     )
     .await;
-    let r = s.agent.run_turn(None, "go").await.unwrap();
+    let r = s.service.chat(&owner(), None, "go").await.unwrap();
     assert_eq!(r.status, RunStatus::Done);
     assert_eq!(
         s.files.runs.lock().unwrap().clone(),
         vec![("touch_file".to_string(), json!({}))]
     );
-    assert!(
-        s.store.list(None).await.unwrap().is_empty(),
-        "confirm once wrote a row"
-    );
+    assert_eq!(rows(&s.store).await, 0, "confirm once wrote a row");
     assert_eq!(r.effects_executed, vec![iris_core::wire::Effect::Write]);
 }
 
-#[tokio::test]
-async fn a_forged_claim_is_denied_and_audited() {
-    let s = setup(
-        vec![call("b", "delete_file", json!({"path": "/x"}))],
-        true,
-        true,
-        true,
-    )
-    .await;
-    let r = s.agent.run_turn(None, "delete /x").await.unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn approving_runs_the_rows_call_once_however_many_workers_race() {
+    let s = Arc::new(setup(vec![call("b", "delete_file", json!({"path": "/x"}))], None).await);
+    let r = s.service.chat(&owner(), None, "delete /x").await.unwrap();
     let id = r.approval_id.unwrap();
-    let ctx = CallContext::default();
-    // Not yet approved.
-    let out = s
-        .agent
-        .execute_pinned(&id, "delete_file", &json!({"path": "/x"}), &ctx)
+    // Before the answer there is no job: nothing can run the call.
+    assert!(s.service.run_next_job().await.unwrap().is_none());
+    assert!(s.files.runs.lock().unwrap().is_empty());
+    s.service
+        .respond(&id, Decision::Approve, None, &owner())
         .await
         .unwrap();
-    assert_eq!(out["status"], "not_run");
-    s.agent
-        .governance()
-        .unwrap()
-        .respond_to_approval(&id, Decision::Approve, None, &owner())
-        .await
-        .unwrap();
-    // Other arguments, another tool, changed bytes, a forged id: each denied and audited.
-    let out = s
-        .agent
-        .execute_pinned(&id, "delete_file", &json!({"path": "/etc"}), &ctx)
-        .await
-        .unwrap();
-    assert_eq!(out["status"], "not_run");
-    // Another (also destructive) tool with the approved arguments: denied.
-    let out = s
-        .agent
-        .execute_pinned(&id, "shred_file", &json!({"path": "/x"}), &ctx)
-        .await
-        .unwrap();
-    assert_eq!(out["status"], "not_run");
-    // An extra argument changes the canonical bytes: denied.
-    let out = s
-        .agent
-        .execute_pinned(
-            &id,
-            "delete_file",
-            &json!({"path": "/x", "force": true}),
-            &ctx,
-        )
-        .await
-        .unwrap();
-    assert_eq!(out["status"], "not_run");
-    let out = s
-        .agent
-        .execute_pinned("forged", "delete_file", &json!({"path": "/x"}), &ctx)
-        .await
-        .unwrap();
-    assert_eq!(out["status"], "not_run");
-    // The real one runs once; a replay is denied.
-    let out = s
-        .agent
-        .execute_pinned(&id, "delete_file", &json!({"path": "/x"}), &ctx)
-        .await
-        .unwrap();
-    assert_eq!(out["done"], "delete_file");
-    let out = s
-        .agent
-        .execute_pinned(&id, "delete_file", &json!({"path": "/x"}), &ctx)
-        .await
-        .unwrap();
-    assert_eq!(out["status"], "not_run");
-    assert_eq!(s.files.runs.lock().unwrap().len(), 1);
-    let denials = s
-        .store
-        .entries(None)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.kind == iris_core::wire::AuditKind::Denial)
-        .count();
-    assert_eq!(denials, 6);
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let mut workers = Vec::new();
+    for _ in 0..8 {
+        let (s, barrier) = (s.clone(), barrier.clone());
+        workers.push(tokio::spawn(async move {
+            barrier.wait().await;
+            s.service.run_next_job().await.unwrap().is_some()
+        }));
+    }
+    let mut ran = 0;
+    for w in workers {
+        ran += usize::from(w.await.unwrap());
+    }
+    assert_eq!(ran, 1, "one worker got the job");
+    assert_eq!(
+        s.files.runs.lock().unwrap().clone(),
+        vec![("delete_file".to_string(), json!({"path": "/x"}))],
+        "exactly the row's call, once"
+    );
+    let audit = s.store.audit(Some(&id)).await.unwrap();
+    let executions: Vec<_> = audit
+        .iter()
+        .filter(|e| e.kind == iris_core::wire::AuditKind::Execution)
+        .collect();
+    assert_eq!(executions.len(), 1);
+    assert_eq!(executions[0].item.as_deref(), Some("/x"));
+    let row = s.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(row.execution, iris_core::wire::Execution::Executed);
+}
+
+#[tokio::test]
+async fn the_loop_never_runs_a_pinned_call_itself() {
+    // A model that keeps asking for the destructive call after it halted: every halt is a new
+    // card, and nothing runs until a card is approved.
+    let s = setup(vec![call("b", "delete_file", json!({"path": "/x"}))], None).await;
+    for _ in 0..3 {
+        s.model.steps.store(0, Ordering::SeqCst);
+        let r = s.service.chat(&owner(), None, "delete /x").await.unwrap();
+        assert_eq!(r.status, RunStatus::AwaitingApproval);
+    }
+    assert!(s.files.runs.lock().unwrap().is_empty());
+    assert_eq!(rows(&s.store).await, 3);
+    assert!(s.service.run_next_job().await.unwrap().is_none());
 }

@@ -10,6 +10,10 @@
 //! started again on the same database and bot; an answer over HTTP and a lapse after the
 //! restart edit the old message, a card requested before the bot knew is sent once (not again
 //! at a later start), and an answer given while the bot was down edits the message once.
+//!
+//! Two servers on one PostgreSQL database and one bot: one polls at a time (the fake refuses a
+//! second concurrent `getUpdates` with 409, as Telegram does), a card is sent once, an answer on
+//! either server edits the message once, and when the poller is killed the other takes over.
 
 mod support;
 
@@ -456,6 +460,19 @@ fn serve(world: &mut World, base: &[(&str, &str)], bot: Option<&FakeBot>) -> sup
     world.start()
 }
 
+/// Waits until the server has stored that `message_id` shows row `id` in the owner's chat.
+async fn message_recorded(world: &World, id: &str, message_id: i64) {
+    use iris_core::ports::TelegramCardStore;
+    let store = iris_store::Store::connect(&world.database_url)
+        .await
+        .expect("the world's database opens");
+    eventually("the card's message to be stored", || async {
+        let card = store.telegram_card(OWNER, id).await.expect("card reads");
+        (card.and_then(|c| c.message_id) == Some(message_id)).then_some(())
+    })
+    .await;
+}
+
 /// Halts a new request and waits for its card: every event reaches the bridge after its
 /// start-up catch-up, so once this card is sent the catch-up is over. The new row's id.
 async fn catch_up_done(bot: &FakeBot, client: &Client, control: &str) -> String {
@@ -590,6 +607,9 @@ async fn a_lapse_after_a_restart_edits_the_old_message(database_url: Option<&str
     let lapsing = halt(&server.client(), &control).await;
     let id = lapsing["id"].as_str().unwrap().to_string();
     let message_id = bot.message_of(&id).await;
+    // Killed only once the message is stored: a kill between Telegram's answer and the write
+    // leaves the send unknown, and the next start sends the card again (a new message).
+    message_recorded(&world, &id, message_id).await;
     server.kill();
 
     let server = serve(&mut world, &ttl, Some(&bot));
@@ -684,4 +704,55 @@ async fn sqlite_a_lapse_after_a_restart_edits_the_old_message() {
 async fn postgres_a_lapse_after_a_restart_edits_the_old_message() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     a_lapse_after_a_restart_edits_the_old_message(Some(&url)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_share_one_bot_one_poller_one_card_one_edit() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let bot = FakeBot::start().await;
+    let (mut world, control) = restartable(Some(&url)).await;
+    let a = serve(&mut world, &[], Some(&bot));
+    let b = serve(&mut world, &[], Some(&bot));
+
+    // Requested on B: both servers hear of it; one sends it.
+    let row0 = halt(&b.client(), &control).await;
+    let id = row0["id"].as_str().unwrap().to_string();
+    let message_id = bot.message_of(&id).await;
+    // Whichever server polls answers the tap.
+    let q = bot.tap(OWNER, OWNER, message_id, &format!("a:{id}"));
+    bot.answer(&q).await;
+    bot.confirmed().await;
+    // Answered on A over HTTP: the message shows the outcome.
+    let (status, body) = a
+        .client()
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "reject"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    bot.edited_to(message_id, "*Rejected* by phone via api at")
+        .await;
+
+    // A is killed (the poller or not): B keeps sending, editing and, now, polling.
+    a.kill();
+    let row1 = halt(&b.client(), &control).await;
+    let id1 = row1["id"].as_str().unwrap().to_string();
+    let message1 = bot.message_of(&id1).await;
+    let q = bot.tap(OWNER, OWNER, message1, &format!("r:{id1}"));
+    bot.answer(&q).await;
+    bot.edited_to(message1, "*Rejected* by").await;
+
+    // B relays events in order, so it handled the first answer before the second card.
+    let outcome_edits = bot
+        .edits_of(message_id)
+        .iter()
+        .filter(|e| e["text"].as_str().unwrap().contains("Rejected"))
+        .count();
+    assert_eq!(outcome_edits, 1, "both servers edited the outcome");
+    assert_eq!(bot.sent_for(&id).len(), 1, "the card was sent twice");
+    assert_eq!(bot.sent_for(&id1).len(), 1, "the card was sent twice");
+    assert_eq!(bot.conflicts(), 0, "two servers polled at once");
+    assert!(bot.calls("getUpdates").len() > 1);
 }

@@ -24,7 +24,7 @@
 //! # What acting is
 //!
 //! Escalating re-runs the owner's turn through [`Escalator::runner`] (a [`TurnRunner`]: another
-//! [`Agent`] with a stronger model, or the same agent) in the same conversation, with the owner's
+//! agent with a stronger model, or the same agent) in the same conversation, with the owner's
 //! request followed by a note saying why the previous answer was judged insufficient
 //! ([`escalation_message`]). The re-run's result is judged again at the top of the next hop.
 //!
@@ -40,7 +40,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::{Agent, AgentError};
 use crate::ports::{Clock, StoreError};
 use crate::wire::{ChatResponse, Effect, RunStatus};
 
@@ -337,30 +336,19 @@ pub trait Judge: Send + Sync {
     async fn judge(&self, turn: &FinishedTurn) -> Judgement;
 }
 
-/// What re-runs a turn: [`Agent`] implements it (`run_turn`); give the escalator a second agent
-/// with a stronger model, or the same agent.
+/// What re-runs a turn: the approvals service's turns ([`crate::approvals::Turns`]) implement
+/// it, with the same agent or a second one with a stronger model.
 #[async_trait]
 pub trait TurnRunner: Send + Sync {
-    /// One owner turn in `conversation_id` (see [`Agent::run_turn`]).
+    /// One owner turn in `conversation_id`, written like any turn.
     ///
     /// # Errors
-    /// [`AgentError`] when the run could not happen at all.
+    /// [`StoreError`] when the turn could not be read or written.
     async fn run_turn(
         &self,
         conversation_id: Option<String>,
         message: &str,
-    ) -> Result<ChatResponse, AgentError>;
-}
-
-#[async_trait]
-impl TurnRunner for Agent {
-    async fn run_turn(
-        &self,
-        conversation_id: Option<String>,
-        message: &str,
-    ) -> Result<ChatResponse, AgentError> {
-        Agent::run_turn(self, conversation_id, message).await
-    }
+    ) -> Result<ChatResponse, StoreError>;
 }
 
 /// The escalation rule, checked at the top of every hop before acting (see the module docs for
@@ -415,7 +403,7 @@ pub enum EscalationError {
     Record(#[source] StoreError),
     /// The re-run could not happen; the previous result stands.
     #[error("the escalated re-run failed; the previous answer stands: {0}")]
-    Rerun(#[source] AgentError),
+    Rerun(#[source] StoreError),
 }
 
 /// What [`Escalator::maybe_escalate`] ends with.

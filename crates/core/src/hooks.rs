@@ -2,8 +2,10 @@
 //! return allow, deny(reason) or require_approval(id?). A decision carrying an approval id halts
 //! the run; one without (confirm-once advice) does not.
 //!
-//! [`DestructiveApprovalHook`] (priority 50, after every other deny) writes the approval row with
-//! the card from the plugin's `describe(args)`, notifies, and returns `require_approval(id)`.
+//! [`DestructiveApprovalHook`] (priority 50, after every other deny) pins the call: the approval
+//! row's request terms with the card from the plugin's `describe(args)`, returned as
+//! `require_approval(row)`. The row is written by the approvals service in the same commit as
+//! the paused run's checkpoint (DESIGN §9 "halt = 1 commit"), so a card never exists without it.
 
 use std::sync::Arc;
 
@@ -14,18 +16,19 @@ use crate::approval::{kind_for, Ttl};
 use crate::canonical::{call_hash, canonical_json};
 use crate::manifest::{Gate, ToolSpec};
 use crate::plugin::{CallContext, Plugin};
-use crate::ports::{Clock, NewApproval, Notifier, QueueStore};
-use crate::wire::{Card, Event};
+use crate::ports::{Clock, NewApproval};
+use crate::wire::Card;
 
 /// A hook's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum HookDecision {
     /// Go on to the next hook, then run.
     Allow,
     /// Do not run; the reason becomes the observation.
     Deny(String),
-    /// With an id: halt the run on that approval row. Without: advice only (confirm once).
-    RequireApproval(Option<String>),
+    /// With a row: halt the run on that approval (its id is the row's). Without: advice only
+    /// (confirm once).
+    RequireApproval(Option<Box<NewApproval>>),
 }
 
 /// The call a hook looks at: resolved tool and normalised arguments.
@@ -69,12 +72,8 @@ impl PreToolUseHook for ConfirmOnceHook {
     }
 }
 
-/// Writes one approval row per approved-per-call call and halts the run on it (DESIGN §3 step 3).
+/// Pins one approval row per approved-per-call call and halts the run on it (DESIGN §3 step 3).
 pub struct DestructiveApprovalHook {
-    /// The queue the row goes to.
-    pub queue: Arc<dyn QueueStore>,
-    /// Channel router for `approval.requested`.
-    pub notifier: Arc<dyn Notifier>,
     /// Time source for created/expires.
     pub clock: Arc<dyn Clock>,
     /// Answerable window.
@@ -137,13 +136,6 @@ impl PreToolUseHook for DestructiveApprovalHook {
             expires_at: self.ttl.expires_at(kind, created_at),
             preconditions: description.preconditions,
         };
-        if let Err(e) = self.queue.insert(&row).await {
-            return HookDecision::Deny(format!(
-                "the approval could not be recorded ({e}); nothing was changed"
-            ));
-        }
-        self.notifier
-            .notify(Event::ApprovalRequested(row.pending_view()));
-        HookDecision::RequireApproval(Some(row.id))
+        HookDecision::RequireApproval(Some(Box::new(row)))
     }
 }

@@ -2,12 +2,13 @@
 //!
 //! What lives here (DESIGN §6): the manifest and its refusals ([`manifest`]), canonical JSON and
 //! the call hash ([`canonical`]), the approval state machine and card ([`approval`], [`wire`]),
-//! PreToolUse hooks ([`hooks`]), PostStep evaluators ([`evaluator`]), the agent loop over traits
-//! ([`agent`]) and the capability every surface answers through, `respond_to_approval`
-//! ([`kernel`]).
+//! PreToolUse hooks ([`hooks`]), PostStep evaluators ([`evaluator`]), the loaded tools
+//! ([`toolbox`]), the agent loop, which only proposes calls ([`agent`]), and the approvals
+//! service, which owns the whole lifecycle every surface goes through: request, respond,
+//! expire, execute, resume, retry, recover ([`approvals`]).
 //!
-//! Storage, models, plugins and notifications sit behind the traits of [`ports`], [`model`] and
-//! [`plugin`]; `crates/store` implements storage with sqlx, `server/` wires everything.
+//! Storage, models and plugins sit behind the traits of [`ports`], [`model`] and [`plugin`];
+//! `crates/store` implements storage with sqlx, `server/` wires everything.
 //!
 //! With `default-features = false` only [`wire`] is compiled: the JSON shapes of DESIGN §7 that
 //! the browser half of the app shares with the server (it builds for `wasm32-unknown-unknown`).
@@ -19,6 +20,8 @@ pub mod agent;
 #[cfg(feature = "kernel")]
 pub mod approval;
 #[cfg(feature = "kernel")]
+pub mod approvals;
+#[cfg(feature = "kernel")]
 pub mod canonical;
 #[cfg(feature = "kernel")]
 pub mod escalation;
@@ -28,8 +31,6 @@ pub mod evaluator;
 pub mod failpoint;
 #[cfg(feature = "kernel")]
 pub mod hooks;
-#[cfg(feature = "kernel")]
-pub mod kernel;
 #[cfg(feature = "kernel")]
 pub mod manifest;
 #[cfg(feature = "kernel")]
@@ -42,5 +43,7 @@ pub mod plugin;
 pub mod ports;
 #[cfg(feature = "kernel")]
 pub mod scripted;
+#[cfg(feature = "kernel")]
+pub mod toolbox;
 
 pub use wire::*;

@@ -158,6 +158,18 @@ pub trait Plugin: Send + Sync {
         true
     }
 
+    /// Whether `tool` can run here now: `Err` with a sentence naming what is missing (for mail:
+    /// "no mail account is configured") when its backend is absent. A tool that cannot run is
+    /// not offered to the model, and an approved call whose backend has gone is not run and
+    /// says so (never "stale"). The default: every tool can run.
+    ///
+    /// # Errors
+    /// The sentence above.
+    fn available(&self, tool: &str) -> Result<(), String> {
+        let _ = tool;
+        Ok(())
+    }
+
     /// Runs the approved call for every item except `stale` (a non-empty subset of the row's
     /// items whose preconditions failed), returning outcomes for the items it acted on only.
     /// The executor calls this instead of [`Plugin::execute`] when some items are stale; the

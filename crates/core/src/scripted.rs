@@ -13,7 +13,8 @@
 //!         args: {category: promotions, since_days: 7}
 //!       - call: trash_email
 //!         args: {ids: "$ids"}            # "$ids": ids from the last observation's results
-//!                                        # ("$id": the first of them, e.g. a reply_to_id)
+//!                                        # ("$id": the first of them, e.g. a reply_to_id;
+//!                                        # "$1"…"$9": the `when` regex's capture groups)
 //!         if_empty: "I found no promo emails from this week, so nothing was trashed."
 //!       - reply: "Done: moved {trashed} emails to Trash."   # {field}: last observation field
 //!         on_rejected: "OK, I left them alone. Nothing was changed."
@@ -119,9 +120,17 @@ impl ScriptedModel {
         let Message::User { content: request } = &messages[user_at] else {
             return reply(&self.fallback);
         };
-        let Some((_, steps)) = self.rules.iter().find(|(re, _)| re.is_match(request)) else {
+        let Some((re, steps)) = self.rules.iter().find(|(re, _)| re.is_match(request)) else {
             return reply(&self.fallback);
         };
+        let captures: Vec<String> = re
+            .captures(request)
+            .map(|c| {
+                c.iter()
+                    .map(|m| m.map_or(String::new(), |m| m.as_str().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let after = &messages[user_at + 1..];
         let step_index = after
             .iter()
@@ -150,7 +159,7 @@ impl ScriptedModel {
                 ) {
                     return reply(&failed_text(last.as_ref(), None));
                 }
-                let (args, empty) = fill_args(args, last.as_ref());
+                let (args, empty) = fill_args(args, last.as_ref(), &captures);
                 if empty {
                     return reply(
                         if_empty
@@ -236,10 +245,11 @@ fn reply(text: &str) -> ModelTurn {
     }
 }
 
-/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, or `ids`), and
-/// `"$id"` with the first of them (the newest match, e.g. the email to reply to). Returns whether
-/// a placeholder resolved to nothing.
-fn fill_args(args: &Value, last: Option<&Value>) -> (Value, bool) {
+/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, or `ids`),
+/// `"$id"` with the first of them (the newest match, e.g. the email to reply to), and `"$1"` to
+/// `"$9"` with the rule's regex captures (`captures[0]` is the whole match). Returns whether a
+/// placeholder resolved to nothing.
+fn fill_args(args: &Value, last: Option<&Value>, captures: &[String]) -> (Value, bool) {
     let ids: Vec<Value> = last
         .map(|v| {
             if let Some(results) = v.get("results").and_then(Value::as_array) {
@@ -266,6 +276,15 @@ fn fill_args(args: &Value, last: Option<&Value>) -> (Value, bool) {
                 } else if v == "$id" {
                     empty |= ids.is_empty();
                     out.insert(k.clone(), ids.first().cloned().unwrap_or(Value::Null));
+                } else if let Some(group) = v
+                    .as_str()
+                    .and_then(|t| t.strip_prefix('$'))
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=9).contains(n))
+                {
+                    let text = captures.get(group).cloned().unwrap_or_default();
+                    empty |= text.is_empty();
+                    out.insert(k.clone(), Value::String(text));
                 } else {
                     out.insert(k.clone(), v.clone());
                 }
@@ -373,6 +392,25 @@ mod tests {
             }
             assert_eq!(m.next_turn(&t).content.as_deref(), Some(expected), "{status}");
         }
+    }
+
+    #[test]
+    fn arguments_take_the_requests_capture_groups() {
+        let m = ScriptedModel::from_yaml(
+            r#"
+rules:
+  - when: "trash promo (\\d+)"
+    steps:
+      - call: search_inbox
+        args: {query: "$1", limit: 1}
+"#,
+        )
+        .unwrap();
+        let turn = m.next_turn(&[user("trash promo 17")]);
+        assert_eq!(
+            turn.tool_calls[0].arguments,
+            json!({"query": "17", "limit": 1})
+        );
     }
 
     #[test]

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
-use iris_core::agent::AgentError;
 use iris_core::escalation::{
     gate, CuratorRecord, CuratorStore, EscalationError, EscalationMode, Escalator, FinishedTurn,
     Judge, Judgement, NotActed, RuleJudge, TurnRunner, Verdict,
@@ -85,14 +84,14 @@ impl TurnRunner for Runner {
         &self,
         conversation_id: Option<String>,
         message: &str,
-    ) -> Result<ChatResponse, AgentError> {
+    ) -> Result<ChatResponse, StoreError> {
         let n = {
             let mut m = self.messages.lock().unwrap();
             m.push((conversation_id.clone(), message.to_string()));
             m.len()
         };
         if self.fail {
-            return Err(AgentError::Store(StoreError::Backend("down".into())));
+            return Err(StoreError::Backend("down".into()));
         }
         Ok(ChatResponse {
             conversation_id: conversation_id.unwrap_or_default(),

@@ -1,32 +1,116 @@
-//! IRIS approvals storage: sqlx implementations of the core's storage traits
-//! ([`iris_core::ports`]: `QueueStore`, `Ledger`, `AuditLog`, `CheckpointStore`,
-//! `ConversationStore`, `DeviceStore`, `TelegramCardStore`) on SQLite and PostgreSQL (DESIGN §6).
+//! IRIS approvals storage: the core's storage traits ([`iris_core::ports`]) on SQLite and
+//! PostgreSQL, written once (DESIGN §6).
 //!
-//! - [`sqlite`]: [`SqliteStore`], schema in `migrations/sqlite/`.
-//! - [`postgres`]: [`PgStore`], schema in `migrations/postgres/`.
-//! - [`any`]: [`Store`], either engine chosen by the scheme of `IRIS_DATABASE_URL`, implementing
-//!   the same traits by delegation, so the server holds one type.
-//! - `curator.rs`: the curator table (`iris_core::escalation::CuratorStore`) on all three.
+//! One way to reach both engines: [`Store`] holds one sqlx `AnyPool`, and every statement is
+//! written once with `$N` placeholders; the few spellings that differ come from [`Engine`]. The
+//! layout:
 //!
-//! Both engines share one implementation of the traits (same statements, same results) and
-//! enforce the approval row's invariants in the database itself (DESIGN §6): request terms are
-//! immutable, the response is written once, a ledger claim must match the approved row, rows are
-//! never deleted, the audit log is append-only; no code path can change what was approved.
+//! - [`connect`](Store::connect) (`open.rs`): the engine by the url's scheme, migrations
+//!   (`migrations/sqlite/`, `migrations/postgres/`), SQLite's durability setting;
+//! - `lifecycle.rs`: [`iris_core::ports::ApprovalStore`], the units of work of an approval's
+//!   life, one transaction per phase, fenced by the resume job's lease;
+//! - `events.rs`: events published by those commits: an in-process channel on SQLite (one
+//!   server), an event log with `LISTEN/NOTIFY` wake-ups on PostgreSQL (many servers);
+//! - `devices.rs`, `telegram.rs`, `curator.rs`: devices and pairing links, Telegram messages,
+//!   escalation verdicts;
+//! - `locks.rs`: named locks held across servers (PostgreSQL advisory locks);
+//! - `checkpoint.rs`: SQLite's WAL checkpoints in the background, off the commit path;
+//! - `rows.rs`: decoding rows, where a bad row is [`StoreError::Corrupt`] naming it.
 //!
-//! Every error is a [`iris_core::ports::StoreError`]; a row that does not parse is
-//! `StoreError::Corrupt` naming the row, never a panic (DESIGN §8, fail closed).
+//! Both schemas enforce the approval row's invariants in the database itself (DESIGN §6):
+//! request terms are immutable, the response is written once, a ledger claim must match the
+//! approved row, rows are never deleted, the audit log is append-only, a job's lease epoch only
+//! grows; no code path can change what was approved.
 
+mod checkpoint;
 mod curator;
+mod devices;
 mod engine;
+mod events;
+mod lifecycle;
+mod locks;
+mod open;
+mod rows;
+mod telegram;
+mod unit;
 
-pub mod any;
-pub mod postgres;
-pub mod sqlite;
+use std::sync::Arc;
 
-pub use any::Store;
-pub use engine::timestamp_text;
-pub use postgres::PgStore;
-pub use sqlite::SqliteStore;
+use iris_core::wire::Event;
+use sqlx::AnyPool;
+use tokio::sync::broadcast;
+
+pub use engine::{timestamp_text, Engine, TimeSource};
+pub use locks::{LockGuard, NamedLock};
+pub use open::{NativePool, StoreOptions, Synchronous};
 
 #[cfg(feature = "testing")]
 pub mod testing;
+
+/// Storage on SQLite or PostgreSQL: the approval queue, resume jobs, ledger, audit log,
+/// checkpoints, conversations, devices, pairing links and Telegram messages, in one database.
+///
+/// Cloning is cheap and shares the pool and the event feed.
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    engine: Engine,
+    url: Arc<str>,
+    time: TimeSource,
+    /// SQLite has one writer: the lifecycle's units take this connection in turn, so they queue
+    /// here instead of in SQLite's busy loop, and batch their statements on it (`unit.rs`).
+    writer: Arc<tokio::sync::Mutex<unit::Writer>>,
+    feed: broadcast::Sender<Event>,
+    locks: Arc<locks::LocalLocks>,
+    commits: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("engine", &self.engine)
+            .field("time", &self.time)
+            .finish()
+    }
+}
+
+impl Store {
+    /// The pool, for components that keep their own tables in the same database (the email
+    /// plugin's local store).
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// Where "now" comes from in this store's statements.
+    pub fn time_source(&self) -> &TimeSource {
+        &self.time
+    }
+
+    /// A listener of the events the store's commits publish (`approval.requested`, …), from
+    /// every server on this database: on PostgreSQL once [`Store::listen_for_events`] runs. A
+    /// listener that falls behind by more than 1024 events loses the oldest (it refetches).
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.feed.subscribe()
+    }
+
+    /// How many write transactions the lifecycle's units committed through this store (and its
+    /// clones) so far: what a phase costs, for the benchmark and the one-commit-per-phase tests.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `now` as bound for [`Engine::now`].
+    pub(crate) fn now_param(&self) -> Option<String> {
+        self.time.param()
+    }
+
+    /// The SQL of "now" with the time source at placeholder `$1`.
+    pub(crate) fn now_sql(&self) -> String {
+        self.engine.now("$1")
+    }
+}

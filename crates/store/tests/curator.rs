@@ -53,16 +53,10 @@ fn record(id: &str, conversation: &str, hop: u32, mode: EscalationMode) -> Curat
 }
 
 async fn exec(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
-    match store {
-        Store::Sqlite(s) => sqlx::query(sql)
-            .execute(s.pool())
-            .await
-            .map(|d| d.rows_affected()),
-        Store::Postgres(s) => sqlx::query(sql)
-            .execute(s.pool())
-            .await
-            .map(|d| d.rows_affected()),
-    }
+    sqlx::query(sql)
+        .execute(store.pool())
+        .await
+        .map(|d| d.rows_affected())
 }
 
 async fn round_trip_and_order(store: Store) {
@@ -127,7 +121,7 @@ async fn the_database_refuses_bad_records(store: Store) {
         delete.unwrap_err().to_string().contains("append-only"),
         "delete was allowed"
     );
-    if let Store::Postgres(_) = store {
+    if store.engine() == iris_store::Engine::Postgres {
         let truncate = exec(&store, "TRUNCATE curator_verdicts").await;
         assert!(truncate.unwrap_err().to_string().contains("append-only"));
     }

@@ -114,6 +114,9 @@ pub enum EmailError {
     /// `migrations/postgres` applied? [`iris_store::Store::connect`] runs them).
     #[error("email local store (tables email_messages, email_trashed from 0002_email.sql): {0}")]
     Store(#[from] sqlx::Error),
+    /// The lock on the mailboxes could not be taken (the database is unreachable).
+    #[error("email sync: {0}")]
+    Lock(String),
 }
 
 /// The email plugin: manifest, accounts, local store.
@@ -122,10 +125,11 @@ pub struct EmailPlugin {
     backends: Vec<Arc<dyn MailBackend>>,
     store: store::LocalStore,
     clock: Arc<dyn Clock>,
-    /// Serialises sync, trash and restore: a sync that lists a folder while a trash moves a file
-    /// out of it could otherwise put the trashed message back into the store. In-process, on
-    /// either engine: one server per database (as the server runs), not across processes.
-    lock: tokio::sync::Mutex<()>,
+    /// The project's store, for the lock that serialises sync, trash and restore: a sync that
+    /// lists a folder while a trash moves a file out of it could otherwise put the trashed
+    /// message back into the local store. Held across every server on the database (an
+    /// advisory lock on PostgreSQL, DESIGN §9).
+    database: iris_store::Store,
     /// Where `send_email` hands mail (`None`: sending is refused at normalise).
     outbox: Option<Outbox>,
     /// `IRIS_EMAIL_DEFAULT_SENDER`: an account name or address.
@@ -218,7 +222,7 @@ impl EmailPlugin {
             backends,
             store: store::LocalStore::new(store::Db::of(store)),
             clock: Arc::new(SystemClock),
-            lock: tokio::sync::Mutex::new(()),
+            database: store.clone(),
             outbox: None,
             default_sender: None,
         })
@@ -267,13 +271,14 @@ impl EmailPlugin {
     /// # Errors
     /// [`EmailError::Store`] when the database fails (nothing else aborts a sync).
     pub async fn sync(&self) -> Result<SyncReport, EmailError> {
-        let _guard = self.lock.lock().await;
+        let guard = self.lock().await.map_err(EmailError::Lock)?;
         let mut report = SyncReport::default();
         for b in &self.backends {
             report
                 .accounts
                 .push(sync::sync_account(&self.store, b.as_ref(), self.now()).await?);
         }
+        guard.release().await;
         Ok(report)
     }
 
@@ -285,8 +290,15 @@ impl EmailPlugin {
         self.clock.now()
     }
 
-    pub(crate) async fn lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.lock.lock().await
+    /// Takes the lock on the plugin's mailboxes and local store (on every server).
+    ///
+    /// # Errors
+    /// A sentence when the database cannot be reached to take it (nothing was changed).
+    pub(crate) async fn lock(&self) -> Result<iris_store::LockGuard, String> {
+        self.database
+            .lock(&iris_store::NamedLock::MailChanges)
+            .await
+            .map_err(|e| format!("taking the mailbox lock: {e}"))
     }
 
     /// Each account's name and whether its backend reports provider buckets, in order.
@@ -306,6 +318,18 @@ impl EmailPlugin {
 impl Plugin for EmailPlugin {
     fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// Every email tool needs a mail account; without one none is offered, and an approved
+    /// call whose accounts have gone says so instead of "stale".
+    fn available(&self, _tool: &str) -> Result<(), String> {
+        if self.backends.is_empty() {
+            return Err(
+                "no mail account is configured (set IRIS_MAILDIR or add [[email.accounts]] to iris.toml)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     async fn normalise(

@@ -3,8 +3,8 @@
 //! and `migrations/postgres/0002_email.sql`).
 //!
 //! Everything here is SQL over the project's database, SQLite or PostgreSQL: every statement is
-//! written once, with `$1`-style placeholders (which sqlx accepts on both engines), and run on
-//! whichever pool the plugin was given ([`on_engine!`] expands a body once per engine). The one
+//! written once, with `$1`-style placeholders, and runs on the store's one pool (sqlx's `Any`
+//! driver). The one
 //! spelling that differs is the substring test of the word search ([`Db::position_fn`]). Each
 //! multi-statement change runs in one transaction on either engine. The rules of what goes in
 //! live in `sync.rs` (which messages) and the tool modules (trash and restore).
@@ -13,8 +13,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use iris_store::timestamp_text;
+use iris_store::Engine;
 use serde::{Deserialize, Serialize};
-use sqlx::{PgPool, QueryBuilder, SqlitePool};
+use sqlx::any::AnyArguments;
+use sqlx::{AnyPool, Arguments};
 
 use crate::category::Category;
 use crate::id;
@@ -128,59 +130,85 @@ pub(crate) struct AccountFilter {
     pub own_addresses: Vec<String>,
 }
 
-/// The project's database as the plugin sees it: the pool of whichever engine it runs on.
+/// The project's database as the plugin sees it: the store's pool and its engine.
 ///
 /// Cloning is cheap and shares the pool.
 #[derive(Debug, Clone)]
-pub(crate) enum Db {
-    /// SQLite (`sqlite://PATH`, `sqlite::memory:`), schema `migrations/sqlite/0002_email.sql`.
-    Sqlite(SqlitePool),
-    /// PostgreSQL (`postgres://…`), schema `migrations/postgres/0002_email.sql`.
-    Postgres(PgPool),
+pub(crate) struct Db {
+    /// The store's pool (the migrations, this plugin's included, ran on connect).
+    pub pool: AnyPool,
+    /// Which engine it is (for the one spelling that differs, [`Db::position_fn`]).
+    pub engine: Engine,
 }
 
 impl Db {
-    /// The pool of the project's store (the migrations, this plugin's included, ran on connect).
+    /// The pool of the project's store.
     pub fn of(store: &iris_store::Store) -> Self {
-        match store {
-            iris_store::Store::Sqlite(s) => Db::Sqlite(s.pool().clone()),
-            iris_store::Store::Postgres(s) => Db::Postgres(s.pool().clone()),
+        Db {
+            pool: store.pool().clone(),
+            engine: store.engine(),
         }
     }
 
-    /// The SQL function giving the 1-based position of a substring (0 when absent): SQLite's
-    /// `instr(haystack, needle)`, PostgreSQL's `strpos(haystack, needle)` (same arguments, same
-    /// result, both byte-exact on the "C"/binary collations the schemas use).
+    /// The substring-position function of the engine (see [`Engine::position_fn`]).
     fn position_fn(&self) -> &'static str {
-        match self {
-            Db::Sqlite(_) => "instr",
-            Db::Postgres(_) => "strpos",
-        }
+        self.engine.position_fn()
     }
 }
 
-/// Runs `$body` on whichever engine `$db` holds, with `$pool` bound to that engine's pool (and,
-/// in the second form, `$DB` naming its `sqlx::Database`). The body is written once and compiled
-/// once per engine, so both engines run the same statements.
-macro_rules! on_engine {
-    ($db:expr, |$pool:ident| $body:block) => {
-        match $db {
-            Db::Sqlite($pool) => $body,
-            Db::Postgres($pool) => $body,
+/// A statement assembled piece by piece, its placeholders numbered `$1`, `$2`, … in the order
+/// of [`Sql::push_bind`] (the spelling both engines accept through sqlx's `Any` driver; sqlx's
+/// own query builder writes `?` for `Any`, which PostgreSQL refuses).
+pub(crate) struct Sql {
+    text: String,
+    args: AnyArguments<'static>,
+    count: usize,
+}
+
+impl Sql {
+    fn new(text: &str) -> Sql {
+        Sql {
+            text: text.to_string(),
+            args: AnyArguments::default(),
+            count: 0,
         }
-    };
-    ($db:expr, |$pool:ident, $DB:ident| $body:block) => {
-        match $db {
-            Db::Sqlite($pool) => {
-                type $DB = sqlx::Sqlite;
-                $body
-            }
-            Db::Postgres($pool) => {
-                type $DB = sqlx::Postgres;
-                $body
-            }
-        }
-    };
+    }
+
+    fn push(&mut self, text: impl std::fmt::Display) -> &mut Sql {
+        use std::fmt::Write;
+        let _ = write!(self.text, "{text}");
+        self
+    }
+
+    fn push_bind<T>(&mut self, value: T) -> &mut Sql
+    where
+        T: 'static + sqlx::Encode<'static, sqlx::Any> + sqlx::Type<sqlx::Any> + Send,
+    {
+        self.count += 1;
+        let placeholder = format!("${}", self.count);
+        self.text.push_str(&placeholder);
+        // Encoding text and integers for `Any` cannot fail.
+        let _ = self.args.add(value);
+        self
+    }
+
+    /// The statement as a query reading rows into `O` (its arguments are taken: build once).
+    fn build_query_as<O>(&mut self) -> sqlx::query::QueryAs<'_, sqlx::Any, O, AnyArguments<'_>>
+    where
+        O: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow>,
+    {
+        sqlx::query_as_with(&self.text, std::mem::take(&mut self.args))
+    }
+
+    /// The statement as a query reading one column (its arguments are taken: build once).
+    fn build_query_scalar<O>(
+        &mut self,
+    ) -> sqlx::query::QueryScalar<'_, sqlx::Any, O, AnyArguments<'_>>
+    where
+        (O,): for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow>,
+    {
+        sqlx::query_scalar_with(&self.text, std::mem::take(&mut self.args))
+    }
 }
 
 /// Inserts one `email_messages` row through `$executor` (a transaction, `&mut *tx`).
@@ -241,7 +269,8 @@ impl LocalStore {
     /// Every message of an account, as keys, by id (a fixed order, so a sync decides alike on
     /// both engines).
     pub async fn known_keys(&self, account: &str) -> Result<Vec<KnownKey>, sqlx::Error> {
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_as(
                 "SELECT id, folder, provider_key, location FROM email_messages WHERE account = $1 \
                  ORDER BY id",
@@ -249,16 +278,17 @@ impl LocalStore {
             .bind(account)
             .fetch_all(pool)
             .await
-        })
+        }
     }
 
     /// Every id in use, all accounts (ids are one namespace).
     pub async fn all_ids(&self) -> Result<HashSet<String>, sqlx::Error> {
-        let ids: Vec<String> = on_engine!(&self.db, |pool| {
+        let ids: Vec<String> = {
+            let pool = &self.db.pool;
             sqlx::query_scalar("SELECT id FROM email_messages")
                 .fetch_all(pool)
                 .await?
-        });
+        };
         Ok(ids.into_iter().collect())
     }
 
@@ -269,7 +299,8 @@ impl LocalStore {
         removes: &[String],
         moves: &[(String, String, String)],
     ) -> Result<(), sqlx::Error> {
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
             for id in removes {
                 sqlx::query("DELETE FROM email_messages WHERE id = $1")
@@ -289,7 +320,7 @@ impl LocalStore {
                 insert_message!(&mut *tx, r)?;
             }
             tx.commit().await
-        })
+        }
     }
 
     /// Records where a listing found messages that did not change otherwise (new/ → cur/).
@@ -297,7 +328,8 @@ impl LocalStore {
         if locs.is_empty() {
             return Ok(());
         }
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
             for (id, location) in locs {
                 sqlx::query("UPDATE email_messages SET location = $1 WHERE id = $2")
@@ -307,7 +339,7 @@ impl LocalStore {
                     .await?;
             }
             tx.commit().await
-        })
+        }
     }
 
     /// Recomputes an account's thread ids.
@@ -326,7 +358,8 @@ impl LocalStore {
             thread_id: String,
             date_unix: Option<i64>,
         }
-        let rows: Vec<T> = on_engine!(&self.db, |pool| {
+        let rows: Vec<T> = {
+            let pool = &self.db.pool;
             sqlx::query_as(
                 "SELECT id, message_id, in_reply_to, refs, thread_id, date_unix FROM email_messages \
                  WHERE account = $1",
@@ -334,7 +367,7 @@ impl LocalStore {
             .bind(account)
             .fetch_all(pool)
             .await?
-        });
+        };
         let mut uf = UnionFind::default();
         let node_of = |t: &T| t.message_id.clone().unwrap_or_else(|| format!("@{}", t.id));
         for t in &rows {
@@ -372,7 +405,8 @@ impl LocalStore {
         if changes.is_empty() {
             return Ok(());
         }
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
             for (id, tid) in &changes {
                 sqlx::query("UPDATE email_messages SET thread_id = $1 WHERE id = $2")
@@ -382,27 +416,29 @@ impl LocalStore {
                     .await?;
             }
             tx.commit().await
-        })
+        }
     }
 
     /// Number of messages an account has in the store.
     pub async fn count(&self, account: &str) -> Result<i64, sqlx::Error> {
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_scalar("SELECT COUNT(*) FROM email_messages WHERE account = $1")
                 .bind(account)
                 .fetch_one(pool)
                 .await
-        })
+        }
     }
 
     /// One message by id.
     pub async fn get(&self, id: &str) -> Result<Option<MessageRow>, sqlx::Error> {
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_as("SELECT * FROM email_messages WHERE id = $1")
                 .bind(id)
                 .fetch_optional(pool)
                 .await
-        })
+        }
     }
 
     /// Up to 50 stored messages (any account, any folder but Trash) naming `address` as their
@@ -421,21 +457,23 @@ impl LocalStore {
              WHERE lower(from_address) = $1 OR {position}(lower(to_addrs), $2) > 0 \
              OR {position}(lower(cc_addrs), $2) > 0 ORDER BY id LIMIT 50"
         );
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_as(&sql)
                 .bind(address)
                 .bind(&needle)
                 .fetch_all(pool)
                 .await
-        })
+        }
     }
 
     /// Newest first (undated last, ties by id in byte order), at most `limit`; with the number
     /// of all matches.
     pub async fn search(&self, q: &SearchQuery) -> Result<(Vec<MessageRow>, i64), sqlx::Error> {
         let position = self.db.position_fn();
-        on_engine!(&self.db, |pool, DB| {
-            let filters = |b: &mut QueryBuilder<'_, DB>| {
+        {
+            let pool = &self.db.pool;
+            let filters = |b: &mut Sql| {
                 b.push(" WHERE 1 = 1");
                 if let Some(c) = q.category {
                     b.push(" AND category = ").push_bind(c.as_str());
@@ -449,28 +487,29 @@ impl LocalStore {
                         .push(") > 0");
                 }
             };
-            let mut b = QueryBuilder::<DB>::new("SELECT * FROM email_messages");
+            let mut b = Sql::new("SELECT * FROM email_messages");
             filters(&mut b);
             b.push(" ORDER BY date_unix IS NULL, date_unix DESC, id LIMIT ")
                 .push_bind(i64::from(q.limit));
             let rows: Vec<MessageRow> = b.build_query_as().fetch_all(pool).await?;
-            let mut c = QueryBuilder::<DB>::new("SELECT COUNT(*) FROM email_messages");
+            let mut c = Sql::new("SELECT COUNT(*) FROM email_messages");
             filters(&mut c);
             let total: i64 = c.build_query_scalar().fetch_one(pool).await?;
             Ok((rows, total))
-        })
+        }
     }
 
     /// Every category path the store holds, sorted (what an owner's word can name).
     pub async fn category_paths(&self) -> Result<Vec<String>, sqlx::Error> {
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_scalar(
                 "SELECT DISTINCT category_path FROM email_messages \
                  WHERE category_path <> '' ORDER BY category_path",
             )
             .fetch_all(pool)
             .await
-        })
+        }
     }
 
     /// The messages a category selection takes, newest first (undated ones never: a window
@@ -489,8 +528,9 @@ impl LocalStore {
             return Ok((Vec::new(), 0));
         }
         let position = self.db.position_fn();
-        on_engine!(&self.db, |pool, DB| {
-            let where_ = |b: &mut QueryBuilder<'_, DB>| {
+        {
+            let pool = &self.db.pool;
+            let where_ = |b: &mut Sql| {
                 b.push(" WHERE date_unix IS NOT NULL AND date_unix >= ")
                     .push_bind(since_unix)
                     .push(" AND (");
@@ -532,16 +572,16 @@ impl LocalStore {
                 }
                 b.push(")");
             };
-            let mut q = QueryBuilder::<DB>::new("SELECT * FROM email_messages");
+            let mut q = Sql::new("SELECT * FROM email_messages");
             where_(&mut q);
             q.push(" ORDER BY date_unix DESC, id LIMIT ")
                 .push_bind(i64::from(limit));
             let rows: Vec<MessageRow> = q.build_query_as().fetch_all(pool).await?;
-            let mut c = QueryBuilder::<DB>::new("SELECT COUNT(*) FROM email_messages");
+            let mut c = Sql::new("SELECT COUNT(*) FROM email_messages");
             where_(&mut c);
             let total: i64 = c.build_query_scalar().fetch_one(pool).await?;
             Ok((rows, total))
-        })
+        }
     }
 
     /// The newest ledger row of an id that is still in Trash (or on its way), if any.
@@ -550,12 +590,13 @@ impl LocalStore {
             "SELECT * FROM email_trashed WHERE email_id = $1 AND state IN {ACTIVE_STATES} \
              AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
         );
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_as(&sql)
                 .bind(email_id)
                 .fetch_optional(pool)
                 .await
-        })
+        }
     }
 
     /// Writes the ledger rows of a batch before anything moves (state `trashing`), in one
@@ -567,7 +608,8 @@ impl LocalStore {
         now: DateTime<Utc>,
     ) -> Result<Vec<i64>, sqlx::Error> {
         let trashed_at = timestamp_text(now);
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
             let mut seqs = Vec::with_capacity(rows.len());
             for r in rows {
@@ -598,7 +640,7 @@ impl LocalStore {
             }
             tx.commit().await?;
             Ok(seqs)
-        })
+        }
     }
 
     /// Records trash outcomes in one transaction: each ledger row's state, and the message
@@ -607,7 +649,8 @@ impl LocalStore {
         &self,
         done: &[(i64, String, TrashDone)],
     ) -> Result<(), sqlx::Error> {
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
             for (seq, email_id, outcome) in done {
                 let (state, trash_location, leaves) = match outcome {
@@ -643,7 +686,7 @@ impl LocalStore {
                 }
             }
             tx.commit().await
-        })
+        }
     }
 
     /// The most recent batch with a message still in Trash.
@@ -652,9 +695,10 @@ impl LocalStore {
             "SELECT batch_id FROM email_trashed WHERE state IN {ACTIVE_STATES} \
              AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
         );
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_scalar(&sql).fetch_optional(pool).await
-        })
+        }
     }
 
     /// A batch's rows still in Trash, in trash order.
@@ -663,9 +707,10 @@ impl LocalStore {
             "SELECT * FROM email_trashed WHERE batch_id = $1 AND state IN {ACTIVE_STATES} \
              AND restored_at IS NULL ORDER BY seq"
         );
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             sqlx::query_as(&sql).bind(batch).fetch_all(pool).await
-        })
+        }
     }
 
     /// Records restore outcomes in one transaction; a restored message's row comes back into
@@ -676,7 +721,8 @@ impl LocalStore {
         now: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
         let restored_at = timestamp_text(now);
-        on_engine!(&self.db, |pool| {
+        {
+            let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
             for (row, outcome) in done {
                 match outcome {
@@ -723,7 +769,7 @@ impl LocalStore {
                 }
             }
             tx.commit().await
-        })
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use crate::backend::FolderStatus;
-use crate::store::{Db, LocalStore};
+use crate::store::LocalStore;
 
 /// The marks an account's folders had at their last complete sync, by folder name.
 pub(crate) async fn load(
@@ -20,10 +20,10 @@ pub(crate) async fn load(
 ) -> Result<HashMap<String, FolderStatus>, sqlx::Error> {
     const SQL: &str = "SELECT folder, validity, next_key, message_count FROM email_sync_state \
                        WHERE account = $1";
-    let rows: Vec<(String, i64, i64, i64)> = match store.db() {
-        Db::Sqlite(pool) => sqlx::query_as(SQL).bind(account).fetch_all(pool).await?,
-        Db::Postgres(pool) => sqlx::query_as(SQL).bind(account).fetch_all(pool).await?,
-    };
+    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(SQL)
+        .bind(account)
+        .fetch_all(&store.db().pool)
+        .await?;
     // Marks are written from u64s that fit i64 (IMAP's are 32-bit); a negative value read back
     // would be a corrupt row: it maps to u64::MAX, which never equals a real mark, so the folder
     // is listed again (fail safe, never skipped).
@@ -62,25 +62,17 @@ pub(crate) async fn save(
     let at = iris_store::timestamp_text(now);
     // A mark beyond i64 cannot be stored faithfully: store -1, which never matches (see load).
     let col = |v: u64| i64::try_from(v).unwrap_or(-1);
-    macro_rules! run {
-        ($pool:expr) => {{
-            let mut tx = $pool.begin().await?;
-            for (folder, s) in marks {
-                sqlx::query(SQL)
-                    .bind(account)
-                    .bind(folder)
-                    .bind(col(s.validity))
-                    .bind(col(s.next))
-                    .bind(col(s.count))
-                    .bind(&at)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await
-        }};
+    let mut tx = store.db().pool.begin().await?;
+    for (folder, s) in marks {
+        sqlx::query(SQL)
+            .bind(account)
+            .bind(folder)
+            .bind(col(s.validity))
+            .bind(col(s.next))
+            .bind(col(s.count))
+            .bind(&at)
+            .execute(&mut *tx)
+            .await?;
     }
-    match store.db() {
-        Db::Sqlite(pool) => run!(pool),
-        Db::Postgres(pool) => run!(pool),
-    }
+    tx.commit().await
 }

@@ -1,6 +1,6 @@
 //! The Telegram surface (issue 5 "Telegram"; DESIGN §2 "surface", §6 puts it in the server):
-//! a view of the approval row in the owner's chat that answers through the one capability,
-//! `respond_to_approval`, with surface `telegram`.
+//! a view of the approval row in the owner's chat that answers through the approvals service,
+//! with surface `telegram`.
 //!
 //! - Every `approval.requested` from the channel router is sent to the owner's chat
 //!   (`IRIS_TELEGRAM_CHAT_ID`) as the card in MarkdownV2 ([`render`]) with two buttons: the
@@ -29,20 +29,23 @@
 //! - A message the table does not know (sent before the table existed) is learnt from its
 //!   first tap.
 //!
-//! One bridge per bot: Telegram itself refuses two concurrent `getUpdates` for one token.
+//! Several servers on one database each run a bridge: every bridge relays events (the card is
+//! sent once, claimed in `telegram_cards`; an edit that would show what the message already
+//! shows is skipped), but only one polls for taps: Telegram refuses two concurrent `getUpdates`
+//! for one token, so the poller holds a lock across servers (an advisory lock on PostgreSQL)
+//! and another server takes over when it stops.
 
 pub mod bot_api;
 pub mod callback;
 pub mod render;
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use iris_core::kernel::{Actor, RespondError};
-use iris_core::ports::{QueueStore, Scope, TelegramCard, TelegramCardStore, TelegramView};
+use iris_core::approvals::{Actor, RespondError};
+use iris_core::ports::{ApprovalStore, Scope, TelegramCard, TelegramCardStore, TelegramView};
 use iris_core::wire::{Approval, ApprovalStatus, Decision, Event};
-use tokio::sync::{broadcast, Mutex};
+use tokio::sync::broadcast;
 
 use crate::config::{non_blank, Settings};
 use crate::state::AppState;
@@ -57,6 +60,9 @@ pub const NOT_ALLOWED: &str = "You are not allowed to answer this.";
 
 /// The surface name stored on rows answered here (DESIGN §7 Approval `surface`).
 pub const SURFACE: &str = "telegram";
+
+/// How often a server without the poller lock tries to take it.
+const POLLER_RETRY: Duration = Duration::from_secs(5);
 
 /// The Telegram settings of DESIGN §7, checked.
 #[derive(Clone, PartialEq)]
@@ -127,16 +133,18 @@ impl TelegramSettings {
 /// this call is missed), then, in one background task, catches up with what happened while the
 /// bridge was not running and relays events, and in another polls for taps.
 pub fn spawn(state: AppState, settings: TelegramSettings) {
-    let events = state.events.subscribe();
+    let events = state.store.subscribe();
     let bridge = Bridge {
         api: BotApi::new(&settings.api_url, &settings.token),
         owner: settings.owner_chat_id,
-        edits: Arc::new(Mutex::new(())),
+        edits: iris_store::NamedLock::TelegramChat(settings.owner_chat_id),
         state,
     };
     tracing::info!(chat = settings.owner_chat_id, api = %settings.api_url, "Telegram: cards go to the owner's chat");
     tokio::spawn(bridge.clone().relay_events(events));
-    tokio::spawn(bridge.poll_updates());
+    tokio::spawn(bridge.lead_polling(iris_store::NamedLock::TelegramPoller(
+        crate::auth::token_hash(&settings.token)[..16].to_string(),
+    )));
 }
 
 /// What a tap is answered with (`answerCallbackQuery`).
@@ -237,10 +245,12 @@ struct Bridge {
     state: AppState,
     api: BotApi,
     owner: i64,
-    /// Serialises every send and edit together with the read of the stored card before it, so
-    /// a tap and an event about the same row never interleave their read-then-edit (one edit at
-    /// a time per row).
-    edits: Arc<Mutex<()>>,
+    /// Serialises every send and edit together with the read of the stored card before it, on
+    /// every server of the database (DESIGN §9 "per-process locks become advisory locks"): a
+    /// tap and an event about the same row never interleave their read-then-edit, and when
+    /// several servers relay the same event the first edits and the others find the message
+    /// already showing it.
+    edits: iris_store::NamedLock,
 }
 
 impl Bridge {
@@ -302,7 +312,7 @@ impl Bridge {
                 tracing::error!(error = %e, "Telegram: reading which messages need their outcome failed")
             }
         }
-        let now = self.state.governance.clock.now();
+        let now = chrono::Utc::now();
         match store.unsent_telegram_cards(self.owner, now).await {
             Ok(ids) => {
                 for id in ids {
@@ -328,14 +338,16 @@ impl Bridge {
     /// Re-reads row `id` and, if its message is known and the row is answered or lapsed, edits
     /// the message to the current outcome (unless it shows exactly that already).
     async fn refresh_outcome(&self, id: &str) {
-        let _edits = self.edits.lock().await;
+        let Some(_edits) = self.lock_edits().await else {
+            return;
+        };
         let Ok(Some(card)) = self.stored_card(id).await else {
             return;
         };
         let Some(message_id) = card.message_id else {
             return;
         };
-        match self.state.store.get(id).await {
+        match self.state.store.approval(id).await {
             Ok(Some(row)) if row.status != ApprovalStatus::Pending => {
                 self.show(Some(&card), message_id, &row, TelegramView::Closed)
                     .await;
@@ -347,14 +359,29 @@ impl Bridge {
         }
     }
 
+    /// Takes the chat's edit lock ([`Bridge::edits`]); `None`, logged, when the database cannot
+    /// be reached (the caller then changes nothing: the next event, tap or start catches up).
+    async fn lock_edits(&self) -> Option<iris_store::LockGuard> {
+        match self.state.store.lock(&self.edits).await {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                tracing::warn!(error = %e, "Telegram: taking the chat's edit lock failed");
+                None
+            }
+        }
+    }
+
     /// Sends row `id`'s pending card with its two buttons, once per chat: the row is claimed in
     /// the store first, and a row no longer pending is not sent. A failed send is retried
     /// twice; then the claim is given up, so the next start tries again (the row stays
     /// answerable on every other surface either way).
     async fn send_card(&self, id: &str) {
         let store = &self.state.store;
-        let mut held = Some(self.edits.lock().await);
-        let claimed_at = self.state.governance.clock.now();
+        let Some(guard) = self.lock_edits().await else {
+            return;
+        };
+        let mut held = Some(guard);
+        let claimed_at = chrono::Utc::now();
         match store.claim_telegram_card(self.owner, id, claimed_at).await {
             Ok(true) => {}
             // Already sent (or being sent) to this chat.
@@ -370,10 +397,13 @@ impl Bridge {
             let wait = {
                 let _edits = match held.take() {
                     Some(guard) => guard,
-                    None => self.edits.lock().await,
+                    None => match self.lock_edits().await {
+                        Some(guard) => guard,
+                        None => break,
+                    },
                 };
                 // Read now, not from the event: a row answered or lapsed meanwhile is not sent.
-                let row = match store.get(id).await {
+                let row = match store.approval(id).await {
                     Ok(Some(row)) if row.status == ApprovalStatus::Pending => row,
                     Ok(_) => break,
                     Err(e) => {
@@ -385,7 +415,7 @@ impl Bridge {
                 let keyboard = render::card_keyboard(&row);
                 match self.api.send_message(self.owner, &text, &keyboard).await {
                     Ok(message_id) => {
-                        let now = self.state.governance.clock.now();
+                        let now = chrono::Utc::now();
                         self.remember(TelegramCard {
                             chat_id: self.owner,
                             approval_id: row.id.clone(),
@@ -445,7 +475,7 @@ impl Bridge {
             TelegramView::Closed => (render::outcome_text(row), None),
         };
         let settled = view == TelegramView::Closed && settled(row);
-        let now = self.state.governance.clock.now();
+        let now = chrono::Utc::now();
         let record = |shown_text: Option<String>, view: TelegramView, settled: bool| TelegramCard {
             chat_id: self.owner,
             approval_id: row.id.clone(),
@@ -484,9 +514,25 @@ impl Bridge {
         }
     }
 
+    /// Polls for taps while this server holds the bot's poller lock; without it, tries again
+    /// every few seconds (another server polls meanwhile).
+    async fn lead_polling(self, lock: iris_store::NamedLock) {
+        loop {
+            match self.state.store.try_lock(&lock).await {
+                Ok(Some(_held)) => {
+                    tracing::info!("Telegram: this server polls for taps");
+                    self.poll_updates().await;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "Telegram: taking the poller lock failed"),
+            }
+            tokio::time::sleep(POLLER_RETRY).await;
+        }
+    }
+
     /// Long-polls `getUpdates` forever, handling each tap in order; errors back off (or wait as
     /// long as Telegram asks) and retry.
-    async fn poll_updates(self) {
+    async fn poll_updates(&self) {
         let mut offset = 0_i64;
         let mut backoff = Backoff::new();
         loop {
@@ -564,7 +610,11 @@ impl Bridge {
             }
         };
         let id = data.approval_id.as_str();
-        let _edits = self.edits.lock().await;
+        let Some(_edits) = self.lock_edits().await else {
+            return Answer::alert(
+                "The approval could not be read; nothing was changed. Try again.",
+            );
+        };
         let Ok(card) = self.stored_card(id).await else {
             return Answer::alert(
                 "The approval could not be read; nothing was changed. Try again.",
@@ -579,7 +629,7 @@ impl Bridge {
                 "This button does not belong to this approval's card; nothing was changed.",
             );
         }
-        let mut row = match self.state.store.get(id).await {
+        let mut row = match self.state.store.approval(id).await {
             Ok(Some(row)) => row,
             Ok(None) => return Answer::alert("This approval does not exist; nothing was changed."),
             Err(e) => {
@@ -590,11 +640,13 @@ impl Bridge {
             }
         };
         // A row past its hour is marked expired here if the sweep has not yet (DESIGN §3 step 9).
-        let now = self.state.governance.clock.now();
-        if row.status == ApprovalStatus::Pending && row.expires_at <= now {
-            match self.state.governance.expire(id, now).await {
-                Ok(_) => {
-                    if let Ok(Some(fresh)) = self.state.store.get(id).await {
+        // This server's clock only suggests it; the store's clock decides (the expiry is a
+        // compare-and-set on it).
+        if row.status == ApprovalStatus::Pending && row.expires_at <= chrono::Utc::now() {
+            match self.state.service.expire(&row.id).await {
+                Ok(Some(expired)) => row = expired,
+                Ok(None) => {
+                    if let Ok(Some(fresh)) = self.state.store.approval(id).await {
                         row = fresh;
                     }
                 }
@@ -645,9 +697,9 @@ impl Bridge {
         }
     }
 
-    /// Answers the row through `respond_to_approval` as the owner's Telegram chat (control
-    /// scope, surface `telegram`), then resumes the run in the background as the HTTP API does.
-    /// The message is edited to the outcome by the `approval.responded` event that follows.
+    /// Answers the row through the approvals service as the owner's Telegram chat (control
+    /// scope, surface `telegram`); the service queues the resume. The message is edited to the
+    /// outcome by the `approval.responded` event that follows.
     async fn respond(
         &self,
         card: Option<&TelegramCard>,
@@ -659,7 +711,7 @@ impl Bridge {
         // Remember the message first (learnt from this tap when the store did not know it), so
         // the outcome edit finds it.
         if card.and_then(|c| c.message_id) != Some(message_id) {
-            let now = self.state.governance.clock.now();
+            let now = chrono::Utc::now();
             self.remember(TelegramCard {
                 chat_id: self.owner,
                 approval_id: row.id.clone(),
@@ -679,17 +731,14 @@ impl Bridge {
         };
         match self
             .state
-            .governance
-            .respond_to_approval(&row.id, decision, None, &actor)
+            .service
+            .respond(&row.id, decision, None, &actor)
             .await
         {
-            Ok(_) => {
-                crate::sweeps::spawn_resume(self.state.clone(), row.id.clone());
-                Answer::toast(match decision {
-                    Decision::Approve => "Approved.",
-                    Decision::Reject => "Rejected; nothing was changed.",
-                })
-            }
+            Ok(_) => Answer::toast(match decision {
+                Decision::Approve => "Approved.",
+                Decision::Reject => "Rejected; nothing was changed.",
+            }),
             Err(e @ (RespondError::AlreadyDecided(_) | RespondError::Expired(_))) => {
                 if let RespondError::AlreadyDecided(row) | RespondError::Expired(row) = &e {
                     let card = self.stored_card(&row.id).await.ok().flatten();

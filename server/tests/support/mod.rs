@@ -31,6 +31,24 @@ pub struct ModelServer {
     /// While true, every request is answered `503 Service Unavailable` (the model is down);
     /// requests are still recorded.
     pub down: Arc<std::sync::atomic::AtomicBool>,
+    /// How the model misbehaves, if it does.
+    pub fault: Arc<Mutex<Fault>>,
+    /// How many requests may be answered (`usize::MAX`: all); a request beyond it waits until
+    /// [`ModelServer::release`] lets it through.
+    gate: tokio::sync::watch::Sender<usize>,
+}
+
+/// A model server's misbehaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fault {
+    /// Answers as the script says.
+    #[default]
+    None,
+    /// Streams the answer's first chunks, then ends the stream without its final chunk (no
+    /// `finish_reason`, no `[DONE]`).
+    CutOff,
+    /// Accepts the request and never answers.
+    Silent,
 }
 
 #[derive(Clone)]
@@ -38,6 +56,8 @@ struct ModelState {
     script: Arc<ScriptedModel>,
     requests: Arc<Mutex<Vec<Value>>>,
     down: Arc<std::sync::atomic::AtomicBool>,
+    fault: Arc<Mutex<Fault>>,
+    gate: tokio::sync::watch::Receiver<usize>,
 }
 
 /// OpenAI messages back into the core's transcript (the inverse of the server's adapter).
@@ -86,7 +106,17 @@ fn to_core(messages: &[Value]) -> Vec<Message> {
 }
 
 async fn completions(State(state): State<ModelState>, Json(body): Json<Value>) -> Response {
-    state.requests.lock().unwrap().push(body.clone());
+    let index = {
+        let mut requests = state.requests.lock().unwrap();
+        requests.push(body.clone());
+        requests.len()
+    };
+    let mut gate = state.gate.clone();
+    let _ = gate.wait_for(|allowed| index <= *allowed).await;
+    let fault = *state.fault.lock().unwrap();
+    if fault == Fault::Silent {
+        std::future::pending::<()>().await;
+    }
     if state.down.load(std::sync::atomic::Ordering::SeqCst) {
         return (
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -97,7 +127,7 @@ async fn completions(State(state): State<ModelState>, Json(body): Json<Value>) -
     let messages = to_core(body["messages"].as_array().expect("messages"));
     let turn = state.script.next_turn(&messages);
     if body["stream"] == true {
-        return stream_turn(&turn, &body["model"]).into_response();
+        return stream_turn(&turn, &body["model"], fault == Fault::CutOff).into_response();
     }
     let tool_calls: Vec<Value> = turn
         .tool_calls
@@ -169,29 +199,39 @@ pub fn stream_chunks(turn: &iris_core::model::ModelTurn, model: &Value) -> Vec<V
     chunks
 }
 
-/// One turn as a server-sent event stream.
+/// One turn as a server-sent event stream; `cut_off` ends it after its first two chunks,
+/// before the final one.
 fn stream_turn(
     turn: &iris_core::model::ModelTurn,
     model: &Value,
+    cut_off: bool,
 ) -> Sse<impl futures::Stream<Item = Result<SseEvent, std::convert::Infallible>>> {
     let mut events: Vec<Result<SseEvent, std::convert::Infallible>> = stream_chunks(turn, model)
         .into_iter()
         .map(|c| Ok(SseEvent::default().data(c.to_string())))
         .collect();
-    events.push(Ok(SseEvent::default().data("[DONE]")));
+    if cut_off {
+        events.truncate(2);
+    } else {
+        events.push(Ok(SseEvent::default().data("[DONE]")));
+    }
     Sse::new(futures::stream::iter(events))
 }
 
 impl ModelServer {
     /// Starts the scripted server on a free loopback port.
     pub async fn start(script_yaml: &str) -> ModelServer {
+        let (gate, gate_rx) = tokio::sync::watch::channel(usize::MAX);
         let state = ModelState {
             script: Arc::new(ScriptedModel::from_yaml(script_yaml).expect("script parses")),
             requests: Arc::new(Mutex::new(Vec::new())),
             down: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            fault: Arc::new(Mutex::new(Fault::None)),
+            gate: gate_rx,
         };
         let requests = state.requests.clone();
         let down = state.down.clone();
+        let fault = state.fault.clone();
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .with_state(state);
@@ -202,12 +242,35 @@ impl ModelServer {
             base_url: format!("http://{addr}/v1"),
             requests,
             down,
+            fault,
+            gate,
         }
     }
 
     /// Takes the model down (`true`: every request gets 503) or brings it back.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Makes the model misbehave (or behave again).
+    pub fn set_fault(&self, fault: Fault) {
+        *self.fault.lock().unwrap() = fault;
+    }
+
+    /// From now on only the first `answered` requests are answered; later ones wait for
+    /// [`ModelServer::release`].
+    pub fn hold_after(&self, answered: usize) {
+        self.gate.send_replace(answered);
+    }
+
+    /// Lets requests through up to the `answered`-th (`usize::MAX`: all).
+    pub fn release(&self, answered: usize) {
+        self.gate.send_replace(answered);
+    }
+
+    /// How many requests arrived so far (answered or waiting).
+    pub fn received(&self) -> usize {
+        self.requests.lock().unwrap().len()
     }
 }
 
@@ -583,21 +646,72 @@ impl Client {
 /// PostgreSQL database when `IRIS_KERNEL_ENGINE=postgres` (the test command runs those suites
 /// once per engine). The guard drops the PostgreSQL database when the test ends.
 pub async fn kernel_store() -> (iris_store::Store, Option<iris_store::testing::DropDatabase>) {
+    kernel_store_on(iris_store::TimeSource::Database).await
+}
+
+/// [`kernel_store`] with `time` as the store's time source (a test clock for expiry and leases).
+pub async fn kernel_store_on(
+    time: iris_store::TimeSource,
+) -> (iris_store::Store, Option<iris_store::testing::DropDatabase>) {
+    let options = iris_store::StoreOptions {
+        time,
+        ..iris_store::StoreOptions::default()
+    };
     match std::env::var("IRIS_KERNEL_ENGINE").as_deref() {
         Ok("postgres") => {
             let (url, guard) = iris_store::testing::fresh_postgres_database().await;
-            let store = iris_store::Store::connect(&url)
+            let store = iris_store::Store::connect_with(&url, options)
                 .await
                 .expect("test database");
             (store, Some(guard))
         }
         Ok("sqlite") | Err(_) => (
-            iris_store::Store::connect("sqlite::memory:")
+            iris_store::Store::connect_with("sqlite::memory:", options)
                 .await
                 .expect("in-memory store"),
             None,
         ),
         Ok(other) => panic!("IRIS_KERNEL_ENGINE `{other}` is not sqlite or postgres"),
+    }
+}
+
+/// The job runtime of the in-process suites: wake-ups are ignored (the test runs the jobs
+/// itself, so it decides when a resume happens), sleeps are tokio's.
+pub struct TestJobs;
+
+impl iris_core::approvals::JobRuntime for TestJobs {
+    fn job_ready(&self) {}
+
+    fn sleep(&self, duration: Duration) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// The approvals service over `store` and `agent`, stamping rows with `clock`, with 30 s leases
+/// held by one test server.
+pub fn service(
+    store: &iris_store::Store,
+    agent: iris_core::agent::Agent,
+    clock: Arc<dyn iris_core::ports::Clock>,
+) -> iris_core::approvals::ApprovalService {
+    iris_core::approvals::ApprovalService::new(
+        Arc::new(store.clone()),
+        Arc::new(agent),
+        clock,
+        iris_core::approvals::LeaseSettings {
+            owner: "test-server".into(),
+            secs: 30,
+        },
+        Arc::new(TestJobs),
+    )
+}
+
+/// The owner's control device on the web surface.
+pub fn owner() -> iris_core::approvals::Actor {
+    iris_core::approvals::Actor {
+        name: "owner".into(),
+        scope: iris_core::ports::Scope::Control,
+        surface: "web".into(),
     }
 }
 

@@ -51,6 +51,19 @@ struct BotState {
     failing_polls: Arc<AtomicUsize>,
     /// Path segments that did not name this bot's token.
     wrong_token: Arc<Mutex<Vec<String>>>,
+    /// `getUpdates` calls being answered right now.
+    polling: Arc<AtomicUsize>,
+    /// `getUpdates` calls refused because another was in progress (Telegram's 409 Conflict).
+    conflicts: Arc<AtomicUsize>,
+}
+
+/// Counts one `getUpdates` in progress while alive.
+struct Polling(Arc<AtomicUsize>);
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl BotState {
@@ -105,6 +118,18 @@ async fn bot_method(
             {
                 return (StatusCode::BAD_GATEWAY, "bad gateway (test)").into_response();
             }
+            // As Telegram does: one `getUpdates` per bot at a time; a second one is refused.
+            if state.polling.fetch_add(1, Ordering::SeqCst) > 0 {
+                state.polling.fetch_sub(1, Ordering::SeqCst);
+                state.conflicts.fetch_add(1, Ordering::SeqCst);
+                return (
+                    StatusCode::CONFLICT,
+                    Json(json!({"ok": false, "error_code": 409, "description":
+                        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"})),
+                )
+                    .into_response();
+            }
+            let _polling = Polling(state.polling.clone());
             let offset = body["offset"].as_i64().unwrap_or(0);
             // As Telegram does: an offset confirms every earlier update, which is then forgotten
             // (a restarted poller does not see taps its predecessor already handled).
@@ -267,6 +292,11 @@ impl FakeBot {
             }
         });
         (query_id, update)
+    }
+
+    /// How many `getUpdates` calls were refused because another was in progress (two pollers).
+    pub fn conflicts(&self) -> usize {
+        self.state.conflicts.load(Ordering::SeqCst)
     }
 
     /// Path segments of calls that did not name this bot's token (`bot{TOKEN}`).

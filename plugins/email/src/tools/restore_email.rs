@@ -131,7 +131,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
 /// when nothing could be restored and at least one item failed.
 pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
-    let _guard = plugin.lock().await;
+    let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
     let p = plan(plugin, args).await?;
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));

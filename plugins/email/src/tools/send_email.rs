@@ -734,12 +734,24 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
     match backend.append_sent(&raw).await {
         Ok(appended) => {
             result["sent_copy"] = json!({ "folder": appended.folder });
-            let _guard = plugin.lock().await;
             let account = backend.account().name.clone();
-            if let Err(e) =
-                crate::sync::store_appended(plugin.store(), &account, &appended, &raw, plugin.now())
+            let stored = match plugin.lock().await {
+                Ok(guard) => {
+                    let stored = crate::sync::store_appended(
+                        plugin.store(),
+                        &account,
+                        &appended,
+                        &raw,
+                        plugin.now(),
+                    )
                     .await
-            {
+                    .map_err(|e| e.to_string());
+                    guard.release().await;
+                    stored
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = stored {
                 result["sent_copy"]["sync_error"] = json!(format!(
                     "the copy is in {} but the local store could not be updated: {e}",
                     appended.folder

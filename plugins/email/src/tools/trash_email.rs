@@ -212,7 +212,7 @@ fn item(id: &str, outcome: Value) -> ItemOutcome {
 /// failure: nothing of the owner's is left to trash).
 pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
     let ids = ids_of(args)?;
-    let _guard = plugin.lock().await;
+    let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
 

@@ -44,7 +44,7 @@ impl Engine {
                 let store = Store::connect(&url)
                     .await
                     .unwrap_or_else(|e| panic!("connecting to the test database: {e}"));
-                assert!(store.as_postgres().is_some());
+                assert_eq!(store.engine(), iris_store::Engine::Postgres);
                 TestDb {
                     store,
                     _cleanup: Some(guard),

@@ -1,0 +1,141 @@
+//! Execute (DESIGN §3 step 7): the pinned call runs from the row, after its claim's commit wrote
+//! `executing` (write-ahead). Each item's pinned precondition is checked just before; a stale
+//! item is left out ("stale: nothing done") and the others proceed. The outcome, one audit entry
+//! per item and the ledger's `executed`/`failed` are written in one commit, fenced by the lease.
+
+use serde_json::{json, Value};
+
+use super::{ApprovalService, STALE};
+use crate::agent::as_object;
+use crate::plugin::CallContext;
+use crate::ports::{Lease, NewAuditEntry, OutcomeRecord, StoreError};
+use crate::wire::{Approval, AuditKind, Event, Execution};
+
+impl ApprovalService {
+    /// Runs the claimed call of `row` (its preconditions pinned as `preconditions`) and records
+    /// its outcome under `lease`. Returns the observation for the paused call and the row as it
+    /// stands afterwards.
+    ///
+    /// # Errors
+    /// [`StoreError::LeaseLost`] when another server took the job over meanwhile (the outcome
+    /// then stays `unknown`: it is never run again); other [`StoreError`]s when the outcome could
+    /// not be written (the entry stays `executing`, and whoever takes the job over marks it
+    /// `unknown`).
+    pub(crate) async fn execute_claimed(
+        &self,
+        lease: &Lease,
+        row: &Approval,
+        preconditions: &[Value],
+        ctx: &CallContext,
+    ) -> Result<(Value, Approval), StoreError> {
+        crate::failpoint::hit(crate::failpoint::AFTER_CLAIM);
+        let toolbox = self.agent.toolbox();
+        let spec = toolbox.registry().get(&row.tool);
+        let plugin = spec.and_then(|s| toolbox.plugin(s));
+        let (Some(spec), Some(plugin)) = (spec, plugin) else {
+            // The plan checked both inside the claim; a toolbox changing under a running
+            // server is not a thing, so this only guards the invariant.
+            return self
+                .write_outcome(lease, row, false, json!({"status": "failed", "message": "not run: the tool is not loaded; nothing was changed"}), Vec::new())
+                .await;
+        };
+        let tool = &row.tool;
+        let items = &row.items;
+        let mut stale: Vec<String> = Vec::new();
+        for (item, precondition) in items.iter().zip(preconditions) {
+            if !plugin
+                .check_precondition(tool, item, precondition, ctx)
+                .await
+            {
+                stale.push(item.clone());
+            }
+        }
+        let undo_available = spec.undo.is_some();
+        let (executed, mut result, outcomes) = if !stale.is_empty() && stale.len() == items.len() {
+            (
+                false,
+                json!({"status": "stale", "message": STALE, "changed": false}),
+                Vec::new(),
+            )
+        } else {
+            let outcome = if stale.is_empty() {
+                plugin.execute(tool, &row.args, ctx).await
+            } else {
+                plugin.execute_skipping(tool, &row.args, &stale, ctx).await
+            };
+            match outcome {
+                Ok(out) => (true, as_object(out.result), out.items),
+                Err(e) => (
+                    false,
+                    json!({"status": "failed", "message": e.to_string()}),
+                    Vec::new(),
+                ),
+            }
+        };
+        crate::failpoint::hit(crate::failpoint::AFTER_SIDE_EFFECT);
+        if !stale.is_empty() {
+            result["stale"] = stale
+                .iter()
+                .map(|i| json!({"id": i, "status": "stale", "message": STALE}))
+                .collect();
+        }
+        let done = self.clock.now();
+        let entry = |item: Option<String>, result: Value, undo: bool| NewAuditEntry {
+            approval_id: row.id.clone(),
+            kind: AuditKind::Execution,
+            item,
+            result,
+            undo_available: undo,
+            actor: "iris".into(),
+            surface: None,
+            at: done,
+        };
+        let mut audit = Vec::new();
+        if outcomes.is_empty() && stale.is_empty() {
+            audit.push(entry(None, result.clone(), undo_available && executed));
+        }
+        for item in outcomes {
+            audit.push(entry(Some(item.item), item.outcome, undo_available));
+        }
+        for item in &stale {
+            audit.push(entry(
+                Some(item.clone()),
+                json!({"status": "stale", "message": STALE}),
+                false,
+            ));
+        }
+        let outcome = self
+            .write_outcome(lease, row, executed, result, audit)
+            .await;
+        crate::failpoint::hit(crate::failpoint::AFTER_OUTCOME);
+        outcome
+    }
+
+    /// The outcome commit: ledger `executed`/`failed`, the audit entries, `approval.responded`.
+    async fn write_outcome(
+        &self,
+        lease: &Lease,
+        row: &Approval,
+        executed: bool,
+        result: Value,
+        audit: Vec<NewAuditEntry>,
+    ) -> Result<(Value, Approval), StoreError> {
+        let mut after = row.clone();
+        after.execution = if executed {
+            Execution::Executed
+        } else {
+            Execution::Failed
+        };
+        after.result = Some(result.clone());
+        let record = OutcomeRecord {
+            executed,
+            result: result.clone(),
+            audit,
+            events: vec![Event::ApprovalResponded(after.clone())],
+        };
+        self.store
+            .record_outcome(lease, self.leases.secs, &record)
+            .await?;
+        Ok((result, after))
+    }
+}

@@ -1,0 +1,173 @@
+//! The approvals service: the one owner of an approval's whole life (DESIGN §8, §9). Every
+//! surface (the JSON API, the web app's server functions, Telegram, the CLI through the API, the
+//! sweeps) calls this service and nothing else; no surface starts a resume.
+//!
+//! | phase | here | store unit (one commit each) |
+//! |---|---|---|
+//! | request | [`turn`]: the loop runs; a pinned call ends the turn with its card | `commit_turn` (row + checkpoint + link + transcript + lines) |
+//! | respond | [`respond`]: scope, the state machine, compare-and-set | `commit_decision` (decision + audit + resume job) |
+//! | expire | [`respond`]: the sweep's lapse, same unit | `commit_decision` |
+//! | execute | [`execute`]: claim under a lease, the side effect, its outcome | `claim_job` (lease + ledger `executing`), `record_outcome` |
+//! | resume | [`resume`]: the run continues from the real result | `finish_job` |
+//! | retry, recover | [`resume`]: a failed job on the owner's request; a lapsed lease by any server | `claim_job` |
+//!
+//! A decided row is a durable resume job. Any server claims it under a lease (owner, epoch,
+//! until), keeps it by heartbeats, and every write under it is fenced by the epoch, so a server
+//! that stalls or dies loses the job to another, whose writes win. A taker that finds the ledger
+//! `executing` with no outcome marks it `unknown`, tells the owner and never runs it again.
+//!
+//! What decides is in code ([`crate::approval::can_move`], [`plan`]); the store's
+//! compare-and-set statements and the database's triggers are the second line.
+
+pub mod execute;
+pub mod plan;
+pub mod respond;
+pub mod resume;
+pub mod turn;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::agent::Agent;
+use crate::escalation::{CuratorStore, EscalationMode, Judge};
+use crate::ports::{ApprovalStore, Clock, Scope, StoreError};
+use crate::wire::Approval;
+
+pub use respond::RespondError;
+pub use resume::RetryError;
+pub use turn::{chat_message, ChatError, Turns, MAX_MESSAGE_CHARS};
+
+/// The paused call's observation when its approval lapsed (DESIGN §3 step 9).
+pub const LAPSED: &str = "the approval lapsed; nothing was changed";
+
+/// The paused call's observation when the ledger says `unknown` (a crash between `executing`
+/// and the outcome): never run again (DESIGN §2 side-effect ledger).
+pub const UNKNOWN_OUTCOME: &str = "unknown: it may or may not have run; it will not be run again";
+
+/// What a stale item's result and audit entry say (staleness: the item changed after the card).
+pub const STALE: &str = "stale: nothing done";
+
+/// Who answers, and through which surface (checked by [`ApprovalService::respond`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// Device name (e.g. `owner-browser`, `phone`, `cli`).
+    pub name: String,
+    /// The device's scope: only `control` may answer (DESIGN §2 "device, scope").
+    pub scope: Scope,
+    /// `web`, `cli`, `api`, `telegram`, `phone`.
+    pub surface: String,
+}
+
+/// What the service needs from the runtime it lives in (the server's tokio): waking the job
+/// worker and the heartbeat's pace. The service never spawns anything itself.
+pub trait JobRuntime: Send + Sync {
+    /// A resume job is ready: wake the worker loop, which claims it (never runs it on the
+    /// caller's task, so no surface resumes a run).
+    fn job_ready(&self);
+
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// Leases on resume jobs (DESIGN §9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseSettings {
+    /// This server's id (random per process).
+    pub owner: String,
+    /// How long a lease lasts without a heartbeat, in seconds (`IRIS_LEASE_SECS`).
+    pub secs: u32,
+}
+
+impl LeaseSettings {
+    /// A lease owner id for this process, with `secs` seconds per lease.
+    pub fn for_this_process(secs: u32) -> LeaseSettings {
+        LeaseSettings {
+            owner: format!("iris-{}", uuid::Uuid::new_v4().simple()),
+            secs: secs.max(1),
+        }
+    }
+
+    /// How often a held lease is renewed: a third of its length.
+    pub fn heartbeat(&self) -> Duration {
+        Duration::from_millis(u64::from(self.secs) * 1000 / 3)
+    }
+}
+
+/// The judge that reviews finished turns (DESIGN §2 "escalation"), for every chat surface.
+#[derive(Clone)]
+pub struct EscalationSettings {
+    /// Off, shadow or enforce.
+    pub mode: EscalationMode,
+    /// Who gives verdicts.
+    pub judge: Arc<dyn Judge>,
+    /// Where verdicts are recorded.
+    pub curator: Arc<dyn CuratorStore>,
+    /// At most this many re-runs per owner turn.
+    pub max_hops: u32,
+}
+
+/// The approvals service. Cheap to share behind an `Arc`.
+pub struct ApprovalService {
+    store: Arc<dyn ApprovalStore>,
+    agent: Arc<Agent>,
+    turns: Arc<Turns>,
+    clock: Arc<dyn Clock>,
+    leases: LeaseSettings,
+    escalation: Option<EscalationSettings>,
+    runtime: Arc<dyn JobRuntime>,
+}
+
+impl ApprovalService {
+    /// A service over `store`, continuing runs with `agent`, stamping rows with `clock`.
+    pub fn new(
+        store: Arc<dyn ApprovalStore>,
+        agent: Arc<Agent>,
+        clock: Arc<dyn Clock>,
+        leases: LeaseSettings,
+        runtime: Arc<dyn JobRuntime>,
+    ) -> ApprovalService {
+        let turns = Arc::new(Turns::new(store.clone(), agent.clone()));
+        ApprovalService {
+            store,
+            agent,
+            turns,
+            clock,
+            leases,
+            escalation: None,
+            runtime,
+        }
+    }
+
+    /// Reviews every finished chat turn with `escalation` (none by default).
+    pub fn with_escalation(mut self, escalation: EscalationSettings) -> ApprovalService {
+        if escalation.mode != EscalationMode::Off {
+            self.escalation = Some(escalation);
+        }
+        self
+    }
+
+    /// The agent whose runs this service pauses and continues.
+    pub fn agent(&self) -> &Arc<Agent> {
+        &self.agent
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn ApprovalStore> {
+        &self.store
+    }
+
+    /// One row, with its execution state.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        self.store.approval(id).await
+    }
+
+    /// The lease settings (the worker's pace).
+    pub fn leases(&self) -> &LeaseSettings {
+        &self.leases
+    }
+}

@@ -1,0 +1,265 @@
+//! What a claimed resume job does in its claim's commit, decided from what the claim read
+//! (pure: no I/O, so the store can apply it inside the same transaction). The rules:
+//!
+//! - **strict restore** (DESIGN §8 fail closed): a row that does not parse, a saved run that is
+//!   missing or corrupt, a tool no manifest declares any more, one no longer approved per call,
+//!   one whose plugin or backend is gone, a row whose hash does not cover its own tool and
+//!   arguments, preconditions that do not parse or do not match the items: the pinned call never
+//!   runs. An approved, unclaimed call is consumed (`failed`, with the plain reason) so nothing
+//!   can run it later, and the card and the chat say why.
+//! - **write-ahead**: an approved, runnable call is claimed (`executing`) in this commit, before
+//!   the side effect.
+//! - **takeover**: `executing` with no outcome means the previous holder may or may not have run
+//!   it: it becomes `unknown`, is never run again, and the owner is told.
+
+use serde_json::{json, Value};
+
+use super::UNKNOWN_OUTCOME;
+use crate::canonical::{call_hash, canonical_json};
+use crate::ports::{ClaimPlan, JobEnd, JobSnapshot, LedgerStep, NewAuditEntry, SavedRun};
+use crate::toolbox::Toolbox;
+use crate::wire::{
+    Approval, ApprovalKind, ApprovalStatus, AuditKind, ChatLine, Event, Execution, RunMessage,
+};
+
+/// The claim's plan for `snapshot`, stamping audit entries with `at`.
+pub fn plan_claim(
+    toolbox: &Toolbox,
+    snapshot: &JobSnapshot,
+    at: chrono::DateTime<chrono::Utc>,
+) -> ClaimPlan {
+    let mut plan = ClaimPlan::lease_only();
+    let row = match &snapshot.approval {
+        Ok(row) => row,
+        Err(reason) => {
+            // The row cannot be read, so nothing can run it; say why where we can.
+            let text = format!("the approval row cannot be read ({reason}); nothing was run");
+            plan.end = Some(JobEnd::Dead);
+            plan.resume_error = Some(Some(text));
+            if let Some(conversation) = &snapshot.conversation_id {
+                tell(
+                    &mut plan,
+                    conversation,
+                    "",
+                    &snapshot.approval_id,
+                    "I could not continue a paused run: its approval row cannot be read. Nothing was run and nothing was changed.",
+                );
+            }
+            return plan;
+        }
+    };
+    let unclaimed_call = row.status == ApprovalStatus::Approved
+        && row.kind != ApprovalKind::Evaluator
+        && row.execution == Execution::None;
+    // A run that can never resume: consume the call, say why on the card and in the chat.
+    let dead = match &snapshot.saved {
+        SavedRun::Missing => Some((
+            "its paused run was never saved, so it cannot continue".to_string(),
+            None,
+        )),
+        SavedRun::Corrupt(reason) => Some((
+            format!("its saved run is corrupt ({reason})"),
+            Some(format!(
+                "I could not continue the paused run for \"{}\": its saved state is corrupt. Nothing was run and nothing was changed.",
+                row.card.action
+            )),
+        )),
+        SavedRun::Saved(_) => None,
+    };
+    if let Some((reason, chat)) = dead {
+        let mut after = row.clone();
+        if unclaimed_call {
+            let result = refusal_result(&reason);
+            plan.ledger = refuse(row, result.clone());
+            after.execution = Execution::Failed;
+            after.result = Some(result);
+        }
+        plan.audit.push(denial(&row.id, &reason, at));
+        let text = format!("The paused run cannot be restored: {reason}. Nothing was run.");
+        after.resume_error = Some(text.clone());
+        plan.resume_error = Some(Some(text));
+        plan.end = Some(JobEnd::Dead);
+        plan.events.push(Event::ApprovalResponded(after));
+        if let (Some(conversation), Some(chat)) = (&snapshot.conversation_id, chat) {
+            tell(&mut plan, conversation, &row.run_id, &row.id, &chat);
+        }
+        return plan;
+    }
+    if row.execution == Execution::Executing {
+        plan.ledger = LedgerStep::MarkUnknown;
+        let mut after = row.clone();
+        after.execution = Execution::Unknown;
+        plan.events.push(Event::ApprovalResponded(after));
+        return plan;
+    }
+    if !unclaimed_call {
+        return plan;
+    }
+    match runnable(toolbox, row, &snapshot.preconditions) {
+        Ok(()) => {
+            plan.ledger = LedgerStep::Claim {
+                tool: row.tool.clone(),
+                args_canonical: canonical_json(&row.args),
+            };
+            let mut after = row.clone();
+            after.execution = Execution::Executing;
+            plan.events.push(Event::ApprovalResponded(after));
+        }
+        Err(reason) => {
+            let result = refusal_result(&reason);
+            plan.ledger = refuse(row, result.clone());
+            plan.audit.push(denial(&row.id, &reason, at));
+            let mut after = row.clone();
+            after.execution = Execution::Failed;
+            after.result = Some(result);
+            plan.events.push(Event::ApprovalResponded(after));
+        }
+    }
+    plan
+}
+
+/// Why the approved call of `row` must not run now (strict restore), or `Ok` when it may.
+fn runnable(
+    toolbox: &Toolbox,
+    row: &Approval,
+    preconditions: &Result<Vec<Value>, String>,
+) -> Result<(), String> {
+    let tool = &row.tool;
+    let spec = toolbox
+        .registry()
+        .get(tool)
+        .ok_or_else(|| format!("tool `{tool}` is not declared by any manifest any more"))?;
+    if !spec.approved_per_call() {
+        return Err(format!(
+            "tool `{tool}` is no longer approved per call (its effect is now `{}`)",
+            spec.effect.as_str()
+        ));
+    }
+    if let Some(why) = toolbox.unavailable(spec) {
+        return Err(format!("`{tool}` cannot run here any more: {why}"));
+    }
+    // What executes is what was hashed: a row whose hash does not cover its own tool and
+    // arguments is corrupt and never runs.
+    if call_hash(tool, &row.args) != row.call_hash {
+        return Err("the row's call hash does not match its tool and arguments".into());
+    }
+    match preconditions {
+        Err(reason) => Err(format!("the row's preconditions are corrupt: {reason}")),
+        Ok(p) if !p.is_empty() && p.len() != row.items.len() => Err(format!(
+            "the row pins {} preconditions for {} items",
+            p.len(),
+            row.items.len()
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The ledger step that consumes `row`'s call without running it.
+fn refuse(row: &Approval, result: Value) -> LedgerStep {
+    LedgerStep::Refuse {
+        tool: row.tool.clone(),
+        args_canonical: canonical_json(&row.args),
+        result,
+    }
+}
+
+/// The recorded outcome of a call strict restore refused.
+pub(crate) fn refusal_result(reason: &str) -> Value {
+    json!({"status": "failed", "message": format!("not run: {reason}; nothing was changed")})
+}
+
+/// An audit denial by the service itself.
+pub(crate) fn denial(
+    approval_id: &str,
+    reason: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> NewAuditEntry {
+    NewAuditEntry {
+        approval_id: approval_id.to_string(),
+        kind: AuditKind::Denial,
+        item: None,
+        result: json!({"denied": reason}),
+        undo_available: false,
+        actor: "iris".into(),
+        surface: None,
+        at,
+    }
+}
+
+/// Tells the owner `text` about `approval_id` in `conversation`: a chat line and `run.message`.
+fn tell(plan: &mut ClaimPlan, conversation: &str, run_id: &str, approval_id: &str, text: &str) {
+    plan.lines
+        .push((conversation.to_string(), told(approval_id, text)));
+    plan.events.push(Event::RunMessage(RunMessage {
+        conversation_id: conversation.to_string(),
+        run_id: run_id.to_string(),
+        text: text.to_string(),
+        approval_id: Some(approval_id.to_string()),
+    }));
+}
+
+/// An assistant line about `approval_id`.
+pub(crate) fn told(approval_id: &str, text: &str) -> ChatLine {
+    ChatLine {
+        role: "assistant".into(),
+        text: text.to_string(),
+        approval_id: Some(approval_id.to_string()),
+    }
+}
+
+/// The observation the paused call gets from a row whose call will not run in this job, and
+/// what the owner must be told beyond the model's reply. `None` when the call is to be executed
+/// now (the claim took it).
+pub(crate) fn settled_observation(
+    row: &Approval,
+    plan: &ClaimPlan,
+) -> Option<(Value, Option<String>)> {
+    Some(match row.status {
+        ApprovalStatus::Approved => match (&plan.ledger, row.execution) {
+            (LedgerStep::Claim { .. }, _) => return None,
+            (LedgerStep::Refuse { result, .. }, _) => {
+                let message = result["message"].as_str().unwrap_or_default().to_string();
+                (
+                    json!({"status": "not_run", "message": message}),
+                    Some(format!("I did not run the approved `{}` call: {message}.", row.tool)),
+                )
+            }
+            (LedgerStep::MarkUnknown, _) | (_, Execution::Unknown | Execution::Executing) => (
+                json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
+                Some(format!(
+                    "I can't tell whether \"{}\" ran: it was interrupted while running. It will not be run again; please check it yourself.",
+                    row.card.action
+                )),
+            ),
+            // A retry or a takeover after the outcome: the ledger's result is the observation;
+            // the call never runs again (DESIGN §8).
+            (_, Execution::Executed | Execution::Failed) => (
+                row.result
+                    .clone()
+                    .map(crate::agent::as_object)
+                    .unwrap_or_else(|| json!({"status": row.execution.as_str()})),
+                None,
+            ),
+            (_, Execution::None) => (
+                json!({"status": "not_run", "message": "the call was not run; nothing was changed"}),
+                None,
+            ),
+        },
+        ApprovalStatus::Rejected => (
+            json!({
+                "status": "rejected",
+                "message": format!("the owner rejected this: {}", row.reason.as_deref().unwrap_or("no reason given")),
+                "changed": false,
+            }),
+            None,
+        ),
+        ApprovalStatus::Expired => (
+            json!({"status": "expired", "message": super::LAPSED, "changed": false}),
+            None,
+        ),
+        ApprovalStatus::Pending => (
+            json!({"status": "not_run", "message": "still waiting for the owner"}),
+            None,
+        ),
+    })
+}

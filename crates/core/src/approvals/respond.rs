@@ -1,0 +1,214 @@
+//! Respond and expire (DESIGN §3 steps 5, 6 and 9): the owner's answer through any surface, and
+//! the sweep's lapse. Each is one commit: the compare-and-set from `pending`, its audit entry and
+//! the resume job; the run resumes later, in the job worker (a separate, recoverable step).
+
+use serde_json::json;
+
+use super::{Actor, ApprovalService};
+use crate::approval::can_move;
+use crate::ports::{
+    Decided, DecisionCommit, DecisionRead, NewAuditEntry, Response, Scope, StoreError,
+};
+use crate::wire::{Approval, ApprovalStatus, AuditKind, Decision, Event};
+
+/// Why an answer was not stored. Each maps to one HTTP status in the server.
+#[derive(Debug, thiserror::Error)]
+pub enum RespondError {
+    /// A read device tried to answer (403).
+    #[error("device `{0}` has read scope; only a control device may answer approvals")]
+    Forbidden(String),
+    /// No such row (404).
+    #[error("approval `{0}` does not exist")]
+    NotFound(String),
+    /// Someone answered first (409); carries the row as it stands.
+    #[error("This was already {} by {} via {} at {}.", .0.status.as_str(),
+        .0.responded_by.as_deref().unwrap_or("someone"), .0.surface.as_deref().unwrap_or("an unknown surface"),
+        .0.responded_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default())]
+    AlreadyDecided(Box<Approval>),
+    /// The row lapsed unanswered (410).
+    #[error("This approval expired at {} and can no longer be answered; nothing was changed.", .0.expires_at.format("%Y-%m-%d %H:%M:%S UTC"))]
+    Expired(Box<Approval>),
+    /// Storage failed; nothing was decided (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Who lapses a row, as the row and its audit entry say.
+const SWEEP_ACTOR: &str = "iris";
+/// The surface a lapse is recorded through.
+const SWEEP_SURFACE: &str = "sweep";
+
+impl ApprovalService {
+    /// Stores an owner's answer: checks the actor's scope, then, in one unit of work, reads the
+    /// row once, checks the move with the state machine ([`can_move`]) and writes decision,
+    /// audit entry and resume job by compare-and-set from `pending` (first writer wins), and
+    /// wakes the job worker. A row that lapsed by the store's time source is expired in that
+    /// same unit if the sweep has not yet, and the answer refused.
+    ///
+    /// # Errors
+    /// [`RespondError::Forbidden`] for read scope, `NotFound`, `AlreadyDecided` (who, where,
+    /// when), `Expired`, `Store`.
+    pub async fn respond(
+        &self,
+        id: &str,
+        decision: Decision,
+        reason: Option<String>,
+        actor: &Actor,
+    ) -> Result<Approval, RespondError> {
+        if actor.scope != Scope::Control {
+            return Err(RespondError::Forbidden(actor.name.clone()));
+        }
+        let status = match decision {
+            Decision::Approve => ApprovalStatus::Approved,
+            Decision::Reject => ApprovalStatus::Rejected,
+        };
+        let reason = reason
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty());
+        let at = self.clock.now();
+        let plan = |read: &DecisionRead| {
+            if read.lapsed {
+                return self.expiry(&read.approval, at);
+            }
+            if !can_move(read.approval.status, status) {
+                return None;
+            }
+            let response = Response {
+                status,
+                responded_by: actor.name.clone(),
+                surface: actor.surface.clone(),
+                reason: reason.clone(),
+                at,
+            };
+            let audit = NewAuditEntry {
+                approval_id: id.to_string(),
+                kind: AuditKind::Decision,
+                item: None,
+                result: json!({"decision": status.as_str(), "reason": reason}),
+                undo_available: false,
+                actor: actor.name.clone(),
+                surface: Some(actor.surface.clone()),
+                at,
+            };
+            let after = answered(read.approval.clone(), &response);
+            Some(DecisionCommit {
+                response,
+                audit,
+                events: vec![Event::ApprovalResponded(after.clone())],
+                after,
+            })
+        };
+        let decided = match self.store.decide(id, &plan).await {
+            Ok(decided) => decided,
+            Err(StoreError::NotFound(_)) => return Err(RespondError::NotFound(id.to_string())),
+            Err(e) => return Err(e.into()),
+        };
+        match decided {
+            Decided::Written(row) if row.status == ApprovalStatus::Expired => {
+                self.runtime.job_ready();
+                Err(RespondError::Expired(row))
+            }
+            Decided::Written(row) => {
+                // Test-only (debug builds, `IRIS_FAILPOINT`): the decision and its job are
+                // stored, no worker woken; any server's sweep must pick the job up after a
+                // crash here.
+                crate::failpoint::hit(crate::failpoint::AFTER_DECISION);
+                self.runtime.job_ready();
+                Ok(*row)
+            }
+            Decided::Unchanged(row) => Err(settled(*row)),
+        }
+    }
+
+    /// The lapse of `row` at `at`: the expiry, its audit entry and `approval.lapsed`, when it
+    /// may still lapse ([`can_move`] to `expired`).
+    fn expiry(&self, row: &Approval, at: chrono::DateTime<chrono::Utc>) -> Option<DecisionCommit> {
+        if !can_move(row.status, ApprovalStatus::Expired) {
+            return None;
+        }
+        let response = Response {
+            status: ApprovalStatus::Expired,
+            responded_by: SWEEP_ACTOR.into(),
+            surface: SWEEP_SURFACE.into(),
+            reason: Some("nobody answered in time".into()),
+            at,
+        };
+        let audit = NewAuditEntry {
+            approval_id: row.id.clone(),
+            kind: AuditKind::Lapse,
+            item: None,
+            result: json!({"status": "expired"}),
+            undo_available: false,
+            actor: SWEEP_ACTOR.into(),
+            surface: Some(SWEEP_SURFACE.into()),
+            at,
+        };
+        let after = answered(row.clone(), &response);
+        Some(DecisionCommit {
+            response,
+            audit,
+            events: vec![Event::ApprovalLapsed(after.clone())],
+            after,
+        })
+    }
+
+    /// Marks row `id` `expired` if it has lapsed by the store's time source (compare-and-set),
+    /// with a lapse audit entry, `approval.lapsed` and a resume job (the run resumes with "the
+    /// approval lapsed; nothing was changed"). Returns the expired row, or `None` when it was
+    /// not lapsed or is no longer pending.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub async fn expire(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        let at = self.clock.now();
+        let plan = |read: &DecisionRead| {
+            if read.lapsed {
+                self.expiry(&read.approval, at)
+            } else {
+                None
+            }
+        };
+        match self.store.decide(id, &plan).await? {
+            Decided::Written(row) => {
+                self.runtime.job_ready();
+                Ok(Some(*row))
+            }
+            Decided::Unchanged(_) => Ok(None),
+        }
+    }
+
+    /// The expiry sweep (DESIGN §3 step 9): expires every pending row lapsed by the store's
+    /// time source. Safe on every server at once (each row expires once). Returns the rows this
+    /// sweep expired.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub async fn expire_lapsed(&self) -> Result<Vec<Approval>, StoreError> {
+        let mut expired = Vec::new();
+        for id in self.store.lapsed().await? {
+            if let Some(row) = self.expire(&id).await? {
+                expired.push(row);
+            }
+        }
+        Ok(expired)
+    }
+}
+
+/// The row with `response` applied, as the commit writes it.
+fn answered(mut row: Approval, response: &Response) -> Approval {
+    row.status = response.status;
+    row.responded_at = Some(response.at);
+    row.responded_by = Some(response.responded_by.clone());
+    row.surface = Some(response.surface.clone());
+    row.reason = response.reason.clone();
+    row
+}
+
+/// The error for an answer to a row that is no longer pending.
+fn settled(row: Approval) -> RespondError {
+    if row.status == ApprovalStatus::Expired {
+        RespondError::Expired(Box::new(row))
+    } else {
+        RespondError::AlreadyDecided(Box::new(row))
+    }
+}

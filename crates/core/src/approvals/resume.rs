@@ -1,0 +1,322 @@
+//! Resume, retry and recover (DESIGN §3 steps 6-8, §9): a decided row is a durable job that
+//! any server claims under a lease. The claimed job executes the pinned call (approve), or gives
+//! the paused call the rejection or lapse as its observation, then the model continues from the
+//! real result and the run's end is written in one commit under the lease. A job whose holder
+//! died is claimed again by any server once its lease lapses (recover); a job that failed is
+//! claimed again only on the owner's request (retry), and never runs the pinned call again.
+
+use std::future::Future;
+
+use serde_json::json;
+
+use super::plan::{plan_claim, settled_observation, told};
+use super::turn::turn_commit;
+use super::{Actor, ApprovalService, UNKNOWN_OUTCOME};
+use crate::agent::{has_result, place_result, RunEnd};
+use crate::model::Message;
+use crate::plugin::CallContext;
+use crate::ports::{
+    ClaimedJob, JobEnd, JobFinish, JobPick, JobSnapshot, Lease, SavedRun, Scope, StoreError,
+};
+use crate::wire::{
+    Approval, ApprovalKind, ApprovalStatus, ChatLine, ChatResponse, Event, RunMessage, RunStatus,
+};
+
+/// Why an owner-requested retry of a failed resume did not happen
+/// (`POST /governance/approvals/{id}/resume`).
+#[derive(Debug, thiserror::Error)]
+pub enum RetryError {
+    /// A read device asked (403).
+    #[error("device `{0}` has read scope; only a control device may retry a resume")]
+    Forbidden(String),
+    /// No such approval (404).
+    #[error("approval `{0}` does not exist")]
+    NotFound(String),
+    /// Still pending: nothing to resume yet (409).
+    #[error("approval `{}` is still pending: answer it first", .0.id)]
+    NotDecided(Box<Approval>),
+    /// Its run did not fail to resume (it resumed fine, is resuming now, has not been resumed
+    /// yet, can never resume, or another retry won): nothing to retry (409).
+    #[error("the run of approval `{}` has no failed resume to retry", .0.id)]
+    NotFailed(Box<Approval>),
+    /// Storage failed (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What running one job did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobReport {
+    /// The job's approval.
+    pub approval_id: String,
+    /// The resumed run's result; `None` when the run could never resume (the card says why).
+    pub run: Option<ChatResponse>,
+}
+
+impl ApprovalService {
+    /// Claims the oldest claimable job (a decided row's, or one whose holder's lease lapsed) and
+    /// runs it to its end. `Ok(None)` when there is none. Safe on every server at once.
+    ///
+    /// # Errors
+    /// [`StoreError`] (a [`StoreError::LeaseLost`] means another server finished the job).
+    pub async fn run_next_job(&self) -> Result<Option<JobReport>, StoreError> {
+        self.claim_and_run(JobPick::Next).await
+    }
+
+    /// Runs `approval_id`'s job now, when it is claimable.
+    ///
+    /// # Errors
+    /// As [`ApprovalService::run_next_job`].
+    pub async fn run_job(&self, approval_id: &str) -> Result<Option<JobReport>, StoreError> {
+        self.claim_and_run(JobPick::Approval(approval_id)).await
+    }
+
+    /// Retries the resume of a run whose resume failed (the owner's request; never automatic).
+    /// The pinned call is never executed again: the ledger's recorded result (executed or
+    /// failed) becomes the observation; an `unknown` entry is reported as [`UNKNOWN_OUTCOME`].
+    ///
+    /// # Errors
+    /// [`RetryError::Forbidden`], `NotFound`, `NotDecided`, `NotFailed`, `Store`.
+    pub async fn retry(
+        &self,
+        approval_id: &str,
+        actor: &Actor,
+    ) -> Result<(Approval, ChatResponse), RetryError> {
+        if actor.scope != Scope::Control {
+            return Err(RetryError::Forbidden(actor.name.clone()));
+        }
+        let row = self
+            .store
+            .approval(approval_id)
+            .await?
+            .ok_or_else(|| RetryError::NotFound(approval_id.to_string()))?;
+        if row.status == ApprovalStatus::Pending {
+            return Err(RetryError::NotDecided(Box::new(row)));
+        }
+        let report = self.claim_and_run(JobPick::Retry(approval_id)).await?;
+        let Some(run) = report.and_then(|r| r.run) else {
+            return Err(RetryError::NotFailed(Box::new(row)));
+        };
+        let after = self
+            .store
+            .approval(approval_id)
+            .await?
+            .ok_or_else(|| RetryError::NotFound(approval_id.to_string()))?;
+        Ok((after, run))
+    }
+
+    async fn claim_and_run(&self, pick: JobPick<'_>) -> Result<Option<JobReport>, StoreError> {
+        let toolbox = self.agent.toolbox().clone();
+        let clock = self.clock.clone();
+        let plan = move |snapshot: &JobSnapshot| plan_claim(&toolbox, snapshot, clock.now());
+        let Some(job) = self
+            .store
+            .claim_job(pick, &self.leases.owner, self.leases.secs, &plan)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let lease = job.lease.clone();
+        self.with_heartbeat(&lease, self.run_claimed(job))
+            .await
+            .map(Some)
+    }
+
+    /// Runs `work` while renewing `lease` every third of its length. A heartbeat that finds the
+    /// lease taken over (or cannot reach the store) stops renewing; `work` goes on, and its
+    /// fenced writes then fail instead of landing.
+    async fn with_heartbeat<T>(&self, lease: &Lease, work: impl Future<Output = T>) -> T {
+        let beats = async {
+            loop {
+                self.runtime.sleep(self.leases.heartbeat()).await;
+                match self.store.heartbeat(lease, self.leases.secs).await {
+                    Ok(true) => continue,
+                    Ok(false) => {
+                        tracing::warn!(approval = %lease.approval_id, "the resume job was taken over by another server");
+                        break;
+                    }
+                    Err(error) => {
+                        tracing::warn!(approval = %lease.approval_id, %error, "renewing a resume job's lease failed");
+                        break;
+                    }
+                }
+            }
+            futures::future::pending::<()>().await;
+        };
+        futures::pin_mut!(work);
+        futures::pin_mut!(beats);
+        match futures::future::select(work, beats).await {
+            futures::future::Either::Left((done, _)) => done,
+            futures::future::Either::Right(((), _)) => unreachable!("the heartbeat never ends"),
+        }
+    }
+
+    /// The claimed job, after its claim's commit: the paused call's observation (executing the
+    /// pinned call when the claim took it), the model's continuation, the end commit.
+    async fn run_claimed(&self, job: ClaimedJob) -> Result<JobReport, StoreError> {
+        let ClaimedJob {
+            lease,
+            snapshot,
+            plan,
+        } = job;
+        let report = |run| JobReport {
+            approval_id: snapshot.approval_id.clone(),
+            run,
+        };
+        // A run that can never resume was ended in the claim's commit, with the reason.
+        let (Ok(row), SavedRun::Saved(checkpoint), None) =
+            (&snapshot.approval, &snapshot.saved, plan.end)
+        else {
+            return Ok(report(None));
+        };
+        let ctx = CallContext {
+            run_id: checkpoint.run_id.clone(),
+            conversation_id: checkpoint.conversation_id.clone(),
+            request: checkpoint.request.clone(),
+        };
+        let mut transcript = match &snapshot.transcript {
+            Ok(t) if !t.is_empty() => t.clone(),
+            _ => checkpoint.messages.clone(),
+        };
+        let effects = checkpoint.effects_executed.clone();
+        let call_id = &checkpoint.pending_call.id;
+        let mut row = row.clone();
+        let mut told_lines = Vec::new();
+        if row.kind == ApprovalKind::Evaluator {
+            if row.status != ApprovalStatus::Approved {
+                let end = stay_stopped(&row, ctx, transcript, effects);
+                let about = Some(row.id.clone());
+                return self
+                    .finish(&lease, &end, row, told_lines, about.as_deref())
+                    .await
+                    .map(report);
+            }
+            // The step's result is already in the transcript: nothing re-executes.
+            if !has_result(&transcript, call_id) {
+                let saved = checkpoint.messages.iter().find_map(|m| match m {
+                    Message::Tool {
+                        tool_call_id,
+                        content,
+                    } if tool_call_id == call_id => Some(content.clone()),
+                    _ => None,
+                });
+                place_result(
+                    &mut transcript,
+                    call_id,
+                    saved.unwrap_or_else(
+                        || json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
+                    ),
+                );
+            }
+        } else {
+            let observation = match settled_observation(&row, &plan) {
+                Some((observation, told_text)) => {
+                    if let Some(text) = told_text {
+                        told_lines.push(told(&row.id, &text));
+                    }
+                    observation
+                }
+                None => {
+                    let preconditions = snapshot.preconditions.clone().unwrap_or_default();
+                    let (observation, after) = self
+                        .execute_claimed(&lease, &row, &preconditions, &ctx)
+                        .await?;
+                    row = after;
+                    observation
+                }
+            };
+            place_result(&mut transcript, call_id, observation);
+        }
+        let end = self.agent.run(ctx, transcript, effects, true).await;
+        self.finish(&lease, &end, row, told_lines, None)
+            .await
+            .map(report)
+    }
+
+    /// The resume's end commit: the turn, the job done (or failed, retryable, when the model
+    /// could not be reached), the row's resume error, `run.message` for every line the owner
+    /// is told. The reply's line links to `about` (a stopped review), else to nothing.
+    async fn finish(
+        &self,
+        lease: &Lease,
+        end: &RunEnd,
+        mut row: Approval,
+        told_lines: Vec<ChatLine>,
+        about: Option<&str>,
+    ) -> Result<Option<ChatResponse>, StoreError> {
+        let resume_error = end
+            .model_error
+            .as_ref()
+            .map(|e| format!("the resumed run could not reach the model ({e}); it can be retried"));
+        let mut events: Vec<Event> = told_lines
+            .iter()
+            .map(|line| run_message(end, &row.id, &line.text))
+            .collect();
+        events.push(run_message(end, &row.id, &end.reply));
+        let resume_error_changed = resume_error != row.resume_error;
+        if resume_error_changed {
+            row.resume_error = resume_error.clone();
+            events.push(Event::ApprovalResponded(row.clone()));
+        }
+        let finish = JobFinish {
+            turn: Some(turn_commit(end, told_lines, about)),
+            end: if resume_error.is_some() {
+                JobEnd::Failed
+            } else {
+                JobEnd::Done
+            },
+            resume_error,
+            resume_error_changed,
+            events,
+        };
+        self.store.finish_job(lease, &finish).await?;
+        Ok(Some(end.response()))
+    }
+}
+
+/// `run.message` for `text` said in `end`'s run about `approval_id`.
+fn run_message(end: &RunEnd, approval_id: &str, text: &str) -> Event {
+    Event::RunMessage(RunMessage {
+        conversation_id: end.ctx.conversation_id.clone(),
+        run_id: end.ctx.run_id.clone(),
+        text: text.to_string(),
+        approval_id: Some(approval_id.to_string()),
+    })
+}
+
+/// A rejected or lapsed evaluator halt: the run stays stopped. The model is not asked; the
+/// transcript notes the stop for later turns and the chat says so.
+fn stay_stopped(
+    row: &Approval,
+    ctx: CallContext,
+    mut transcript: Vec<Message>,
+    effects: Vec<crate::wire::Effect>,
+) -> RunEnd {
+    let why = match row.status {
+        ApprovalStatus::Expired => "nobody answered the review in time".to_string(),
+        _ => match row.reason.as_deref() {
+            Some(reason) => format!("you stopped it: {reason}"),
+            None => "you stopped it".to_string(),
+        },
+    };
+    transcript.push(Message::System {
+        content: format!(
+            "The run was halted for review after `{}` ({}) and stays stopped: {why}. Do not continue it unless the owner asks again.",
+            row.tool, row.card.title
+        ),
+    });
+    let reply = format!(
+        "The run stays stopped after `{}` ({}): {why}. Nothing more was done.",
+        row.tool, row.card.title
+    );
+    RunEnd {
+        ctx,
+        transcript,
+        status: RunStatus::Refused,
+        reply,
+        halt: None,
+        effects,
+        resumed: true,
+        model_error: None,
+    }
+}

@@ -1,0 +1,190 @@
+//! The request phase (DESIGN §3 steps 1-4): one owner turn runs the agent loop and ends in one
+//! commit, with its reply, or with a whole card (row, checkpoint, link) and its halt message,
+//! both in the conversation. Every chat surface goes through [`ApprovalService::chat`], which
+//! also runs the escalation judge when it is configured (DESIGN §2 "escalation").
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{Actor, ApprovalService};
+use crate::agent::{Agent, RunEnd};
+use crate::escalation::{Escalator, FinishedTurn, TurnRunner};
+use crate::plugin::CallContext;
+use crate::ports::{ApprovalStore, HaltRecord, Scope, StoreError, TurnCommit};
+use crate::wire::{ChatLine, ChatResponse, Event};
+
+/// The longest chat message accepted, in characters (a request is shown on every card it makes).
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
+/// The one check every chat surface applies before a turn runs: the message, trimmed, is not
+/// empty and at most [`MAX_MESSAGE_CHARS`] characters.
+///
+/// # Errors
+/// A sentence saying what is wrong and that nothing was done.
+pub fn chat_message(message: &str) -> Result<&str, String> {
+    let message = message.trim();
+    if message.is_empty() {
+        return Err("The message is empty; nothing was done.".into());
+    }
+    let count = message.chars().count();
+    if count > MAX_MESSAGE_CHARS {
+        return Err(format!(
+            "The message is {count} characters long; at most {MAX_MESSAGE_CHARS} are accepted, so nothing was done."
+        ));
+    }
+    Ok(message)
+}
+
+/// Why a chat turn did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    /// A read device tried to chat (403).
+    #[error("device `{0}` has read scope; only a control device may chat")]
+    Forbidden(String),
+    /// The message is empty or too long (400); nothing was done.
+    #[error("{0}")]
+    Invalid(String),
+    /// The conversation could not be read or the turn's end written (500); no card exists.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Runs turns and writes their ends: what the escalator re-runs.
+pub struct Turns {
+    store: Arc<dyn ApprovalStore>,
+    agent: Arc<Agent>,
+}
+
+impl Turns {
+    /// Turns of `agent`, written to `store`.
+    pub fn new(store: Arc<dyn ApprovalStore>, agent: Arc<Agent>) -> Turns {
+        Turns { store, agent }
+    }
+
+    /// One owner turn: reads the conversation, runs the loop, writes its end in one commit.
+    ///
+    /// # Errors
+    /// [`StoreError`]: nothing was written.
+    pub async fn run(
+        &self,
+        conversation_id: Option<String>,
+        message: &str,
+    ) -> Result<ChatResponse, StoreError> {
+        // A new conversation has nothing to read.
+        let (conversation_id, transcript) = match conversation_id {
+            Some(id) => {
+                let transcript = self.store.transcript(&id).await?;
+                (id, transcript)
+            }
+            None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
+        };
+        let ctx = CallContext {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            conversation_id,
+            request: message.to_string(),
+        };
+        let transcript = self.agent.opening(transcript, message);
+        let end = self.agent.run(ctx, transcript, Vec::new(), false).await;
+        let owner = ChatLine {
+            role: "owner".into(),
+            text: message.to_string(),
+            approval_id: None,
+        };
+        self.store
+            .commit_turn(&turn_commit(&end, vec![owner], None))
+            .await?;
+        Ok(end.response())
+    }
+}
+
+#[async_trait]
+impl TurnRunner for Turns {
+    async fn run_turn(
+        &self,
+        conversation_id: Option<String>,
+        message: &str,
+    ) -> Result<ChatResponse, StoreError> {
+        self.run(conversation_id, message).await
+    }
+}
+
+/// The commit that ends a run: `lines_before` (the owner's message, what the owner must be
+/// told), the reply (linked to the card when the run halted, else to `about`), the card itself,
+/// and `approval.requested` for it.
+pub(crate) fn turn_commit(
+    end: &RunEnd,
+    lines_before: Vec<ChatLine>,
+    about: Option<&str>,
+) -> TurnCommit {
+    let halt = end.halt.as_ref().map(|h| HaltRecord {
+        approval: h.approval.clone(),
+        checkpoint: end
+            .checkpoint()
+            .expect("a run with a halt has a checkpoint"),
+    });
+    let mut lines = lines_before;
+    lines.push(ChatLine {
+        role: "assistant".into(),
+        text: end.reply.clone(),
+        approval_id: end
+            .halt
+            .as_ref()
+            .map(|h| h.approval.id.clone())
+            .or_else(|| about.map(str::to_string)),
+    });
+    let events = halt
+        .iter()
+        .map(|h| Event::ApprovalRequested(h.approval.pending_view()))
+        .collect();
+    TurnCommit {
+        conversation_id: end.ctx.conversation_id.clone(),
+        transcript: end.transcript.clone(),
+        lines,
+        halt,
+        events,
+    }
+}
+
+impl ApprovalService {
+    /// One owner turn through any chat surface: control scope only, the message checked, the
+    /// turn run and written in one commit, then judged by the escalation judge when configured
+    /// (in enforce mode it may re-run a turn that changed nothing; never a resumed one).
+    ///
+    /// The caller should run this on a task of its own: once the message is accepted, the turn
+    /// must run to its end whatever the client does.
+    ///
+    /// # Errors
+    /// [`ChatError::Forbidden`] for read scope, [`ChatError::Invalid`] for a bad message (both
+    /// change nothing), [`ChatError::Store`].
+    pub async fn chat(
+        &self,
+        actor: &Actor,
+        conversation_id: Option<String>,
+        message: &str,
+    ) -> Result<ChatResponse, ChatError> {
+        if actor.scope != Scope::Control {
+            return Err(ChatError::Forbidden(actor.name.clone()));
+        }
+        let message = chat_message(message).map_err(ChatError::Invalid)?;
+        let response = self.turns.run(conversation_id, message).await?;
+        let Some(escalation) = &self.escalation else {
+            return Ok(response);
+        };
+        let escalator = Escalator {
+            mode: escalation.mode,
+            judge: escalation.judge.clone(),
+            curator: escalation.curator.clone(),
+            runner: self.turns.clone(),
+            clock: self.clock.clone(),
+            max_hops: escalation.max_hops,
+        };
+        let outcome = escalator
+            .maybe_escalate(FinishedTurn::from_response(message, &response))
+            .await;
+        if let Some(error) = &outcome.error {
+            tracing::warn!(run = %response.run_id, %error, "escalation stopped early; the previous answer stands");
+        }
+        Ok(outcome.turn.to_response())
+    }
+}

@@ -1,0 +1,390 @@
+//! The approval lifecycle's storage: units of work, one transaction per phase (DESIGN §9 "each
+//! phase is one transaction"), and the reads the lifecycle and the surfaces need.
+//!
+//! The phases and their commits, for one destructive call:
+//!
+//! | phase | unit | commits |
+//! |---|---|---|
+//! | halt | [`ApprovalStore::commit_turn`] with a [`HaltRecord`]: row, checkpoint, link, transcript, lines, `approval.requested` | 1 |
+//! | respond | [`ApprovalStore::decide`]: the row read once, compare-and-set from `pending`, decision audit, resume job, `approval.responded` | 1 |
+//! | execute | [`ApprovalStore::claim_job`] (lease + ledger `executing`, write-ahead) then [`ApprovalStore::record_outcome`] (ledger outcome + audit) | 2 |
+//! | resume | [`ApprovalStore::finish_job`]: transcript, lines, job done, `run.message` | 1 |
+//!
+//! Every write of a job after its claim is fenced by the lease's epoch: a server that lost its
+//! lease (another took the job over after it lapsed) gets [`StoreError::LeaseLost`] and nothing
+//! is written. Lease and expiry comparisons are made in SQL against one time source (the
+//! database's clock in production, a test clock bound as a parameter in tests); stamps (when a
+//! row was written, answered, executed) come from the [`crate::ports::Clock`] the service holds.
+//!
+//! The store decides nothing on its own: the approvals service ([`crate::approvals`]) computes
+//! every record, and the statements' `WHERE` clauses (compare-and-set) and the database's
+//! triggers are the second line that refuses what the service should never ask for.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::{Checkpoint, NewApproval, NewAuditEntry, Response, StoreError};
+use crate::model::Message;
+use crate::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
+
+/// A card being written by a halt: the row's request terms and the paused run's checkpoint,
+/// linked to each other in the same commit (DESIGN §8 "once a card exists it is whole").
+#[derive(Debug, Clone, PartialEq)]
+pub struct HaltRecord {
+    /// The row's request terms (pending, unanswered).
+    pub approval: NewApproval,
+    /// The paused run (its `approval_id` is `approval.id`).
+    pub checkpoint: Checkpoint,
+}
+
+/// The end of a turn, written in one commit: what the owner said (a new turn), the transcript,
+/// the lines the owner sees, and, when the turn halted, the card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnCommit {
+    /// The conversation.
+    pub conversation_id: String,
+    /// The whole transcript after the turn (replaces the stored one).
+    pub transcript: Vec<Message>,
+    /// Lines to append, in order (the owner's message first on a new turn; then what the
+    /// owner must be told; the reply last).
+    pub lines: Vec<ChatLine>,
+    /// The card the turn halted on, if it did.
+    pub halt: Option<HaltRecord>,
+    /// Events to publish when (and only when) the commit lands.
+    pub events: Vec<Event>,
+}
+
+/// A decision to store (respond or expire): the compare-and-set from `pending`, its audit
+/// entry, and a resume job for the paused run, in one commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionCommit {
+    /// The answer (`approved`, `rejected`) or the lapse (`expired`). An answer needs the row not
+    /// to have lapsed by the store's time source; an expiry needs it to have lapsed.
+    pub response: Response,
+    /// The decision or lapse audit entry.
+    pub audit: NewAuditEntry,
+    /// The row as this commit leaves it.
+    pub after: Approval,
+    /// Events to publish when the commit lands.
+    pub events: Vec<Event>,
+}
+
+/// A row as a decision reads it, inside the decision's transaction (no other writer can change
+/// it until the transaction ends).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionRead {
+    /// The row with its ledger state.
+    pub approval: Approval,
+    /// Whether it has lapsed by the store's time source (`expires_at` at or before now).
+    pub lapsed: bool,
+}
+
+/// What a decision's unit of work did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decided {
+    /// The decision was committed; the row as it left it.
+    Written(Box<Approval>),
+    /// Nothing was written: the plan asked for nothing, or the compare-and-set refused what it
+    /// asked; the row as read.
+    Unchanged(Box<Approval>),
+}
+
+/// Which resume job a claim takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobPick<'a> {
+    /// The oldest claimable job: `ready`, or `running` with a lapsed lease (a takeover).
+    Next,
+    /// This approval's job, when claimable as for [`JobPick::Next`].
+    Approval(&'a str),
+    /// This approval's job when it `failed` (the owner's retry).
+    Retry(&'a str),
+}
+
+/// How the claimed job stood before this claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOrigin {
+    /// Never run before.
+    Fresh,
+    /// Another server held it and its lease lapsed: whatever it was doing may or may not have
+    /// happened.
+    TakenOver,
+    /// It had failed; the owner asked to retry.
+    Retried,
+}
+
+/// The saved run of a job's approval, as the claim found it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SavedRun {
+    /// No checkpoint was ever saved for the row (a card written before halts were one commit).
+    Missing,
+    /// The checkpoint does not parse (never executed, DESIGN §8); the reason.
+    Corrupt(String),
+    /// The checkpoint.
+    Saved(Box<Checkpoint>),
+}
+
+/// Everything the service needs to plan a claimed job, read in the claim's transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSnapshot {
+    /// The approval the job resumes.
+    pub approval_id: String,
+    /// How the job stood before the claim.
+    pub origin: JobOrigin,
+    /// The row with its ledger state; `Err` with the reason when it does not parse.
+    pub approval: Result<Approval, String>,
+    /// The row's pinned preconditions, one per item; `Err` when they do not parse.
+    pub preconditions: Result<Vec<Value>, String>,
+    /// The saved run.
+    pub saved: SavedRun,
+    /// The conversation of the saved run, read from the checkpoint's own column (so the owner
+    /// can be told even when the body is corrupt).
+    pub conversation_id: Option<String>,
+    /// That conversation's transcript now (the owner may have said more since the pause);
+    /// `Err` when it does not parse.
+    pub transcript: Result<Vec<Message>, String>,
+}
+
+/// What the claim does to the ledger, in the claim's commit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LedgerStep {
+    /// Nothing (a rejected or lapsed row, an evaluator halt, an outcome already recorded).
+    Leave,
+    /// Claim the approved call: `executing`, written ahead of the side effect (DESIGN §2
+    /// side-effect ledger). Only when the row is approved, not an evaluator halt, names `tool`,
+    /// its canonical arguments equal `args_canonical` byte for byte, and nothing claimed it.
+    Claim {
+        /// The pinned tool.
+        tool: String,
+        /// The canonical JSON of the pinned arguments.
+        args_canonical: String,
+    },
+    /// Claim the approved call and record it `failed` with `result` without running it (strict
+    /// restore: the call can never run; DESIGN §8 fail closed).
+    Refuse {
+        /// The pinned tool.
+        tool: String,
+        /// The canonical JSON of the pinned arguments.
+        args_canonical: String,
+        /// The outcome the card shows (`{"status":"failed","message":…}`).
+        result: Value,
+    },
+    /// A taker found `executing` with no outcome: the previous holder may or may not have run
+    /// it. Mark it `unknown`; it is never run again.
+    MarkUnknown,
+}
+
+/// How a job ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobEnd {
+    /// The run resumed and its turn ended (done, refused, halted again, or stopped).
+    Done,
+    /// Resuming failed (the model unreachable); the owner may retry.
+    Failed,
+    /// The run can never resume (no checkpoint, a corrupt one, an unreadable row); retrying
+    /// would fail the same way.
+    Dead,
+}
+
+impl JobEnd {
+    /// `done`, `failed` or `dead` (the stored spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobEnd::Done => "done",
+            JobEnd::Failed => "failed",
+            JobEnd::Dead => "dead",
+        }
+    }
+}
+
+/// What the claim's commit writes besides the lease (computed by the service from the
+/// [`JobSnapshot`] inside the same transaction).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimPlan {
+    /// The ledger step.
+    pub ledger: LedgerStep,
+    /// Audit entries (denials, a refusal).
+    pub audit: Vec<NewAuditEntry>,
+    /// Set the row's `resume_error` (shown on the card); `None` leaves it, `Some(None)` clears.
+    pub resume_error: Option<Option<String>>,
+    /// End the job in this commit (a run that can never resume); `None` keeps it running.
+    pub end: Option<JobEnd>,
+    /// Lines for the owner, appended to their conversations: `(conversation id, line)`.
+    pub lines: Vec<(String, ChatLine)>,
+    /// Events to publish when the commit lands.
+    pub events: Vec<Event>,
+}
+
+impl ClaimPlan {
+    /// A plan that only takes the lease.
+    pub fn lease_only() -> ClaimPlan {
+        ClaimPlan {
+            ledger: LedgerStep::Leave,
+            audit: Vec::new(),
+            resume_error: None,
+            end: None,
+            lines: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// A lease on one resume job (DESIGN §9): who holds it and the epoch every write under it is
+/// fenced by. A new claim of the same job increments the epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The job's approval.
+    pub approval_id: String,
+    /// The server holding it (a random id per process).
+    pub owner: String,
+    /// The claim's epoch (1 for the first claim).
+    pub epoch: i64,
+}
+
+/// A claimed job: its lease, what the claim read, and the plan its commit applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedJob {
+    /// The lease (valid until the store's time source passes it, unless renewed).
+    pub lease: Lease,
+    /// What the claim read.
+    pub snapshot: JobSnapshot,
+    /// What the claim's commit wrote.
+    pub plan: ClaimPlan,
+}
+
+/// The outcome of a pinned call, written after the side effect (the second commit of execute).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutcomeRecord {
+    /// `executed` (it ran, possibly with some items stale) or `failed`.
+    pub executed: bool,
+    /// The result the card and the model see.
+    pub result: Value,
+    /// One execution entry per item (or one for the whole call).
+    pub audit: Vec<NewAuditEntry>,
+    /// Events to publish when the commit lands.
+    pub events: Vec<Event>,
+}
+
+/// The end of a resumed run, written in one commit under the lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobFinish {
+    /// The resumed turn's end (transcript, lines, a new card), when the run got that far.
+    pub turn: Option<TurnCommit>,
+    /// How the job ends.
+    pub end: JobEnd,
+    /// The row's `resume_error` afterwards (`None` clears it).
+    pub resume_error: Option<String>,
+    /// Whether `resume_error` differs from what the row holds (only then is it written).
+    pub resume_error_changed: bool,
+    /// Events to publish when the commit lands (besides the turn's own).
+    pub events: Vec<Event>,
+}
+
+/// Which rows a listing returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalFilter {
+    /// Only rows in this status; `None` for every status.
+    pub status: Option<ApprovalStatus>,
+}
+
+/// The approval lifecycle's storage (DESIGN §6, §9). Implemented by `crates/store` for SQLite
+/// and PostgreSQL.
+#[async_trait]
+pub trait ApprovalStore: Send + Sync {
+    /// Ends a turn in one commit ([`TurnCommit`]); with a halt, the row, its checkpoint and
+    /// their link are written together, so a card is never without its paused run.
+    ///
+    /// # Errors
+    /// [`StoreError`]: nothing was written (the turn ends without a card).
+    async fn commit_turn(&self, turn: &TurnCommit) -> Result<(), StoreError>;
+
+    /// Reads row `approval_id` inside one transaction and stores what `plan` decides for it: a
+    /// compare-and-set from `pending` (an answer needs the row not to have lapsed by the store's
+    /// time source, an expiry needs it lapsed), its audit entry and a resume job, in one commit.
+    /// When `plan` returns `None`, or the compare-and-set refuses, nothing is written.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for an unknown row; [`StoreError::Corrupt`] for a row that does
+    /// not parse; [`StoreError::Backend`].
+    async fn decide(
+        &self,
+        approval_id: &str,
+        plan: &(dyn for<'r> Fn(&'r DecisionRead) -> Option<DecisionCommit> + Send + Sync),
+    ) -> Result<Decided, StoreError>;
+
+    /// Claims a resume job under a lease of `lease_secs` seconds for `owner`, in one commit with
+    /// what `plan` returns for the job as read inside that transaction (PostgreSQL picks with
+    /// `FOR UPDATE SKIP LOCKED`, SQLite by compare-and-set under its one writer). `Ok(None)`
+    /// when no job is claimable.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the commit fails (nothing was claimed or written).
+    async fn claim_job(
+        &self,
+        pick: JobPick<'_>,
+        owner: &str,
+        lease_secs: u32,
+        plan: &(dyn for<'s> Fn(&'s JobSnapshot) -> ClaimPlan + Send + Sync),
+    ) -> Result<Option<ClaimedJob>, StoreError>;
+
+    /// Renews the lease for `lease_secs` more seconds. `Ok(false)` when it was taken over.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn heartbeat(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError>;
+
+    /// Writes a pinned call's outcome: ledger `executing` → `executed`/`failed`, the audit
+    /// entries, in one commit fenced by the lease (which it also renews).
+    ///
+    /// # Errors
+    /// [`StoreError::LeaseLost`] when the lease was taken over or the ledger entry is no longer
+    /// `executing` (a taker marked it `unknown`): nothing was written.
+    async fn record_outcome(
+        &self,
+        lease: &Lease,
+        lease_secs: u32,
+        outcome: &OutcomeRecord,
+    ) -> Result<(), StoreError>;
+
+    /// Ends a job in one commit fenced by the lease: the resumed turn, the job's end, the row's
+    /// `resume_error`.
+    ///
+    /// # Errors
+    /// [`StoreError::LeaseLost`] when the lease was taken over: nothing was written.
+    async fn finish_job(&self, lease: &Lease, finish: &JobFinish) -> Result<(), StoreError>;
+
+    /// Ids of pending rows that have lapsed by the store's time source, oldest expiry first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn lapsed(&self) -> Result<Vec<String>, StoreError>;
+
+    /// One row with its execution state from the ledger.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] for a row that does not parse; [`StoreError::Backend`].
+    async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError>;
+
+    /// Rows: pending first (oldest first), then answered (newest answer first).
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError>;
+
+    /// Audit entries of one approval (or every entry), oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn audit(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// A conversation's transcript (empty for a new one).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when it does not parse.
+    async fn transcript(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError>;
+
+    /// A conversation's lines, oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn lines(&self, conversation_id: &str) -> Result<Vec<ChatLine>, StoreError>;
+}

@@ -1,0 +1,840 @@
+//! [`ApprovalStore`] on both engines: the lifecycle's units of work, each one transaction (see
+//! [`iris_core::ports::lifecycle`] for the phases) sent in as few round trips as the engine
+//! allows (`unit.rs`). Every compare-and-set is one statement whose `WHERE` names the rule and
+//! whose `RETURNING` says whether it won; every write under a job's lease is fenced by its epoch
+//! in that same statement, so a holder that lost the job writes nothing. The claim of a pinned
+//! call is a plain insert the database's triggers check (approved, this tool, these arguments,
+//! not an evaluator halt) and its primary key makes once: a refused claim aborts the unit.
+
+use async_trait::async_trait;
+use iris_core::model::Message;
+use iris_core::ports::{
+    ApprovalFilter, ApprovalStore, Checkpoint, ClaimPlan, ClaimedJob, Decided, DecisionCommit,
+    DecisionRead, HaltRecord, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease,
+    LedgerStep, NewAuditEntry, OutcomeRecord, SavedRun, StoreError, TurnCommit,
+};
+use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+use crate::rows::{
+    approval_from_row, audit_from_row, audit_kind_text, backend, check_new_approval, to_json, Cols,
+    APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
+};
+use crate::unit::{is_assertion, Stmt, WriteTx};
+use crate::{timestamp_text, Engine, Store};
+
+/// The columns a claim reads: the job, the row with its ledger entry, the checkpoint and the
+/// conversation's transcript, joined.
+const SNAPSHOT_SELECT: &str = "SELECT j.approval_id AS job_id, j.lease_epoch AS job_epoch, \
+     j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
+     a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
+     a.reason, a.resume_error, a.preconditions, l.state AS execution, l.result AS result, \
+     c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
+     v.id AS conv_id, v.transcript AS conv_transcript \
+     FROM resume_jobs j JOIN approvals a ON a.id = j.approval_id \
+     LEFT JOIN ledger l ON l.approval_id = a.id \
+     LEFT JOIN checkpoints c ON c.approval_id = a.id \
+     LEFT JOIN conversations v ON v.id = c.conversation_id";
+
+impl Store {
+    /// A statement with the time source bound as `$1` (its SQL says `{now}` where "now" goes,
+    /// and `{until}` for "now plus `$2` seconds").
+    fn timed(&self, sql: &str) -> Stmt {
+        let sql = sql
+            .replace("{until}", &self.engine.now_plus("$1", "$2"))
+            .replace("{now}", &self.now_sql());
+        Stmt::new(sql).opt_text(self.now_param().as_deref())
+    }
+
+    /// SQLite at start-up: no other process can hold a lease on this file (one server per
+    /// SQLite file), so every running job's lease lapses now and the sweep takes them over.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    pub async fn lapse_leases_of_dead_servers(&self) -> Result<u64, StoreError> {
+        if self.engine != Engine::Sqlite {
+            return Ok(0);
+        }
+        let mut tx = self.begin_write().await?;
+        let rows = tx
+            .fetch(
+                Stmt::new(
+                    "UPDATE resume_jobs SET lease_until = '1970-01-01T00:00:00.000000000Z' \
+                     WHERE state = 'running' RETURNING approval_id",
+                ),
+                "lapsing the leases of a stopped server",
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(rows.len() as u64)
+    }
+
+    /// Commits `tx` and then delivers `events` (SQLite; PostgreSQL's listener does).
+    async fn commit_with(&self, tx: WriteTx, events: &[Event]) -> Result<(), StoreError> {
+        tx.commit().await?;
+        self.deliver(events);
+        Ok(())
+    }
+
+    async fn write_turn(&self, tx: &mut WriteTx, turn: &TurnCommit) -> Result<(), StoreError> {
+        if let Some(halt) = &turn.halt {
+            self.write_halt(tx, halt).await?;
+        }
+        tx.exec(
+            self.timed(
+                "INSERT INTO conversations (id, transcript, created_at, updated_at) \
+                 VALUES ($2, $3, {now}, {now}) \
+                 ON CONFLICT (id) DO UPDATE SET transcript = excluded.transcript, \
+                 updated_at = excluded.updated_at",
+            )
+            .text(&turn.conversation_id)
+            .text(&to_json(&turn.transcript, "a transcript")?),
+            "saving a transcript",
+        )
+        .await?;
+        self.write_lines(tx, &turn.conversation_id, &turn.lines)
+            .await
+    }
+
+    /// Appends `lines` to a conversation, in order, in one statement.
+    async fn write_lines(
+        &self,
+        tx: &mut WriteTx,
+        conversation_id: &str,
+        lines: &[ChatLine],
+    ) -> Result<(), StoreError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut sql = String::from(
+            "INSERT INTO conversation_lines (conversation_id, role, text, approval_id, \
+             created_at) VALUES ",
+        );
+        for i in 0..lines.len() {
+            let p = 3 + i * 3;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("($2, ${p}, ${}, ${}, {{now}})", p + 1, p + 2));
+        }
+        let mut stmt = self.timed(&sql).text(conversation_id);
+        for line in lines {
+            stmt = stmt
+                .text(&line.role)
+                .text(&line.text)
+                .opt_text(line.approval_id.as_deref());
+        }
+        tx.exec(stmt, "appending conversation lines").await
+    }
+
+    /// The card: row, checkpoint, and the row's link to it (DESIGN §3 step 4).
+    async fn write_halt(&self, tx: &mut WriteTx, halt: &HaltRecord) -> Result<(), StoreError> {
+        let row = &halt.approval;
+        check_new_approval(row)?;
+        let checkpoint = &halt.checkpoint;
+        if checkpoint.approval_id != row.id {
+            return Err(StoreError::Backend(format!(
+                "approval `{}`: its checkpoint names approval `{}` (DESIGN §3 step 4)",
+                row.id, checkpoint.approval_id
+            )));
+        }
+        tx.exec(
+            Stmt::new(
+                "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
+                 call_hash, items, card, run_id, context_summary, created_at, expires_at, \
+                 preconditions) \
+                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            )
+            .text(&row.id)
+            .text(row.kind.as_str())
+            .text(&row.tool)
+            .text(&to_json(&row.args, "approval args")?)
+            .text(&row.args_canonical)
+            .text(&row.call_hash)
+            .text(&to_json(&row.items, "approval items")?)
+            .text(&to_json(&row.card, "approval card")?)
+            .text(&row.run_id)
+            .text(&row.context_summary)
+            .text(&timestamp_text(row.created_at))
+            .text(&timestamp_text(row.expires_at))
+            .text(&to_json(&row.preconditions, "approval preconditions")?),
+            "writing an approval row",
+        )
+        .await?;
+        tx.exec(
+            self.timed(
+                "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, \
+                 created_at) VALUES ($2, $3, $4, $5, $6, {now})",
+            )
+            .text(&checkpoint.id)
+            .text(&checkpoint.approval_id)
+            .text(&checkpoint.run_id)
+            .text(&checkpoint.conversation_id)
+            .text(&to_json(checkpoint, "a checkpoint")?),
+            "saving a checkpoint",
+        )
+        .await?;
+        tx.exec(
+            Stmt::new("UPDATE approvals SET checkpoint_id = $1 WHERE id = $2")
+                .text(&checkpoint.id)
+                .text(&row.id),
+            "linking an approval to its checkpoint",
+        )
+        .await
+    }
+
+    async fn write_audit(
+        &self,
+        tx: &mut WriteTx,
+        entries: &[NewAuditEntry],
+    ) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut sql = String::from(
+            "INSERT INTO audit_log (approval_id, kind, item, result, undo_available, actor, \
+             surface, at) VALUES ",
+        );
+        for i in 0..entries.len() {
+            let p = 1 + i * 8;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${p}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4,
+                p + 5,
+                p + 6,
+                p + 7
+            ));
+        }
+        let mut stmt = Stmt::new(sql);
+        for entry in entries {
+            stmt = stmt
+                .text(&entry.approval_id)
+                .text(audit_kind_text(entry.kind))
+                .opt_text(entry.item.as_deref())
+                .text(&to_json(&entry.result, "an audit result")?)
+                .flag(entry.undo_available)
+                .text(&entry.actor)
+                .opt_text(entry.surface.as_deref())
+                .text(&timestamp_text(entry.at));
+        }
+        tx.exec(stmt, "appending to the audit log").await
+    }
+
+    /// Renews `lease` for `secs` seconds, only while its epoch and owner still hold the job
+    /// (the unit stops here when they do not).
+    async fn fence(&self, tx: &mut WriteTx, lease: &Lease, secs: u32) -> Result<(), StoreError> {
+        tx.exec_cas(
+            self.timed(
+                "UPDATE resume_jobs SET lease_until = {until}, updated_at = {now} \
+                 WHERE approval_id = $3 AND lease_epoch = $4 AND lease_owner = $5 \
+                 AND state = 'running'",
+            )
+            .int(i64::from(secs))
+            .text(&lease.approval_id)
+            .int(lease.epoch)
+            .text(&lease.owner),
+            "renewing a resume job's lease",
+        )
+        .await
+    }
+
+    /// Claims the approved call: `executing`. The database's triggers refuse any claim the row
+    /// does not allow, and the primary key a second one; either aborts the unit.
+    async fn claim_ledger(
+        &self,
+        tx: &mut WriteTx,
+        approval_id: &str,
+        tool: &str,
+        args_canonical: &str,
+    ) -> Result<(), StoreError> {
+        tx.exec(
+            self.timed(
+                "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
+                 VALUES ($2, $3, $4, 'executing', {now})",
+            )
+            .text(approval_id)
+            .text(tool)
+            .text(args_canonical),
+            "claiming an approval (the ledger refused the claim)",
+        )
+        .await
+    }
+
+    fn ledger_outcome(
+        &self,
+        approval_id: &str,
+        state: &str,
+        result: &serde_json::Value,
+    ) -> Result<Stmt, StoreError> {
+        Ok(self
+            .timed(
+                "UPDATE ledger SET state = $2, result = $3, finished_at = {now} \
+                 WHERE approval_id = $4 AND state = 'executing'",
+            )
+            .text(state)
+            .text(&to_json(result, "a ledger result")?)
+            .text(approval_id))
+    }
+
+    async fn end_job(
+        &self,
+        tx: &mut WriteTx,
+        approval_id: &str,
+        end: JobEnd,
+    ) -> Result<(), StoreError> {
+        tx.exec(
+            self.timed(
+                "UPDATE resume_jobs SET state = $2, lease_until = NULL, updated_at = {now} \
+                 WHERE approval_id = $3",
+            )
+            .text(end.as_str())
+            .text(approval_id),
+            "ending a resume job",
+        )
+        .await
+    }
+
+    /// Picks and leases a job inside `tx` (one statement: the pick is its sub-select), then
+    /// reads what the claim needs (on SQLite in the same round trip).
+    async fn pick_job(
+        &self,
+        tx: &mut WriteTx,
+        pick: JobPick<'_>,
+        owner: &str,
+        secs: u32,
+    ) -> Result<Option<(JobOrigin, i64, AnyRow)>, StoreError> {
+        let claimable = "(state = 'ready' OR (state = 'running' AND lease_until <= {now}))";
+        let (condition, id) = match pick {
+            JobPick::Next => (claimable.to_string(), None),
+            JobPick::Approval(id) => (format!("{claimable} AND approval_id = $4"), Some(id)),
+            JobPick::Retry(id) => (
+                "state = 'failed' AND approval_id = $4".to_string(),
+                Some(id),
+            ),
+        };
+        let mut take = self
+            .timed(&format!(
+                "UPDATE resume_jobs SET claimed_from = state, state = 'running', \
+                 lease_owner = $3, lease_epoch = lease_epoch + 1, lease_until = {{until}}, \
+                 updated_at = {{now}} WHERE approval_id = (SELECT approval_id FROM resume_jobs \
+                 WHERE {condition} ORDER BY created_at, approval_id LIMIT 1{lock})",
+                lock = self.engine.claim_lock()
+            ))
+            .int(i64::from(secs))
+            .text(owner);
+        if let Some(id) = id {
+            take = take.text(id);
+        } else {
+            // Keep `$4` bound so both spellings take the same arguments.
+            take = take.opt_text(None);
+        }
+        tx.exec(take, "leasing a resume job").await?;
+        let rows = tx
+            .fetch(
+                Stmt::new(format!(
+                    "{SNAPSHOT_SELECT} WHERE j.lease_owner = $1 AND j.state = 'running'"
+                ))
+                .text(owner),
+                "reading a claimed job",
+            )
+            .await?;
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let epoch: i64 = row.try_get("job_epoch").map_err(backend("reading a job"))?;
+        let from: Option<String> = row.try_get("job_from").map_err(backend("reading a job"))?;
+        let origin = match from.as_deref() {
+            Some("failed") => JobOrigin::Retried,
+            Some("running") => JobOrigin::TakenOver,
+            _ => JobOrigin::Fresh,
+        };
+        Ok(Some((origin, epoch, row)))
+    }
+}
+
+/// What a claim read, from one row of [`SNAPSHOT_SELECT`].
+fn snapshot(row: &AnyRow, origin: JobOrigin) -> Result<JobSnapshot, StoreError> {
+    let approval_id: String = row.try_get("job_id").map_err(backend("reading a job"))?;
+    let approval = approval_from_row(row).map_err(|e| e.to_string());
+    let preconditions = Cols::new(row, "approvals", "id")
+        .and_then(|c| c.json("preconditions"))
+        .map_err(|e| e.to_string());
+    let checkpoint_id: Option<String> = row.try_get("cp_id").unwrap_or(None);
+    let conversation_id: Option<String> = row.try_get("cp_conversation").unwrap_or(None);
+    let saved = match checkpoint_id {
+        None => SavedRun::Missing,
+        Some(id) => {
+            let c = Cols {
+                row,
+                table: "checkpoints",
+                id,
+            };
+            match c.json::<Checkpoint>("cp_body") {
+                Ok(checkpoint) => SavedRun::Saved(Box::new(checkpoint)),
+                Err(e) => SavedRun::Corrupt(e.to_string().replace("cp_body", "body")),
+            }
+        }
+    };
+    let transcript = match row.try_get::<Option<String>, _>("conv_id").unwrap_or(None) {
+        None => Ok(Vec::new()),
+        Some(id) => Cols {
+            row,
+            table: "conversations",
+            id,
+        }
+        .json::<Vec<Message>>("conv_transcript")
+        .map_err(|e| e.to_string()),
+    };
+    Ok(JobSnapshot {
+        approval_id,
+        origin,
+        approval,
+        preconditions,
+        saved,
+        conversation_id,
+        transcript,
+    })
+}
+
+#[async_trait]
+impl ApprovalStore for Store {
+    async fn commit_turn(&self, turn: &TurnCommit) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            self.write_turn(&mut tx, turn).await?;
+            self.stage_events(&mut tx, &turn.events).await
+        }
+        .await;
+        if let Err(e) = written {
+            tx.rollback().await;
+            return Err(e);
+        }
+        self.commit_with(tx, &turn.events).await
+    }
+
+    /// One unit: the row read (locked: SQLite's one writer holds the write lock, PostgreSQL
+    /// `FOR UPDATE`), the plan, then one compare-and-set from `pending` (an answer also needs the
+    /// row not to have lapsed, `expires_at > now`; an expiry needs it to have, `expires_at <=
+    /// now`, "now" being the store's time source) with its audit entry and job, which are written
+    /// only if that compare-and-set did (so on SQLite the whole write is one round trip).
+    async fn decide(
+        &self,
+        approval_id: &str,
+        plan: &(dyn for<'r> Fn(&'r DecisionRead) -> Option<DecisionCommit> + Send + Sync),
+    ) -> Result<Decided, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let lock = match self.engine {
+            Engine::Sqlite => "",
+            Engine::Postgres => " FOR UPDATE OF a",
+        };
+        let read = tx
+            .fetch(
+                self.timed(&format!(
+                    "SELECT {APPROVAL_COLUMNS}, CASE WHEN a.expires_at <= {{now}} THEN 1 ELSE 0 \
+                     END AS lapsed_now {APPROVAL_FROM} WHERE a.id = $2{lock}"
+                ))
+                .text(approval_id),
+                "reading an approval row",
+            )
+            .await;
+        let row = match read {
+            Ok(rows) => rows.into_iter().next(),
+            Err(e) => {
+                tx.rollback().await;
+                return Err(e);
+            }
+        };
+        let Some(row) = row else {
+            tx.rollback().await;
+            return Err(StoreError::NotFound(format!("approval {approval_id}")));
+        };
+        let read = match approval_from_row(&row) {
+            Ok(approval) => DecisionRead {
+                approval,
+                lapsed: row.try_get::<i64, _>("lapsed_now").unwrap_or(0) == 1,
+            },
+            Err(e) => {
+                tx.rollback().await;
+                return Err(e);
+            }
+        };
+        let Some(commit) = plan(&read) else {
+            tx.rollback().await;
+            return Ok(Decided::Unchanged(Box::new(read.approval)));
+        };
+        if self.write_decision(tx, approval_id, &commit).await? {
+            self.deliver(&commit.events);
+            Ok(Decided::Written(Box::new(commit.after)))
+        } else {
+            Ok(Decided::Unchanged(Box::new(read.approval)))
+        }
+    }
+
+    async fn claim_job(
+        &self,
+        pick: JobPick<'_>,
+        owner: &str,
+        lease_secs: u32,
+        plan: &(dyn for<'s> Fn(&'s JobSnapshot) -> ClaimPlan + Send + Sync),
+    ) -> Result<Option<ClaimedJob>, StoreError> {
+        // Each claim holds the lease under an owner of its own, so the claim's read finds it.
+        let holder = format!("{owner}#{}", uuid::Uuid::new_v4().simple());
+        let mut tx = self.begin_write().await?;
+        let picked = match self.pick_job(&mut tx, pick, &holder, lease_secs).await {
+            Ok(Some(picked)) => picked,
+            Ok(None) => {
+                tx.rollback().await;
+                return Ok(None);
+            }
+            Err(e) => {
+                tx.rollback().await;
+                return Err(e);
+            }
+        };
+        let (origin, epoch, row) = picked;
+        let snapshot = match snapshot(&row, origin) {
+            Ok(s) => s,
+            Err(e) => {
+                tx.rollback().await;
+                return Err(e);
+            }
+        };
+        let plan = plan(&snapshot);
+        let approval_id = snapshot.approval_id.clone();
+        if let Err(e) = self.apply_plan(&mut tx, &approval_id, &plan).await {
+            tx.rollback().await;
+            return Err(e);
+        }
+        self.commit_with(tx, &plan.events).await?;
+        Ok(Some(ClaimedJob {
+            lease: Lease {
+                approval_id,
+                owner: holder,
+                epoch,
+            },
+            snapshot,
+            plan,
+        }))
+    }
+
+    async fn heartbeat(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let fenced = self.fence(&mut tx, lease, lease_secs).await;
+        finish_cas(tx, fenced).await
+    }
+
+    async fn record_outcome(
+        &self,
+        lease: &Lease,
+        lease_secs: u32,
+        outcome: &OutcomeRecord,
+    ) -> Result<(), StoreError> {
+        // Heartbeats keep the lease; this write is fenced by it, it does not renew it.
+        let _ = lease_secs;
+        let state = if outcome.executed {
+            "executed"
+        } else {
+            "failed"
+        };
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            // Fenced and written once in one statement: the entry is still `executing` and the
+            // lease still this holder's; when not, the unit stops here.
+            tx.exec_cas(
+                self.timed(
+                    "UPDATE ledger SET state = $2, result = $3, finished_at = {now} \
+                     WHERE approval_id = $4 AND state = 'executing' AND EXISTS (SELECT 1 FROM \
+                     resume_jobs j WHERE j.approval_id = $4 AND j.lease_epoch = $5 \
+                     AND j.lease_owner = $6 AND j.state = 'running')",
+                )
+                .text(state)
+                .text(&to_json(&outcome.result, "a ledger result")?)
+                .text(&lease.approval_id)
+                .int(lease.epoch)
+                .text(&lease.owner),
+                "writing a ledger outcome",
+            )
+            .await?;
+            self.write_audit(&mut tx, &outcome.audit).await?;
+            self.stage_events(&mut tx, &outcome.events).await
+        }
+        .await;
+        if !finish_cas(tx, written).await? {
+            return Err(StoreError::LeaseLost(lease.approval_id.clone()));
+        }
+        self.deliver(&outcome.events);
+        Ok(())
+    }
+
+    async fn finish_job(&self, lease: &Lease, finish: &JobFinish) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let mut events = Vec::new();
+        let written = async {
+            // The job's end is its fence: only the holder of this epoch ends it, and the unit
+            // stops here when it does not.
+            tx.exec_cas(
+                self.timed(
+                    "UPDATE resume_jobs SET state = $2, lease_until = NULL, updated_at = {now} \
+                     WHERE approval_id = $3 AND lease_epoch = $4 AND lease_owner = $5 \
+                     AND state = 'running'",
+                )
+                .text(finish.end.as_str())
+                .text(&lease.approval_id)
+                .int(lease.epoch)
+                .text(&lease.owner),
+                "ending a resume job",
+            )
+            .await?;
+            if let Some(turn) = &finish.turn {
+                self.write_turn(&mut tx, turn).await?;
+                events.extend(turn.events.iter().cloned());
+            }
+            if finish.resume_error_changed {
+                tx.exec(
+                    Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
+                        .opt_text(finish.resume_error.as_deref())
+                        .text(&lease.approval_id),
+                    "recording a resume error",
+                )
+                .await?;
+            }
+            events.extend(finish.events.iter().cloned());
+            self.stage_events(&mut tx, &events).await
+        }
+        .await;
+        if !finish_cas(tx, written).await? {
+            return Err(StoreError::LeaseLost(lease.approval_id.clone()));
+        }
+        self.deliver(&events);
+        Ok(())
+    }
+
+    async fn lapsed(&self) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar::<_, String>(&format!(
+            "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= {} \
+             ORDER BY expires_at, id",
+            self.now_sql()
+        ))
+        .bind(self.now_param())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("finding lapsed approvals"))
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        let row = sqlx::query(&format!("{APPROVAL_SELECT} WHERE a.id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend("reading an approval row"))?;
+        row.as_ref().map(approval_from_row).transpose()
+    }
+
+    /// Pending rows first, oldest first; then answered rows, newest answer first. Fails with
+    /// [`StoreError::Corrupt`] when any listed row does not parse.
+    async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError> {
+        let sql = format!(
+            "{APPROVAL_SELECT} WHERE ($1 IS NULL OR a.status = $1) \
+             ORDER BY CASE WHEN a.status = 'pending' THEN 0 ELSE 1 END, \
+             CASE WHEN a.status = 'pending' THEN a.created_at END ASC, \
+             a.responded_at DESC, a.created_at DESC, a.id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(filter.status.map(ApprovalStatus::as_str))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend("listing approvals"))?;
+        rows.iter().map(approval_from_row).collect()
+    }
+
+    async fn audit(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, approval_id, kind, item, result, undo_available, actor, surface, \
+             at FROM audit_log WHERE ($1 IS NULL OR approval_id = $1) ORDER BY id",
+        )
+        .bind(approval_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("reading the audit log"))?;
+        rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn transcript(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError> {
+        let row = sqlx::query("SELECT id, transcript FROM conversations WHERE id = $1")
+            .bind(conversation_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend("reading a transcript"))?;
+        match row {
+            None => Ok(Vec::new()),
+            Some(row) => Cols::new(&row, "conversations", "id")?.json("transcript"),
+        }
+    }
+
+    async fn lines(&self, conversation_id: &str) -> Result<Vec<ChatLine>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, role, text, approval_id FROM conversation_lines \
+             WHERE conversation_id = $1 ORDER BY seq",
+        )
+        .bind(conversation_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("reading conversation lines"))?;
+        rows.iter()
+            .map(|row| line_from_row(row, conversation_id))
+            .collect()
+    }
+}
+
+impl Store {
+    /// The decision's writes and the commit: the compare-and-set from `pending` (the unit
+    /// stops there when it changes nothing), its audit entry, its job, its events; on SQLite
+    /// one round trip. Whether it won.
+    async fn write_decision(
+        &self,
+        mut tx: WriteTx,
+        approval_id: &str,
+        commit: &DecisionCommit,
+    ) -> Result<bool, StoreError> {
+        let response = &commit.response;
+        let time_rule = match response.status {
+            ApprovalStatus::Pending => {
+                tx.rollback().await;
+                return Err(StoreError::Backend(format!(
+                    "approval `{approval_id}`: `pending` is not a decision"
+                )));
+            }
+            ApprovalStatus::Approved | ApprovalStatus::Rejected => "expires_at > {now}",
+            ApprovalStatus::Expired => "expires_at <= {now}",
+        };
+        let written = async {
+            tx.exec_cas(
+                self.timed(&format!(
+                    "UPDATE approvals SET status = $2, responded_at = $3, responded_by = $4, \
+                     surface = $5, reason = $6 WHERE id = $7 AND status = 'pending' AND {time_rule}"
+                ))
+                .text(response.status.as_str())
+                .text(&timestamp_text(response.at))
+                .text(&response.responded_by)
+                .text(&response.surface)
+                .opt_text(response.reason.as_deref())
+                .text(approval_id),
+                "deciding an approval",
+            )
+            .await?;
+            self.write_audit(&mut tx, std::slice::from_ref(&commit.audit))
+                .await?;
+            tx.exec(
+                self.timed(
+                    "INSERT INTO resume_jobs (approval_id, state, lease_epoch, created_at, \
+                     updated_at) VALUES ($2, 'ready', 0, {now}, {now})",
+                )
+                .text(approval_id),
+                "queueing the resume job",
+            )
+            .await?;
+            self.stage_events(&mut tx, &commit.events).await
+        }
+        .await;
+        finish_cas(tx, written).await
+    }
+
+    async fn apply_plan(
+        &self,
+        tx: &mut WriteTx,
+        approval_id: &str,
+        plan: &ClaimPlan,
+    ) -> Result<(), StoreError> {
+        match &plan.ledger {
+            LedgerStep::Leave => {}
+            LedgerStep::Claim {
+                tool,
+                args_canonical,
+            } => {
+                self.claim_ledger(tx, approval_id, tool, args_canonical)
+                    .await?
+            }
+            LedgerStep::Refuse {
+                tool,
+                args_canonical,
+                result,
+            } => {
+                self.claim_ledger(tx, approval_id, tool, args_canonical)
+                    .await?;
+                tx.exec(
+                    self.ledger_outcome(approval_id, "failed", result)?,
+                    "writing a ledger outcome",
+                )
+                .await?;
+            }
+            LedgerStep::MarkUnknown => {
+                tx.exec(
+                    Stmt::new(
+                        "UPDATE ledger SET state = 'unknown' \
+                         WHERE approval_id = $1 AND state = 'executing'",
+                    )
+                    .text(approval_id),
+                    "marking an interrupted execution unknown",
+                )
+                .await?;
+            }
+        }
+        self.write_audit(tx, &plan.audit).await?;
+        if let Some(error) = &plan.resume_error {
+            tx.exec(
+                Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
+                    .opt_text(error.as_deref())
+                    .text(approval_id),
+                "recording a resume error",
+            )
+            .await?;
+        }
+        if let Some(end) = plan.end {
+            self.end_job(tx, approval_id, end).await?;
+        }
+        for (conversation, line) in &plan.lines {
+            self.write_lines(tx, conversation, std::slice::from_ref(line))
+                .await?;
+        }
+        self.stage_events(tx, &plan.events).await
+    }
+}
+
+/// Ends a unit whose writes `written` (queued or run) began with a compare-and-set: commits it,
+/// `Ok(true)`; when the compare-and-set changed nothing (a failed assertion, now or in the
+/// commit's batch), rolls it back, `Ok(false)`; any other failure rolls back and is the error.
+async fn finish_cas(tx: WriteTx, written: Result<(), StoreError>) -> Result<bool, StoreError> {
+    let outcome = match written {
+        Ok(()) => tx.commit().await,
+        Err(e) => {
+            tx.rollback().await;
+            Err(e)
+        }
+    };
+    match outcome {
+        Ok(()) => Ok(true),
+        Err(e) if is_assertion(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn line_from_row(row: &AnyRow, conversation_id: &str) -> Result<ChatLine, StoreError> {
+    let seq: i64 = row.try_get("seq").unwrap_or_default();
+    let c = Cols {
+        row,
+        table: "conversation_lines",
+        id: format!("line {seq} of conversation {conversation_id}"),
+    };
+    Ok(ChatLine {
+        role: c.text("role")?,
+        text: c.text("text")?,
+        approval_id: c.opt_text("approval_id")?,
+    })
+}

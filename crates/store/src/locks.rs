@@ -1,0 +1,186 @@
+//! Named locks that hold across every server on the database (DESIGN §9 "per-process locks
+//! become advisory locks"): on PostgreSQL a session-level advisory lock on a connection the
+//! guard holds (a server that dies drops its connection, and with it the lock); on SQLite, one
+//! server per file, an in-process lock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use iris_core::ports::StoreError;
+use sqlx::pool::PoolConnection;
+use sqlx::Any;
+
+use crate::rows::backend;
+use crate::{Engine, Store};
+
+/// What a lock protects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NamedLock {
+    /// The email plugin's changes: sync, trash, restore, a sent copy (its local store and the
+    /// mailboxes must move together).
+    MailChanges,
+    /// The one poller of a Telegram bot (Telegram allows one `getUpdates` per token).
+    TelegramPoller(String),
+    /// The sends and edits of one Telegram chat, with the read of the stored card before each.
+    TelegramChat(i64),
+}
+
+impl NamedLock {
+    fn key(&self) -> String {
+        match self {
+            NamedLock::MailChanges => "iris:mail-changes".to_string(),
+            NamedLock::TelegramPoller(bot) => format!("iris:telegram-poller:{bot}"),
+            NamedLock::TelegramChat(chat) => format!("iris:telegram-chat:{chat}"),
+        }
+    }
+}
+
+/// In-process locks by name (SQLite).
+#[derive(Debug, Default)]
+pub(crate) struct LocalLocks {
+    named: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl LocalLocks {
+    fn get(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut named = self
+            .named
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        named.entry(key.to_string()).or_default().clone()
+    }
+}
+
+/// A held lock; released by [`LockGuard::release`], or when dropped (on PostgreSQL then in the
+/// background; a server that dies drops its connection, which releases it).
+#[derive(Debug)]
+pub struct LockGuard {
+    held: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    Local(#[allow(dead_code)] tokio::sync::OwnedMutexGuard<()>),
+    Advisory {
+        conn: Option<PoolConnection<Any>>,
+        key: String,
+    },
+}
+
+impl LockGuard {
+    /// Releases the lock (on PostgreSQL, unlocks and gives the connection back to the pool).
+    pub async fn release(mut self) {
+        if let Held::Advisory { conn, key } = &mut self.held {
+            if let Some(mut c) = conn.take() {
+                let unlocked = sqlx::query("SELECT pg_advisory_unlock(hashtext($1))")
+                    .bind(key.as_str())
+                    .execute(&mut *c)
+                    .await;
+                if unlocked.is_err() {
+                    c.close_on_drop();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let Held::Advisory { conn, key } = &mut self.held else {
+            return;
+        };
+        let Some(mut c) = conn.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let key = std::mem::take(key);
+                runtime.spawn(async move {
+                    let unlocked = sqlx::query("SELECT pg_advisory_unlock(hashtext($1))")
+                        .bind(key.as_str())
+                        .execute(&mut *c)
+                        .await;
+                    if unlocked.is_err() {
+                        c.close_on_drop();
+                    }
+                });
+            }
+            // No runtime to unlock on: close the connection, which ends its session's locks.
+            Err(_) => c.close_on_drop(),
+        }
+    }
+}
+
+impl Store {
+    /// Waits for `lock` and holds it until the guard is released or dropped.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database cannot be reached.
+    pub async fn lock(&self, lock: &NamedLock) -> Result<LockGuard, StoreError> {
+        self.take_lock(lock, true)
+            .await
+            .map(|g| g.expect("a waiting lock is always taken"))
+    }
+
+    /// Takes `lock` when it is free; `Ok(None)` when someone (any server) holds it.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database cannot be reached.
+    pub async fn try_lock(&self, lock: &NamedLock) -> Result<Option<LockGuard>, StoreError> {
+        self.take_lock(lock, false).await
+    }
+
+    async fn take_lock(
+        &self,
+        lock: &NamedLock,
+        wait: bool,
+    ) -> Result<Option<LockGuard>, StoreError> {
+        let key = lock.key();
+        match self.engine {
+            Engine::Sqlite => {
+                let mutex = self.locks.get(&key);
+                let guard = if wait {
+                    mutex.lock_owned().await
+                } else {
+                    match mutex.try_lock_owned() {
+                        Ok(g) => g,
+                        Err(_) => return Ok(None),
+                    }
+                };
+                Ok(Some(LockGuard {
+                    held: Held::Local(guard),
+                }))
+            }
+            Engine::Postgres => {
+                let mut conn = self
+                    .pool
+                    .acquire()
+                    .await
+                    .map_err(backend("taking a connection for a lock"))?;
+                if wait {
+                    sqlx::query("SELECT pg_advisory_lock(hashtext($1))")
+                        .bind(key.as_str())
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(backend("taking an advisory lock"))?;
+                } else {
+                    let taken: bool =
+                        sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext($1))")
+                            .bind(key.as_str())
+                            .fetch_one(&mut *conn)
+                            .await
+                            .map_err(backend("trying an advisory lock"))?;
+                    if !taken {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(LockGuard {
+                    held: Held::Advisory {
+                        conn: Some(conn),
+                        key,
+                    },
+                }))
+            }
+        }
+    }
+}

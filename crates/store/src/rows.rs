@@ -1,0 +1,339 @@
+//! Reading rows into domain types: every failure is [`StoreError::Corrupt`] naming the row,
+//! never a panic (DESIGN §8, fail closed). Rows come from either engine through sqlx's `Any`
+//! driver, which maps values by their stored type: SQLite's booleans arrive as integers,
+//! PostgreSQL's as booleans ([`Cols::flag`] takes both).
+
+use chrono::{DateTime, Utc};
+use iris_core::canonical::{call_hash, canonical_json};
+use iris_core::ports::{Device, NewApproval, Scope, StoreError, TelegramCard, TelegramView};
+use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Execution};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+/// Maps a database error to [`StoreError::Backend`], saying what was being done.
+pub(crate) fn backend(doing: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
+    move |e| StoreError::Backend(format!("{doing}: {e}"))
+}
+
+/// Encodes a value as JSON text for a column.
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Backend(format!("encoding {what} as JSON: {e}")))
+}
+
+/// Reads the columns of one row; every failure is [`StoreError::Corrupt`] naming the row.
+pub(crate) struct Cols<'r> {
+    pub(crate) row: &'r AnyRow,
+    pub(crate) table: &'static str,
+    pub(crate) id: String,
+}
+
+impl<'r> Cols<'r> {
+    /// Reads a row whose id is in column `id_column`.
+    pub(crate) fn new(
+        row: &'r AnyRow,
+        table: &'static str,
+        id_column: &str,
+    ) -> Result<Self, StoreError> {
+        let id = row
+            .try_get::<Option<String>, _>(id_column)
+            .map_err(|e| e.to_string())
+            .and_then(|id| id.ok_or_else(|| "missing".to_owned()))
+            .map_err(|reason| StoreError::Corrupt {
+                id: format!("{table} row with an unreadable {id_column}"),
+                reason,
+            })?;
+        Ok(Cols { row, table, id })
+    }
+
+    /// A [`StoreError::Corrupt`] naming this row and `column`.
+    pub(crate) fn corrupt(&self, column: &str, reason: impl std::fmt::Display) -> StoreError {
+        StoreError::Corrupt {
+            id: self.id.clone(),
+            reason: format!("{}.{column}: {reason}", self.table),
+        }
+    }
+
+    pub(crate) fn opt_text(&self, column: &str) -> Result<Option<String>, StoreError> {
+        self.row
+            .try_get::<Option<String>, _>(column)
+            .map_err(|e| self.corrupt(column, e))
+    }
+
+    pub(crate) fn text(&self, column: &str) -> Result<String, StoreError> {
+        self.opt_text(column)?
+            .ok_or_else(|| self.corrupt(column, "missing"))
+    }
+
+    pub(crate) fn json<T: DeserializeOwned>(&self, column: &str) -> Result<T, StoreError> {
+        let text = self.text(column)?;
+        serde_json::from_str(&text).map_err(|e| self.corrupt(column, e))
+    }
+
+    pub(crate) fn opt_json<T: DeserializeOwned>(
+        &self,
+        column: &str,
+    ) -> Result<Option<T>, StoreError> {
+        match self.opt_text(column)? {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| self.corrupt(column, e)),
+        }
+    }
+
+    fn parse_time(&self, column: &str, text: &str) -> Result<DateTime<Utc>, StoreError> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| self.corrupt(column, format!("`{text}` is not an RFC 3339 time: {e}")))
+    }
+
+    pub(crate) fn time(&self, column: &str) -> Result<DateTime<Utc>, StoreError> {
+        let text = self.text(column)?;
+        self.parse_time(column, &text)
+    }
+
+    pub(crate) fn opt_time(&self, column: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        match self.opt_text(column)? {
+            None => Ok(None),
+            Some(text) => self.parse_time(column, &text).map(Some),
+        }
+    }
+
+    /// A boolean column: PostgreSQL's BOOLEAN, or SQLite's 0/1 integer (anything else is
+    /// corrupt).
+    pub(crate) fn flag(&self, column: &str) -> Result<bool, StoreError> {
+        if let Ok(b) = self.row.try_get::<bool, _>(column) {
+            return Ok(b);
+        }
+        match self.row.try_get::<i64, _>(column) {
+            Ok(0) => Ok(false),
+            Ok(1) => Ok(true),
+            Ok(other) => Err(self.corrupt(column, format!("`{other}` is not 0 or 1"))),
+            Err(e) => Err(self.corrupt(column, e)),
+        }
+    }
+
+    /// An integer column.
+    pub(crate) fn integer(&self, column: &str) -> Result<i64, StoreError> {
+        self.row
+            .try_get::<i64, _>(column)
+            .map_err(|e| self.corrupt(column, e))
+    }
+
+    /// An integer column that may be NULL.
+    pub(crate) fn opt_integer(&self, column: &str) -> Result<Option<i64>, StoreError> {
+        self.row
+            .try_get::<Option<i64>, _>(column)
+            .map_err(|e| self.corrupt(column, e))
+    }
+}
+
+/// The columns an [`Approval`] is read from (with [`APPROVAL_FROM`]).
+pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.kind, a.status, a.tool, a.args, \
+     a.call_hash, a.items, a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, \
+     a.responded_by, a.surface, a.reason, a.resume_error, a.preconditions, l.state AS execution, \
+     l.result AS result";
+
+/// The row joined with its ledger entry.
+pub(crate) const APPROVAL_FROM: &str =
+    "FROM approvals a LEFT JOIN ledger l ON l.approval_id = a.id";
+
+/// The columns an [`Approval`] is read from: the row joined with its ledger entry.
+pub(crate) const APPROVAL_SELECT: &str = "SELECT a.id, a.kind, a.status, a.tool, a.args, \
+     a.call_hash, a.items, a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, \
+     a.responded_by, a.surface, a.reason, a.resume_error, a.preconditions, l.state AS execution, \
+     l.result AS result FROM approvals a LEFT JOIN ledger l ON l.approval_id = a.id";
+
+/// Decodes one row of [`APPROVAL_SELECT`]. Unknown kind, status or ledger state, unparseable
+/// JSON or times: [`StoreError::Corrupt`] (a corrupt row is never executed, DESIGN §8).
+pub(crate) fn approval_from_row(row: &AnyRow) -> Result<Approval, StoreError> {
+    let c = Cols::new(row, "approvals", "id")?;
+    let kind_text = c.text("kind")?;
+    let kind = ApprovalKind::parse(&kind_text)
+        .ok_or_else(|| c.corrupt("kind", format!("unknown kind `{kind_text}`")))?;
+    let status_text = c.text("status")?;
+    let status = ApprovalStatus::parse(&status_text)
+        .ok_or_else(|| c.corrupt("status", format!("unknown status `{status_text}`")))?;
+    let execution = match c.opt_text("execution")? {
+        None => Execution::None,
+        Some(state) => match Execution::parse(&state) {
+            Some(Execution::None) | None => {
+                return Err(c.corrupt("execution", format!("unknown ledger state `{state}`")))
+            }
+            Some(execution) => execution,
+        },
+    };
+    Ok(Approval {
+        kind,
+        status,
+        tool: c.text("tool")?,
+        args: c.json("args")?,
+        call_hash: c.text("call_hash")?,
+        items: c.json("items")?,
+        card: c.json("card")?,
+        run_id: c.text("run_id")?,
+        created_at: c.time("created_at")?,
+        expires_at: c.time("expires_at")?,
+        responded_at: c.opt_time("responded_at")?,
+        responded_by: c.opt_text("responded_by")?,
+        surface: c.opt_text("surface")?,
+        reason: c.opt_text("reason")?,
+        execution,
+        result: c.opt_json("result")?,
+        resume_error: c.opt_text("resume_error")?,
+        id: c.id,
+    })
+}
+
+/// The stored spelling of an audit kind.
+pub(crate) fn audit_kind_text(kind: AuditKind) -> &'static str {
+    match kind {
+        AuditKind::Decision => "decision",
+        AuditKind::Execution => "execution",
+        AuditKind::Denial => "denial",
+        AuditKind::Lapse => "lapse",
+    }
+}
+
+/// Parses the stored spelling of an audit kind.
+fn parse_audit_kind(text: &str) -> Option<AuditKind> {
+    match text {
+        "decision" => Some(AuditKind::Decision),
+        "execution" => Some(AuditKind::Execution),
+        "denial" => Some(AuditKind::Denial),
+        "lapse" => Some(AuditKind::Lapse),
+        _ => None,
+    }
+}
+
+/// Decodes one `audit_log` row.
+pub(crate) fn audit_from_row(row: &AnyRow) -> Result<AuditEntry, StoreError> {
+    let id = row
+        .try_get::<i64, _>("id")
+        .map_err(|e| StoreError::Corrupt {
+            id: "audit_log row with an unreadable id".to_owned(),
+            reason: e.to_string(),
+        })?;
+    let c = Cols {
+        row,
+        table: "audit_log",
+        id: format!("audit entry {id}"),
+    };
+    let kind_text = c.text("kind")?;
+    let kind = parse_audit_kind(&kind_text)
+        .ok_or_else(|| c.corrupt("kind", format!("unknown kind `{kind_text}`")))?;
+    Ok(AuditEntry {
+        id,
+        approval_id: c.text("approval_id")?,
+        kind,
+        item: c.opt_text("item")?,
+        result: c.json("result")?,
+        undo_available: c.flag("undo_available")?,
+        actor: c.text("actor")?,
+        surface: c.opt_text("surface")?,
+        at: c.time("at")?,
+    })
+}
+
+/// Decodes one `devices` row.
+pub(crate) fn device_from_row(row: &AnyRow) -> Result<Device, StoreError> {
+    let mut c = Cols::new(row, "devices", "name")?;
+    c.id = format!("device `{}`", c.id);
+    let scope_text = c.text("scope")?;
+    let scope = Scope::parse(&scope_text)
+        .ok_or_else(|| c.corrupt("scope", format!("unknown scope `{scope_text}`")))?;
+    Ok(Device {
+        name: c.text("name")?,
+        scope,
+        created_at: c.time("created_at")?,
+        last_used_at: c.opt_time("last_used_at")?,
+    })
+}
+
+/// Decodes one `pairing_links` row .
+pub(crate) fn pairing_from_row(
+    row: &AnyRow,
+) -> Result<iris_core::pairing::PairingLink, StoreError> {
+    let mut c = Cols::new(row, "pairing_links", "code_hash")?;
+    // The code hash names the row in errors; it is not the code, so showing a prefix is safe.
+    c.id = format!("pairing link {}…", c.id.chars().take(8).collect::<String>());
+    let scope_text = c.text("scope")?;
+    let scope = Scope::parse(&scope_text)
+        .ok_or_else(|| c.corrupt("scope", format!("unknown scope `{scope_text}`")))?;
+    Ok(iris_core::pairing::PairingLink {
+        scope,
+        created_by: c.text("created_by")?,
+        created_at: c.time("created_at")?,
+        expires_at: c.time("expires_at")?,
+        used_at: c.opt_time("used_at")?,
+        device_name: c.opt_text("device_name")?,
+    })
+}
+
+/// The columns a [`TelegramCard`] is read from (migration 0015).
+pub(crate) const TELEGRAM_CARD_SELECT: &str = "SELECT t.chat_id, t.approval_id, t.message_id, \
+     t.view, t.shown_text, t.settled, t.sent_at, t.updated_at FROM telegram_cards t";
+
+/// Decodes one `telegram_cards` row; an unknown view or time is [`StoreError::Corrupt`].
+pub(crate) fn telegram_card_from_row(row: &AnyRow) -> Result<TelegramCard, StoreError> {
+    let mut c = Cols::new(row, "telegram_cards", "approval_id")?;
+    c.id = format!("telegram card of approval `{}`", c.id);
+    let chat_id = c.integer("chat_id")?;
+    let message_id = c.opt_integer("message_id")?;
+    let view_text = c.text("view")?;
+    let view = TelegramView::parse(&view_text)
+        .ok_or_else(|| c.corrupt("view", format!("unknown view `{view_text}`")))?;
+    Ok(TelegramCard {
+        chat_id,
+        approval_id: c.text("approval_id")?,
+        message_id,
+        view,
+        shown_text: c.opt_text("shown_text")?,
+        settled: c.flag("settled")?,
+        sent_at: c.time("sent_at")?,
+        updated_at: c.time("updated_at")?,
+    })
+}
+
+/// Refuses (before touching the database) a row whose `args_canonical` is not the canonical JSON
+/// of `args` or whose `call_hash` does not cover `tool` and those bytes: what the card shows is
+/// what is hashed is what executes (DESIGN §8).
+pub(crate) fn check_new_approval(row: &NewApproval) -> Result<(), StoreError> {
+    if canonical_json(&row.args) != row.args_canonical {
+        return Err(StoreError::Backend(format!(
+            "approval `{}`: args_canonical is not the canonical JSON of args (DESIGN §2 canonical JSON)",
+            row.id
+        )));
+    }
+    if call_hash(&row.tool, &row.args) != row.call_hash {
+        return Err(StoreError::Backend(format!(
+            "approval `{}`: call_hash does not cover tool `{}` and its canonical arguments (DESIGN §2)",
+            row.id, row.tool
+        )));
+    }
+    Ok(())
+}
+
+/// Maps the failure of adding a device: a unique violation names the rule (token already paired,
+/// or a live device with that name).
+pub(crate) fn device_add_error(name: &str, error: sqlx::Error) -> StoreError {
+    match error {
+        sqlx::Error::Database(e) if e.is_unique_violation() => {
+            let on_token = e.message().contains("token_hash")
+                || e.constraint().is_some_and(|c| c.contains("token_hash"));
+            if on_token {
+                StoreError::Backend(format!(
+                    "device `{name}`: this token is already paired to another device"
+                ))
+            } else {
+                StoreError::Backend(format!(
+                    "a device named `{name}` already exists (names are unique among live devices)"
+                ))
+            }
+        }
+        e => backend("adding a device")(e),
+    }
+}

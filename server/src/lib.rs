@@ -1,0 +1,213 @@
+//! The `iris` server as a library (DESIGN §6, §9): [`build`] puts a server together from
+//! [`Settings`] ([`AppState`]: the store, the email plugin, the agent, the approvals service),
+//! [`app`] is its router (the JSON API, the pairing pages, the web app, with sessions, CSRF, a
+//! request id and a trace span on every request), and [`spawn_background`] starts what runs
+//! beside the routes (job workers, sweeps, mail sync, the event listener, Telegram). `main.rs`
+//! is a thin binary over [`run`]; tests build the router in process and call it with
+//! `tower::ServiceExt::oneshot`.
+//!
+//! - `api.rs`, `api_routes.rs`, `openapi.rs`, `error.rs`: the JSON API of DESIGN §7, its route
+//!   table and OpenAPI document, and the one mapping of domain errors to HTTP;
+//! - `json.rs`: strict JSON bodies (a duplicated key is refused);
+//! - `auth.rs`, `session.rs`, `pairing.rs`: devices, browser sessions, pairing links;
+//! - `web.rs`: the Leptos app and its server functions;
+//! - `telegram/`: the Telegram surface; `cli/`: the CLI;
+//! - `sweeps.rs`: the background work; `model.rs`: the model adapters.
+
+pub mod api;
+pub mod api_routes;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod email_accounts;
+pub mod error;
+pub mod json;
+pub mod model;
+pub mod openapi;
+pub mod pairing;
+pub mod session;
+pub mod single_server;
+pub mod state;
+pub mod sweeps;
+pub mod telegram;
+pub mod web;
+
+use anyhow::Context;
+use axum::http::{HeaderName, Request};
+use axum::middleware;
+use axum::Router;
+use clap::{Parser, Subcommand};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+pub use config::Settings;
+pub use state::{build, AppState};
+
+/// The header that carries every request's id (set when the client sent none, echoed back).
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// The server's router: the JSON API, the pairing pages and the web app, behind the CSRF guard,
+/// the demo sign-in, browser sessions and the same-site bounce, with a request id and a trace
+/// span on every request.
+pub fn app(state: AppState) -> Router {
+    let request_id = HeaderName::from_static(REQUEST_ID);
+    api::routes()
+        .merge(pairing::routes())
+        .merge(web::routes(&state))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web::csrf_guard,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            web::demo_sign_in,
+        ))
+        .layer(
+            state
+                .sessions
+                .layer(pairing::secure_cookies(state.public_origin.as_deref())),
+        )
+        .layer(middleware::from_fn(web::same_site_bounce))
+        .layer(axum::extract::DefaultBodyLimit::max(api::MAX_BODY_BYTES))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let id = request
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Starts what runs beside the routes: on SQLite, the leases of a stopped server lapse at once
+/// (one server per file); on PostgreSQL, the listener that carries events across servers; the
+/// job workers, the expiry sweep, the mail sync, the session clean-up, and Telegram when
+/// configured.
+///
+/// # Errors
+/// When the event listener cannot connect, or the Telegram settings are incomplete.
+pub async fn spawn_background(state: &AppState) -> anyhow::Result<()> {
+    let telegram = telegram::TelegramSettings::from_settings(&state.settings)?;
+    let lapsed = state
+        .store
+        .lapse_leases_of_dead_servers()
+        .await
+        .context("taking over the resume jobs of the stopped server")?;
+    if lapsed > 0 {
+        tracing::warn!(
+            jobs = lapsed,
+            "continuing resumes the server's stop interrupted"
+        );
+    }
+    state
+        .store
+        .listen_for_events()
+        .await
+        .context("listening for events of the other servers")?;
+    sweeps::spawn_workers(state);
+    sweeps::spawn_mail_sync(state.clone());
+    sweeps::spawn_session_expiry(state.sessions.clone());
+    if let Some(telegram) = telegram {
+        telegram::spawn(state.clone(), telegram);
+    }
+    sweeps::spawn_sweeps(state.clone());
+    Ok(())
+}
+
+/// `iris serve [--demo]`: loads the settings, refuses a second server on one SQLite file,
+/// builds, binds `IRIS_BIND`, starts the background work and serves until Ctrl-C.
+///
+/// # Errors
+/// When the settings, the database, the address or the background work cannot be used.
+pub async fn serve(demo: bool) -> anyhow::Result<()> {
+    let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
+    let _one_server = single_server::claim(&settings, demo)?;
+    let bind = settings.bind.clone();
+    let conf = leptos::config::get_configuration(None).context("reading Leptos settings")?;
+    // Checked before anything starts, so a bad Telegram setting stops the server at once.
+    telegram::TelegramSettings::from_settings(&settings)?;
+    let state = build(settings, demo, conf.leptos_options).await?;
+    let router = app(state.clone());
+    let listener = tokio::net::TcpListener::bind(&bind)
+        .await
+        .with_context(|| format!("binding {bind} (IRIS_BIND)"))?;
+    let addr = listener.local_addr()?;
+    spawn_background(&state).await?;
+    // Tests and scripts read this line to learn the port when IRIS_BIND ends in :0.
+    println!("iris listening on http://{addr}");
+    if demo {
+        println!("demo: open http://{addr}/ and ask \"trash the promo emails from this week\"");
+        println!("demo: or \"reply to Anna that Thursday works\" (saved to data/demo-outbox/, not sent, unless IRIS_SMTP_URL is set)");
+    }
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// IRIS approvals: destructive calls run only after the owner approves that exact call.
+#[derive(Parser)]
+#[command(name = "iris", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    /// The subcommand.
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the server (IRIS_BIND, default 127.0.0.1:3000).
+    Serve {
+        /// Load the demo mailbox and the demo model.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Paired devices (talks to the database directly).
+    Devices {
+        /// What to do with devices.
+        #[command(subcommand)]
+        command: cli::DevicesCommand,
+    },
+    /// Approvals over HTTP (IRIS_URL, IRIS_TOKEN).
+    #[command(after_help = cli::EXIT_CODES_HELP)]
+    Approvals {
+        /// What to do with approvals.
+        #[command(subcommand)]
+        command: cli::ApprovalsCommand,
+    },
+    /// One chat turn over HTTP (IRIS_URL, IRIS_TOKEN); prints the reply and any card it waits on.
+    #[command(after_help = cli::EXIT_CODES_HELP)]
+    Chat(cli::ChatArgs),
+    /// A one-time pairing link for a browser: open it within 10 minutes to pair that browser
+    /// as a device with this scope (talks to the database directly; the link is made on
+    /// IRIS_PUBLIC_URL, default http:// + IRIS_BIND). The link is the last line.
+    Pair {
+        /// read (sees cards, never answers) or control (may answer cards and chat).
+        #[arg(long, value_parser = ["read", "control"])]
+        scope: String,
+    },
+}
+
+/// Runs the `iris` binary's command line.
+///
+/// # Errors
+/// What the command failed with (the HTTP commands exit with their own codes instead).
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve { demo } => serve(demo).await,
+        Command::Devices { command } => cli::devices(command).await,
+        // The HTTP commands end with their own exit code (`cli::ExitCode`, documented in
+        // `iris approvals --help`), so scripts can tell the failures apart.
+        Command::Approvals { command } => std::process::exit(cli::approvals(command).await as i32),
+        Command::Chat(args) => std::process::exit(cli::chat(args).await as i32),
+        Command::Pair { scope } => cli::pair(&scope).await,
+    }
+}

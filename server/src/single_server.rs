@@ -1,0 +1,107 @@
+//! One server per SQLite file (DESIGN §9): SQLite keeps its events in one process and has one
+//! writer, so a second `iris serve` on the same file refuses to start and says to use
+//! PostgreSQL. The claim is an exclusive lock on a file beside the database, held for the life
+//! of the process (the operating system releases it when the process ends, however it ends).
+//! The CLI's database commands (`iris devices`, `iris pair`) do not take it.
+
+use std::fs::{File, OpenOptions};
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::config::Settings;
+
+/// The held claim; dropping it releases the database for another server.
+#[derive(Debug)]
+pub struct Claim {
+    _file: File,
+}
+
+/// The SQLite file `url` names (`sqlite://PATH`, `sqlite:PATH`, query dropped), or `None` for
+/// PostgreSQL and in-memory databases.
+pub fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path.contains(":memory:") || url.contains("mode=memory") {
+        return None;
+    }
+    Some(PathBuf::from(path))
+}
+
+/// Claims the server's SQLite file (the demo's, `data/demo.db`, when `demo` and no database is
+/// set), or nothing on PostgreSQL.
+///
+/// # Errors
+/// When another `iris serve` holds the file: the message says to run one server per SQLite file
+/// and to use PostgreSQL for several. When the lock file cannot be created.
+pub fn claim(settings: &Settings, demo: bool) -> anyhow::Result<Option<Claim>> {
+    let url = if demo && std::env::var_os("IRIS_DATABASE_URL").is_none() {
+        "sqlite://data/demo.db"
+    } else {
+        settings.database_url.as_str()
+    };
+    let Some(db) = sqlite_path(url) else {
+        return Ok(None);
+    };
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating the database directory {}", parent.display()))?;
+    }
+    let mut lock_path = db.clone().into_os_string();
+    lock_path.push(".serve-lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("creating the server lock {}", lock_path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(Claim { _file: file })),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another `iris serve` is already running on the SQLite database {}: SQLite serves one \
+             server per file. To run several servers on one database, use PostgreSQL \
+             (IRIS_DATABASE_URL=postgres://USER@HOST/DATABASE).",
+            db.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", lock_path.display()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_urls_name_a_file() {
+        assert_eq!(
+            sqlite_path("sqlite://data/iris.db"),
+            Some(PathBuf::from("data/iris.db"))
+        );
+        assert_eq!(
+            sqlite_path("sqlite:///tmp/x.db?mode=rwc"),
+            Some(PathBuf::from("/tmp/x.db"))
+        );
+        assert_eq!(sqlite_path("sqlite::memory:"), None);
+        assert_eq!(sqlite_path("postgres://u@h/d"), None);
+    }
+
+    #[test]
+    fn a_second_claim_on_one_file_is_refused_and_names_postgresql() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            database_url: format!("sqlite://{}/iris.db", dir.path().display()),
+            ..crate::config::Settings::defaults()
+        };
+        let first = claim(&settings, false).unwrap();
+        assert!(first.is_some());
+        let second = claim(&settings, false).unwrap_err().to_string();
+        assert!(second.contains("use PostgreSQL"), "{second}");
+        drop(first);
+        assert!(claim(&settings, false).unwrap().is_some());
+    }
+}

@@ -1,0 +1,263 @@
+//! The server as a library, called in process (`iris::build`, `iris::app`, then
+//! `tower::ServiceExt::oneshot`; no process, no port): strict input (a JSON body with a
+//! duplicated key is refused and changes nothing; an oversized body gets the same JSON error
+//! shape as every other 4xx), a request id on every response, and a tool whose backend is
+//! missing (no mail account) is never offered to the model and never makes a card, and a card
+//! approved after its backend went away says so instead of "stale".
+
+mod support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use iris_core::ports::{ApprovalStore, Device, DeviceStore, Scope};
+use serde_json::{json, Value};
+use support::{ModelServer, CATEGORY_TRASH_SCRIPT};
+use tower::ServiceExt;
+
+struct App {
+    router: Router,
+    state: iris::AppState,
+    token: String,
+    _dir: tempfile::TempDir,
+}
+
+/// A server built in process on a temp SQLite file, its model `model`, with the demo mailbox
+/// when `mailbox`.
+async fn app(model: &ModelServer, mailbox: bool) -> App {
+    app_in(tempfile::tempdir().unwrap(), model, mailbox).await
+}
+
+/// A server built in process on `dir`'s SQLite file (kept, so a second build sees the same
+/// rows), with the demo mailbox written there when `mailbox`.
+async fn app_in(dir: tempfile::TempDir, model: &ModelServer, mailbox: bool) -> App {
+    let mut settings = iris::Settings::defaults();
+    settings.database_url = format!("sqlite://{}", dir.path().join("iris.db").display());
+    settings.model = Some(format!("openai:{}", model.base_url));
+    settings.model_name = Some("scripted".into());
+    settings.mail_sync_secs = 0;
+    if mailbox {
+        let maildir = dir.path().join("Maildir");
+        if !maildir.exists() {
+            iris_email::demo::write_demo_maildir(&maildir, chrono::Utc::now()).unwrap();
+        }
+        settings.maildir = Some(maildir);
+    }
+    let leptos = leptos::config::LeptosOptions::builder()
+        .output_name("iris")
+        .build();
+    let state = iris::build(settings, false, leptos).await.expect("build");
+    let token = iris::auth::new_token();
+    state
+        .store
+        .add(
+            &Device {
+                // Unique per build: a second build on the same database adds its own device.
+                name: format!("phone-{}", &token[..8]),
+                scope: Scope::Control,
+                created_at: chrono::Utc::now(),
+                last_used_at: None,
+            },
+            &iris::auth::token_hash(&token),
+        )
+        .await
+        .unwrap();
+    App {
+        router: iris::app(state.clone()),
+        state,
+        token,
+        _dir: dir,
+    }
+}
+
+impl App {
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> (StatusCode, axum::http::HeaderMap, Value) {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {}", self.token));
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request
+            .body(body.map_or_else(Body::empty, Body::from))
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, headers, value)
+    }
+
+    async fn chat(&self, message: &str) -> Value {
+        let (status, _, body) = self
+            .call(
+                "POST",
+                "/api/chat",
+                Some(json!({"message": message}).to_string().into_bytes()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_with_a_duplicated_key_is_refused_and_changes_nothing() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let app = app(&model, true).await;
+    let halted = app.chat("trash the promo emails").await;
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let path = format!("/governance/approvals/{id}/respond");
+    for body in [
+        r#"{"decision":"reject","decision":"approve"}"#,
+        r#"{"decision":"approve","reason":"a","reason":"b"}"#,
+        r#"{"decision":"reject","tool":{"a":1,"a":2}}"#,
+    ] {
+        let (status, _, error) = app
+            .call("POST", &path, Some(body.as_bytes().to_vec()))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {error}");
+        let sentence = error["error"].as_str().unwrap();
+        assert!(sentence.contains("appears twice"), "{sentence}");
+        assert!(sentence.contains("nothing was changed"), "{sentence}");
+    }
+    let row = app.state.store.approval(&id).await.unwrap().unwrap();
+    assert_eq!(row.status, iris_core::wire::ApprovalStatus::Pending);
+    assert!(app.state.store.audit(Some(&id)).await.unwrap().is_empty());
+    let (status, _, _) = app
+        .call(
+            "POST",
+            "/api/chat",
+            Some(br#"{"message":"hi","message":"trash the promo emails"}"#.to_vec()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_gets_the_json_error_shape_and_every_response_a_request_id() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let app = app(&model, true).await;
+    let big = json!({"message": "x".repeat(iris::api::MAX_BODY_BYTES + 1)})
+        .to_string()
+        .into_bytes();
+    let (status, headers, body) = app.call("POST", "/api/chat", Some(big)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("larger than"),
+        "{body}"
+    );
+    assert!(headers.get(iris::REQUEST_ID).is_some());
+    assert_eq!(model.received(), 0, "nothing reached the model");
+    // A message too long for a card is a 400 with a sentence, not a 500.
+    let long = json!({"message": "y".repeat(5000)})
+        .to_string()
+        .into_bytes();
+    let (status, _, body) = app.call("POST", "/api/chat", Some(long)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("at most 4000"),
+        "{body}"
+    );
+    // Two requests, two ids; a client's own id is kept.
+    let (_, a, _) = app.call("GET", "/api/health", None).await;
+    let (_, b, _) = app.call("GET", "/api/health", None).await;
+    assert_ne!(a.get(iris::REQUEST_ID), b.get(iris::REQUEST_ID));
+    let request = Request::builder()
+        .uri("/api/health")
+        .header(iris::REQUEST_ID, "trace-me-42")
+        .body(Body::empty())
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.headers()[iris::REQUEST_ID], "trace-me-42");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_mail_account_no_mail_tool_is_offered_and_no_card_is_made() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let app = app(&model, false).await;
+    let turn = app.chat("trash the promo emails").await;
+    assert_ne!(turn["status"], "awaiting_approval", "{turn}");
+    assert!(turn["approval_id"].is_null(), "{turn}");
+    let requests = model.requests.lock().unwrap().clone();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let offered: Vec<&str> = request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .collect();
+        assert!(offered.is_empty(), "offered without a backend: {offered:?}");
+    }
+    // The scripted model calls search_inbox anyway: it is told why it cannot run.
+    let told = requests.iter().any(|r| {
+        r["messages"].as_array().into_iter().flatten().any(|m| {
+            m["role"] == "tool"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("no mail account is configured"))
+        })
+    });
+    assert!(told, "the model was not told why: {requests:?}");
+    let rows = app
+        .state
+        .store
+        .approvals(&Default::default())
+        .await
+        .unwrap();
+    assert!(rows.is_empty(), "a card nothing could carry out: {rows:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_card_whose_mail_account_went_away_says_so_and_changes_nothing() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let with_mail = app(&model, true).await;
+    let turn = with_mail
+        .chat("trash the promo emails from this week")
+        .await;
+    assert_eq!(turn["status"], "awaiting_approval", "{turn}");
+    let id = turn["approval_id"].as_str().unwrap().to_string();
+    let maildir = with_mail._dir.path().join("Maildir");
+    let before = support::snapshot(&maildir);
+    // The same database, served again with the account removed from the settings.
+    let App { _dir: dir, .. } = with_mail;
+    let without = app_in(dir, &model, false).await;
+    let (status, _, body) = without
+        .call(
+            "POST",
+            &format!("/governance/approvals/{id}/respond"),
+            Some(json!({"decision": "approve"}).to_string().into_bytes()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let report = without.state.service.run_job(&id).await.unwrap();
+    assert!(report.is_some(), "the decided row was not claimed");
+    let row = without
+        .state
+        .service
+        .approval(&id)
+        .await
+        .unwrap()
+        .expect("row");
+    let result = serde_json::to_value(&row).unwrap();
+    let message = result["result"]["message"].as_str().unwrap_or_default();
+    assert_eq!(result["execution"], "failed", "{result}");
+    assert!(
+        message.contains("no mail account is configured")
+            && message.contains("nothing was changed"),
+        "{result}"
+    );
+    assert!(!message.contains("stale"), "{result}");
+    assert_eq!(support::snapshot(&maildir), before, "a mail was moved");
+}
