@@ -1,15 +1,17 @@
 //! The Activity page (`/`, `/activity`, `/activity/:id`): the cards waiting for the owner
-//! first, then the answered ones. With an id, that card is highlighted and scrolled into view.
-//! It refetches on every live event.
+//! first, then the newest page of answered ones, with an "Older cards" control that loads the
+//! next page (so the page stays small after a year of use). With an id, that card is
+//! highlighted and scrolled into view, or the page says plainly that no card has it. It
+//! refetches on every live event; pages loaded with "Older cards" stay.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use iris_core::wire::ApprovalStatus;
+use iris_core::wire::{Approval, ApprovalStatus};
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{activity_data, ActivitySnapshot};
+use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
 use crate::live::Live;
 
@@ -59,8 +61,7 @@ pub fn ActivityPage() -> impl IntoView {
     // While an approved call has no outcome yet, look again now and then.
     Effect::new(move |_| {
         let waiting = data.get().and_then(Result::ok).is_some_and(|d| {
-            d.approvals
-                .iter()
+            d.cards()
                 .any(|a| a.status == ApprovalStatus::Approved && !a.execution.has_outcome())
         });
         if waiting && poll.get_untracked() < MAX_POLLS {
@@ -73,12 +74,20 @@ pub fn ActivityPage() -> impl IntoView {
         }
     });
 
+    // Pages loaded with "Older cards": their cards and the cursor after them.
+    let older = Older {
+        cards: RwSignal::new(Vec::new()),
+        cursor: RwSignal::new(None),
+        loading: RwSignal::new(false),
+        error: RwSignal::new(None),
+    };
+
     view! {
         <div class="activity">
             <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
-                        Ok(d) => activity_view(d, focus.get(), state_for).into_any(),
+                        Ok(d) => activity_view(d, focus.get(), state_for, older).into_any(),
                         Err(e) => view! {
                             <div class="page-error" role="alert" data-testid="page-error">
                                 <p>{e.to_string()}</p>
@@ -92,22 +101,64 @@ pub fn ActivityPage() -> impl IntoView {
     }
 }
 
-/// The two lists.
+/// What "Older cards" has loaded so far (kept by the page across refetches).
+#[derive(Clone, Copy)]
+struct Older {
+    /// Cards of the older pages, newest first.
+    cards: RwSignal<Vec<Approval>>,
+    /// The cursor after the last loaded page: `None` before the first load, `Some(None)` at
+    /// the end.
+    cursor: RwSignal<Option<Option<String>>>,
+    loading: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+}
+
+impl Older {
+    /// Loads the page below `from` and appends it.
+    fn load(self, from: String) {
+        if self.loading.get_untracked() {
+            return;
+        }
+        self.loading.set(true);
+        self.error.set(None);
+        leptos::task::spawn_local(async move {
+            match older_approvals(from).await {
+                Ok(page) => {
+                    self.cards.update(|cards| cards.extend(page.approvals));
+                    self.cursor.set(Some(page.next));
+                }
+                Err(e) => self.error.set(Some(e.to_string())),
+            }
+            self.loading.set(false);
+        });
+    }
+}
+
+/// The lists: waiting, then answered (the first page, then what "Older cards" loaded).
 fn activity_view(
     data: ActivitySnapshot,
     focus: Option<String>,
     state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
+    older: Older,
 ) -> AnyView {
-    let ActivitySnapshot { viewer, approvals } = data;
-    let (pending, answered): (Vec<_>, Vec<_>) = approvals
-        .into_iter()
-        .partition(|a| a.status == ApprovalStatus::Pending);
+    let ActivitySnapshot {
+        viewer,
+        pending,
+        answered,
+        older: first_cursor,
+        missing,
+    } = data;
     let pending_count = pending.len();
     let answered_empty = answered.is_empty();
     let name = viewer.name.clone();
     let can_answer = viewer.can_answer;
+    let shown: HashSet<String> = pending
+        .iter()
+        .chain(&answered)
+        .map(|a| a.id.clone())
+        .collect();
 
-    let list = move |items: Vec<iris_core::wire::Approval>| {
+    let list = move |items: Vec<Approval>| {
         let viewer = viewer.clone();
         let focus = focus.clone();
         view! {
@@ -120,12 +171,35 @@ fn activity_view(
             </For>
         }
     };
+    // Older cards not already on the first page (a refetch may have moved one up).
+    let older_list = {
+        let list = list.clone();
+        move || {
+            let cards: Vec<Approval> = older
+                .cards
+                .get()
+                .into_iter()
+                .filter(|a| !shown.contains(&a.id))
+                .collect();
+            list.clone()(cards)
+        }
+    };
+    let first_cursor = StoredValue::new(first_cursor);
+    let next_cursor = move || match older.cursor.get() {
+        None => first_cursor.get_value(),
+        Some(after_loaded) => after_loaded,
+    };
 
     view! {
         <p class="viewer-line" data-testid="viewer">
             "Signed in as "<strong>{name}</strong>
             {(!can_answer).then_some(" · This device can only view.")}
         </p>
+        {missing.map(|id| view! {
+            <p class="page-error" role="alert" data-testid="card-not-found">
+                "No card has the id \u{201c}"{id}"\u{201d}. The link may be mistyped or cut short; the cards that do exist are listed below."
+            </p>
+        })}
         <section class="card-section" aria-labelledby="pending-title">
             <h2 id="pending-title" class="section-title">
                 "Waiting for you"
@@ -137,7 +211,27 @@ fn activity_view(
         <section class="card-section" aria-labelledby="answered-title">
             <h2 id="answered-title" class="section-title">"Answered"</h2>
             {answered_empty.then(|| view! { <p class="empty">"Nothing answered yet."</p> })}
-            <div class="card-list" data-testid="answered-list">{list(answered)}</div>
+            <div class="card-list" data-testid="answered-list">{list(answered)}{older_list}</div>
+            <div class="older">
+                <Show when=move || next_cursor().is_some()>
+                    <button
+                        type="button"
+                        class="btn btn-quiet"
+                        data-testid="older"
+                        disabled=move || older.loading.get()
+                        on:click=move |_| {
+                            if let Some(from) = next_cursor() {
+                                older.load(from);
+                            }
+                        }
+                    >
+                        {move || if older.loading.get() { "Loading older cards…" } else { "Older cards" }}
+                    </button>
+                </Show>
+                {move || older.error.get().map(|e| view! {
+                    <p class="page-error" role="alert">{format!("Could not load older cards: {e}")}</p>
+                })}
+            </div>
         </section>
     }
     .into_any()

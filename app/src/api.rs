@@ -21,8 +21,22 @@ use crate::error::AppError;
 pub struct ActivitySnapshot {
     /// The signed-in viewer (decides whether answer buttons show).
     pub viewer: Viewer,
-    /// Pending first, then answered, newest first.
-    pub approvals: Vec<Approval>,
+    /// The cards waiting for the owner, oldest first.
+    pub pending: Vec<Approval>,
+    /// The newest page of answered (or lapsed) cards, newest first; the `/activity/:id` card
+    /// first when it is older than the page.
+    pub answered: Vec<Approval>,
+    /// The cursor of the next older page ([`older_approvals`]), or `None` when this is all.
+    pub older: Option<String>,
+    /// The `/activity/:id` id when no card has it.
+    pub missing: Option<String>,
+}
+
+impl ActivitySnapshot {
+    /// Every card the snapshot holds.
+    pub fn cards(&self) -> impl Iterator<Item = &Approval> {
+        self.pending.iter().chain(&self.answered)
+    }
 }
 
 /// What the Devices page shows: who is looking and every live device.
@@ -96,23 +110,46 @@ pub async fn current_viewer() -> Result<Viewer, AppError> {
     Ok(viewer)
 }
 
-/// The viewer and every approval; `focus` (from `/activity/:id`) is fetched and included even
-/// when the list would not hold it.
+/// The viewer, the pending cards and the newest page of answered ones; `focus` (from
+/// `/activity/:id`) is fetched and included even when that page would not hold it, or named in
+/// `missing` when no card has that id.
 #[server(prefix = "/ui", input = Json)]
 pub async fn activity_data(
-    #[doc = "The `/activity/:id` card, included even when the list would not hold it."]
+    #[doc = "The `/activity/:id` card, included even when the page would not hold it."]
     focus: Option<String>,
 ) -> Result<ActivitySnapshot, AppError> {
     let (backend, viewer) = on_server::signed_in().await?;
-    let mut approvals = backend.approvals().await.map_err(AppError::Backend)?;
+    let pending = backend.pending().await.map_err(AppError::Backend)?;
+    let page = backend.answered(None).await.map_err(AppError::Backend)?;
+    let mut snapshot = ActivitySnapshot {
+        viewer,
+        pending,
+        answered: page.approvals,
+        older: page.next,
+        missing: None,
+    };
     if let Some(id) = focus {
-        if !approvals.iter().any(|a| a.id == id) {
-            if let Some(one) = backend.approval(&id).await.map_err(AppError::Backend)? {
-                approvals.insert(0, one);
+        if !snapshot.cards().any(|a| a.id == id) {
+            match backend.approval(&id).await.map_err(AppError::Backend)? {
+                Some(one) => snapshot.answered.insert(0, one),
+                None => snapshot.missing = Some(id),
             }
         }
     }
-    Ok(ActivitySnapshot { viewer, approvals })
+    Ok(snapshot)
+}
+
+/// The page of answered cards older than the cursor `before` (an [`ActivitySnapshot::older`]
+/// or an earlier page's `next`), newest first.
+#[server(prefix = "/ui", input = Json)]
+pub async fn older_approvals(
+    #[doc = "Where the page starts (exclusive)."] before: String,
+) -> Result<iris_core::wire::ApprovalList, AppError> {
+    let (backend, _viewer) = on_server::signed_in().await?;
+    backend
+        .answered(Some(before))
+        .await
+        .map_err(AppError::Backend)
 }
 
 /// Answers one card as the viewer (surface `web`); returns the row as it now stands. The error

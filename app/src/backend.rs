@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 use iris_core::wire::{
-    Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
-    PairingOffer, PluginList,
+    Approval, ApprovalList, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo,
+    DeviceScope, PairingOffer, PluginList,
 };
 
 /// The signed-in device or browser session looking at the app.
@@ -27,8 +27,12 @@ pub trait AppBackend: Send + Sync + 'static {
     /// Who is asking, from the request (its browser session, or `Authorization: Bearer`).
     /// None = not signed in (or the device was revoked).
     async fn viewer(&self, request: &axum::http::request::Parts) -> Option<Viewer>;
-    /// Every approval: pending first, then answered, newest first.
-    async fn approvals(&self) -> Result<Vec<Approval>, String>;
+    /// Every pending approval, oldest first (they are few: each lapses within its TTL).
+    async fn pending(&self) -> Result<Vec<Approval>, String>;
+    /// One page of answered (or lapsed) approvals, newest first, starting below the cursor
+    /// `before` (a `next` of an earlier page); `next` is the following page's cursor. `Err`
+    /// for a cursor this server did not hand out.
+    async fn answered(&self, before: Option<String>) -> Result<ApprovalList, String>;
     /// One approval by id; `Ok(None)` when there is no such row.
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String>;
     /// Answers a card through `respond_to_approval`. The `Err` text is shown to the owner

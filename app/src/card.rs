@@ -14,7 +14,6 @@ use crate::backend::Viewer;
 use crate::format::{
     approved_headline, exact_args, execution_sentence, format_time, lapse_notice, outcome_problem,
     outcome_tone, pretty_json, result_summary, status_label, undo_sentence, who_and_where,
-    OutcomeTone,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -110,11 +109,7 @@ pub fn ApprovalCard(
     let status = approval.status.as_str();
     // A failed, stale or unknown execution must not look like a success (issue 5).
     let tone = outcome_tone(&approval);
-    let badge_label = match tone {
-        OutcomeTone::Failed => "Failed",
-        OutcomeTone::Warning => "Not done",
-        OutcomeTone::Neutral | OutcomeTone::Success => status_label(approval.status),
-    };
+    let badge_label = crate::format::badge_label(&approval);
     let title_id = format!("card-{id}-title");
     let dialog_id = format!("card-{id}-dialog");
 

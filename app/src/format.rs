@@ -199,6 +199,20 @@ pub fn outcome_tone(approval: &Approval) -> OutcomeTone {
     }
 }
 
+/// The card's status badge: the status word for a pending, rejected or lapsed card and a call
+/// that succeeded or is on its way; else what happened to the call. It agrees with the
+/// headline: an unknown outcome is not "not done" (it may have run; DESIGN §8 fail closed), and
+/// a partly stale run did part of its work.
+pub fn badge_label(approval: &Approval) -> &'static str {
+    match (outcome_tone(approval), approval.execution) {
+        (OutcomeTone::Failed, _) => "Failed",
+        (OutcomeTone::Warning, Execution::Unknown) => "Outcome unknown",
+        (OutcomeTone::Warning, Execution::Executed) => "Partly done",
+        (OutcomeTone::Warning, _) => "Not done",
+        (OutcomeTone::Neutral | OutcomeTone::Success, _) => status_label(approval.status),
+    }
+}
+
 /// The headline of an approved card's outcome: "Approved" for a success or a call still on its
 /// way, else words that say it did not (fully) happen.
 pub fn approved_headline(approval: &Approval) -> &'static str {
@@ -389,6 +403,37 @@ mod tests {
         );
         approval.status = ApprovalStatus::Rejected;
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
+
+        // The badge says what is known: unknown is not "not done", partly stale is partly done.
+        approval.status = ApprovalStatus::Approved;
+        let badges = [
+            (Execution::Unknown, None, "Outcome unknown"),
+            (
+                Execution::Executed,
+                Some(json!({"trashed": ["m1"], "stale": ["m2"]})),
+                "Partly done",
+            ),
+            (
+                Execution::Failed,
+                Some(json!({"status": "stale"})),
+                "Not done",
+            ),
+            (
+                Execution::Failed,
+                Some(json!({"status": "failed"})),
+                "Failed",
+            ),
+            (
+                Execution::Executed,
+                Some(json!({"trashed": ["m1"]})),
+                "Approved",
+            ),
+        ];
+        for (execution, result, want) in badges {
+            approval.execution = execution;
+            approval.result = result;
+            assert_eq!(badge_label(&approval), want, "{execution:?}");
+        }
     }
 
     /// Issue 5: the lapse notice says it lapsed, when, and that nothing was done.

@@ -12,10 +12,13 @@ use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
 use futures::Stream;
 use iris_core::approvals::Actor;
-use iris_core::ports::{ApprovalFilter, ApprovalStore, DeviceStore};
+use iris_core::ports::{
+    parse_listing_time, ApprovalQuery, ApprovalStore, DeviceStore, ListingError, PageCursor,
+    PageLimit, SearchText, StatusFilter,
+};
 use iris_core::wire::{
-    Approval, ApprovalList, ApprovalStatus, AuditList, ChatRequest, ChatResponse, Conversation,
-    ErrorBody, Event, PluginList, RespondRequest, RespondResponse, ResumeResponse,
+    Approval, ApprovalList, AuditList, ChatRequest, ChatResponse, Conversation, ErrorBody, Event,
+    PluginList, RespondRequest, RespondResponse, ResumeResponse,
 };
 use serde::Deserialize;
 use tokio_stream::wrappers::BroadcastStream;
@@ -205,21 +208,67 @@ pub async fn to_the_end<T: Send + 'static>(
         .map_err(|e| ApiError::Internal(format!("the request's work stopped: {e}")))?
 }
 
-/// `?status=` of `GET /governance/approvals`.
-#[derive(Deserialize)]
-pub(crate) struct StatusQuery {
+/// The query of `GET /governance/approvals`: every field optional, parsed into an
+/// [`ApprovalQuery`] (a bad value is a 400 naming it).
+#[derive(Deserialize, Default)]
+pub(crate) struct ListQuery {
     status: Option<String>,
+    limit: Option<String>,
+    before: Option<String>,
+    tool: Option<String>,
+    surface: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    q: Option<String>,
 }
 
-/// `GET /governance/approvals` (any device): the rows, pending first.
+impl ListQuery {
+    /// The page's question.
+    ///
+    /// # Errors
+    /// [`ListingError`] for a bad status, limit, cursor, time or search.
+    pub(crate) fn parse(self) -> Result<ApprovalQuery, ListingError> {
+        let given = |v: Option<String>| v.map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        Ok(ApprovalQuery {
+            status: StatusFilter::parse(self.status.as_deref().unwrap_or(""))?,
+            tool: given(self.tool),
+            surface: given(self.surface),
+            since: given(self.since)
+                .map(|t| parse_listing_time("since", &t))
+                .transpose()?,
+            until: given(self.until)
+                .map(|t| parse_listing_time("until", &t))
+                .transpose()?,
+            text: SearchText::parse(self.q.as_deref().unwrap_or(""))?,
+            before: given(self.before)
+                .map(|c| PageCursor::parse(&c))
+                .transpose()?,
+            limit: given(self.limit)
+                .map(|l| PageLimit::parse(&l))
+                .transpose()?
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// `GET /governance/approvals` (any device): a page of rows, newest first.
 #[utoipa::path(
     get,
     path = "/governance/approvals",
     tag = "governance",
-    params(("status" = Option<String>, Query, description = "pending, approved, rejected, expired or all (the default).")),
+    params(
+        ("status" = Option<String>, Query, description = "all (the default), answered (not pending), pending, approved, rejected or expired."),
+        ("limit" = Option<u32>, Query, description = "Rows per page, 1 to 200; 50 by default."),
+        ("before" = Option<String>, Query, description = "The `next` cursor of the previous page (opaque)."),
+        ("tool" = Option<String>, Query, description = "Only this tool."),
+        ("surface" = Option<String>, Query, description = "Only rows answered on this surface (web, telegram, cli, api)."),
+        ("since" = Option<String>, Query, description = "Only rows created at or after this time (RFC 3339, or a date YYYY-MM-DD)."),
+        ("until" = Option<String>, Query, description = "Only rows created before this time (RFC 3339, or a date YYYY-MM-DD)."),
+        ("q" = Option<String>, Query, description = "Only rows whose card (title, action, item lines, request) holds this text, any case; at most 200 characters."),
+    ),
     responses(
-        (status = 200, description = "The rows.", body = ApprovalList),
-        (status = 400, description = "Unknown status.", body = ErrorBody),
+        (status = 200, description = "The page, newest first by (created_at, id); `next` is the cursor of the following page, or null at the end.", body = ApprovalList),
+        (status = 400, description = "A bad status, limit, cursor, time or search.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
         (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
     ),
@@ -228,18 +277,13 @@ pub(crate) struct StatusQuery {
 pub(crate) async fn list_approvals(
     State(state): State<AppState>,
     _authed: Authed,
-    Query(q): Query<StatusQuery>,
+    Query(q): Query<ListQuery>,
 ) -> Result<Json<ApprovalList>, ApiError> {
-    let status = match q.status.as_deref() {
-        None | Some("") | Some("all") => None,
-        Some(s) => Some(ApprovalStatus::parse(s).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "status `{s}` is not one of pending, approved, rejected, expired"
-            ))
-        })?),
-    };
+    let query = q.parse().map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let page = state.store.approval_page(&query).await?;
     Ok(Json(ApprovalList {
-        approvals: state.store.approvals(&ApprovalFilter { status }).await?,
+        approvals: page.approvals,
+        next: page.next.map(|c| c.as_text()),
     }))
 }
 

@@ -151,10 +151,14 @@ pub const REVOKED_KEY: &str = "revoked_device";
 
 /// Whether the request's session belonged to a device that was revoked.
 async fn session_was_revoked(extensions: &Extensions) -> bool {
-    match extensions.get::<Session>() {
-        Some(session) => matches!(session.get::<String>(REVOKED_KEY).await, Ok(Some(_))),
-        None => false,
-    }
+    revoked_session_device(extensions).await.is_some()
+}
+
+/// The name of the revoked device whose session this request carries, if any (the tombstone
+/// [`REVOKED_KEY`] left when a request first found the device revoked).
+pub async fn revoked_session_device(extensions: &Extensions) -> Option<String> {
+    let session = extensions.get::<Session>()?;
+    session.get::<String>(REVOKED_KEY).await.ok().flatten()
 }
 
 /// Signs the browser of this request in as `device` (token hash `token_hash`): a fresh session

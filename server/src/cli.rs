@@ -55,10 +55,11 @@ pub struct Output {
 /// `iris approvals …`.
 #[derive(Subcommand)]
 pub enum ApprovalsCommand {
-    /// List approvals as aligned rows (id, status, title, created, expires), pending first.
+    /// List approvals as aligned rows (id, status, title, created, expires), newest first,
+    /// every page of them (the API hands out 200 at a time), then how many it showed.
     List {
-        /// Only rows in this state.
-        #[arg(long, value_parser = ["pending", "approved", "rejected", "expired", "all"])]
+        /// Only rows in this state (`answered`: every row but the pending ones).
+        #[arg(long, value_parser = ["pending", "approved", "rejected", "expired", "answered", "all"])]
         status: Option<String>,
         /// `--json`.
         #[command(flatten)]
@@ -271,6 +272,9 @@ fn conclude(result: Result<(), Failure>, output: Output) -> ExitCode {
     code
 }
 
+/// Rows asked for per page by `iris approvals list` (the API's most).
+const LIST_PAGE: u32 = 200;
+
 /// Runs `iris approvals …` over HTTP and gives the exit code ([`ExitCode`]).
 pub async fn approvals(command: ApprovalsCommand) -> ExitCode {
     let output = command.output();
@@ -281,23 +285,40 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
     let remote = Remote::from_env()?;
     match command {
         ApprovalsCommand::List { status, output } => {
-            let path = match &status {
-                Some(s) => format!("/governance/approvals?status={s}"),
-                None => "/governance/approvals".to_string(),
+            let mut all = ApprovalList {
+                approvals: Vec::new(),
+                next: None,
             };
-            let value = remote.get(&path, None).await?;
+            let mut before: Option<String> = None;
+            loop {
+                let mut path = format!("/governance/approvals?limit={LIST_PAGE}");
+                if let Some(s) = &status {
+                    path.push_str(&format!("&status={s}"));
+                }
+                if let Some(cursor) = &before {
+                    path.push_str(&format!("&before={cursor}"));
+                }
+                let page: ApprovalList =
+                    parse(remote.get(&path, None).await?, "list of approvals")?;
+                all.approvals.extend(page.approvals);
+                match page.next {
+                    Some(next) => before = Some(next),
+                    None => break,
+                }
+            }
             if output.json {
-                print_json(&value);
+                print_json(&serde_json::to_value(&all).unwrap_or_default());
                 return Ok(());
             }
-            let list: ApprovalList = parse(value, "list of approvals")?;
-            if list.approvals.is_empty() {
+            if all.approvals.is_empty() {
                 match status.as_deref().filter(|s| *s != "all") {
                     Some(s) => println!("No {s} approvals."),
                     None => println!("No approvals."),
                 }
             } else {
-                print!("{}", render::rows(&list.approvals, Utc::now()));
+                print!("{}", render::rows(&all.approvals, Utc::now()));
+                let n = all.approvals.len();
+                println!("{n} approval{}.", if n == 1 { "" } else { "s" });
             }
         }
         ApprovalsCommand::Show { id, output } => {

@@ -12,10 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
-use iris_core::ports::{ApprovalFilter, ApprovalStore, DeviceStore, Scope};
+use iris_core::ports::{
+    ApprovalFilter, ApprovalQuery, ApprovalStore, DeviceStore, PageCursor, PageLimit, Scope,
+    StatusFilter,
+};
 use iris_core::wire::{
-    Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
-    PairingOffer, PluginList,
+    Approval, ApprovalList, ApprovalStatus, AuditEntry, ChatResponse, Conversation, Decision,
+    DeviceInfo, DeviceScope, PairingOffer, PluginList,
 };
 use leptos::prelude::{provide_context, use_context};
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
@@ -25,6 +28,10 @@ use crate::auth;
 use crate::error::ApiError;
 use crate::pairing;
 use crate::state::AppState;
+
+/// Answered cards per Activity page (the "Older" control loads the next): enough for a screen
+/// or two, few enough that the page stays small after a year of use.
+const ACTIVITY_PAGE: PageLimit = PageLimit::DEFAULT;
 
 /// The app's view of the server.
 pub struct WebBackend {
@@ -63,12 +70,36 @@ impl AppBackend for WebBackend {
         })
     }
 
-    async fn approvals(&self) -> Result<Vec<Approval>, String> {
+    async fn pending(&self) -> Result<Vec<Approval>, String> {
         self.state
             .store
-            .approvals(&ApprovalFilter::default())
+            .approvals(&ApprovalFilter {
+                status: Some(ApprovalStatus::Pending),
+            })
             .await
             .map_err(text)
+    }
+
+    async fn answered(&self, before: Option<String>) -> Result<ApprovalList, String> {
+        let before = before
+            .map(|c| PageCursor::parse(&c))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let page = self
+            .state
+            .store
+            .approval_page(&ApprovalQuery {
+                status: StatusFilter::Answered,
+                before,
+                limit: ACTIVITY_PAGE,
+                ..ApprovalQuery::default()
+            })
+            .await
+            .map_err(text)?;
+        Ok(ApprovalList {
+            approvals: page.approvals,
+            next: page.next.map(|c| c.as_text()),
+        })
     }
 
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String> {
@@ -279,13 +310,17 @@ pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Nex
     // Read before authenticating: a session whose device is gone is flushed by it.
     let before = auth::session_device(req.extensions()).await.ok().flatten();
     let identified = auth::authenticate(&state.store, req.headers(), req.extensions()).await;
-    // Not signed in, or signed in as an earlier run's demo owner (each run adds it anew); a
-    // browser whose own paired device was revoked stays signed out.
+    // Not signed in, or signed in as an earlier run's demo owner (each run adds it anew),
+    // whether this page request or an earlier one (the event stream reconnecting after a
+    // restart) found it revoked; a browser whose own paired device was revoked stays signed out.
+    let earlier_demo_owner = before.is_some_and(|d| d.name == crate::state::DEMO_DEVICE)
+        || auth::revoked_session_device(req.extensions())
+            .await
+            .as_deref()
+            == Some(crate::state::DEMO_DEVICE);
     let sign_in = match identified {
         Ok(auth::Identified::Nobody) => true,
-        Ok(auth::Identified::Unknown(auth::Presented::Session)) => {
-            before.is_some_and(|d| d.name == crate::state::DEMO_DEVICE)
-        }
+        Ok(auth::Identified::Unknown(auth::Presented::Session)) => earlier_demo_owner,
         _ => false,
     };
     if let (true, Some(session)) = (sign_in, req.extensions().get::<Session>()) {

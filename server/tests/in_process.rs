@@ -261,3 +261,219 @@ async fn an_approved_card_whose_mail_account_went_away_says_so_and_changes_nothi
     assert!(!message.contains("stale"), "{result}");
     assert_eq!(support::snapshot(&maildir), before, "a mail was moved");
 }
+
+/// Writes a pending card for `tool` created `minutes` after `t`, its item line `line`, as a
+/// halt would (row, checkpoint, link in one commit).
+async fn seed_card(
+    app: &App,
+    id: &str,
+    t: chrono::DateTime<chrono::Utc>,
+    minutes: i64,
+    line: &str,
+) {
+    use iris_core::ports::{Checkpoint, HaltRecord, NewApproval, TurnCommit};
+    use iris_core::wire::{ApprovalKind, Card, Effect};
+    let args = json!({"ids": [id]});
+    let created_at = t + chrono::Duration::minutes(minutes);
+    let approval = NewApproval {
+        id: id.into(),
+        kind: ApprovalKind::Destructive,
+        tool: "trash_email".into(),
+        args_canonical: iris_core::canonical::canonical_json(&args),
+        call_hash: iris_core::canonical::call_hash("trash_email", &args),
+        args: args.clone(),
+        items: vec![id.into()],
+        card: Card {
+            title: "Trash 1 email".into(),
+            action: "Trash 1 email".into(),
+            effect: Effect::Destructive,
+            lines: vec![line.into()],
+            undo_tool: Some("restore_email".into()),
+            undo_window_days: Some(30),
+            request: "tidy up".into(),
+            undo_note: None,
+        },
+        run_id: format!("run-{id}"),
+        context_summary: "tidy up".into(),
+        created_at,
+        expires_at: created_at + chrono::Duration::hours(1),
+        preconditions: vec![],
+    };
+    let checkpoint = Checkpoint {
+        id: format!("cp-{id}"),
+        run_id: approval.run_id.clone(),
+        conversation_id: format!("c-{id}"),
+        request: "tidy up".into(),
+        messages: vec![],
+        pending_call: iris_core::model::ToolCall {
+            id: "call".into(),
+            name: "trash_email".into(),
+            arguments: args,
+        },
+        approval_id: id.into(),
+        effects_executed: vec![],
+    };
+    app.state
+        .store
+        .commit_turn(&TurnCommit {
+            conversation_id: format!("c-{id}"),
+            transcript: vec![],
+            lines: vec![],
+            events: vec![],
+            halt: Some(HaltRecord {
+                approval,
+                checkpoint,
+            }),
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approvals_list_pages_by_cursor_filters_and_refuses_bad_values() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let app = app(&model, false).await;
+    let t = chrono::Utc::now() - chrono::Duration::minutes(30);
+    for i in 0..7 {
+        seed_card(
+            &app,
+            &format!("card-{i}"),
+            t,
+            i,
+            &format!("Mail number {i}"),
+        )
+        .await;
+    }
+
+    // Pages of 3, newest first, every row once; the last page says `next: null`.
+    let mut seen = Vec::new();
+    let mut path = "/governance/approvals?limit=3".to_string();
+    loop {
+        let (status, _, page) = app.call("GET", &path, None).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let rows = page["approvals"].as_array().unwrap();
+        assert!(rows.len() <= 3, "{page}");
+        seen.extend(rows.iter().map(|r| r["id"].as_str().unwrap().to_string()));
+        match page["next"].as_str() {
+            Some(next) => path = format!("/governance/approvals?limit=3&before={next}"),
+            None => {
+                assert!(page["next"].is_null(), "{page}");
+                break;
+            }
+        }
+    }
+    let want: Vec<String> = (0..7).rev().map(|i| format!("card-{i}")).collect();
+    assert_eq!(seen, want);
+
+    // Filters and the search.
+    for (query, want) in [
+        ("q=NUMBER%204", vec!["card-4"]),
+        (
+            "status=pending&tool=trash_email&limit=2",
+            vec!["card-6", "card-5"],
+        ),
+        ("tool=send_email", vec![]),
+        ("status=answered", vec![]),
+    ] {
+        let (status, _, page) = app
+            .call("GET", &format!("/governance/approvals?{query}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{query}: {page}");
+        let ids: Vec<&str> = page["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "{query}");
+    }
+    let since =
+        (t + chrono::Duration::minutes(5)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let (_, _, page) = app
+        .call("GET", &format!("/governance/approvals?since={since}"), None)
+        .await;
+    assert_eq!(page["approvals"].as_array().unwrap().len(), 2, "{page}");
+
+    // Bad values: a 400 that names the value, in the JSON error shape.
+    for (query, names) in [
+        ("limit=0", "limit `0`"),
+        ("limit=201", "limit `201`"),
+        ("before=not-a-cursor", "cursor"),
+        ("since=yesterday", "`since`"),
+        ("status=done", "status `done`"),
+    ] {
+        let (status, _, error) = app
+            .call("GET", &format!("/governance/approvals?{query}"), None)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {error}");
+        let sentence = error["error"].as_str().unwrap_or_default();
+        assert!(sentence.contains(names), "{query}: {sentence}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activity_shows_every_pending_card_and_one_page_of_answered_ones() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let app = app(&model, false).await;
+    let t = chrono::Utc::now() - chrono::Duration::minutes(59);
+    let answered = 55;
+    for i in 0..answered + 3 {
+        seed_card(&app, &format!("card-{i:02}"), t, 0, &format!("Mail {i}")).await;
+    }
+    for i in 0..answered {
+        let (status, _, body) = app
+            .call(
+                "POST",
+                &format!("/governance/approvals/card-{i:02}/respond"),
+                Some(br#"{"decision":"reject"}"#.to_vec()),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let html = |path: &'static str| {
+        let router = app.router.clone();
+        let token = app.token.clone();
+        async move {
+            let request = Request::builder()
+                .uri(path)
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+                .await
+                .unwrap();
+            String::from_utf8(bytes.to_vec()).unwrap()
+        }
+    };
+    let page = html("/activity").await;
+    let cards = |page: &str| {
+        (0..answered + 3)
+            .filter(|i| page.contains(&format!("id=\"card-card-{i:02}\"")))
+            .count()
+    };
+    // The three pending cards and the newest 50 answered ones; "Older cards" for the rest.
+    assert_eq!(cards(&page), 3 + 50, "cards rendered");
+    for i in answered..answered + 3 {
+        assert!(
+            page.contains(&format!("id=\"card-card-{i:02}\"")),
+            "pending {i}"
+        );
+    }
+    assert!(page.contains("data-testid=\"older\""), "an Older control");
+
+    // An old card's own page shows it; an unknown id says so plainly.
+    let old = html("/activity/card-00").await;
+    assert!(
+        old.contains("id=\"card-card-00\""),
+        "the old card is on its page"
+    );
+    assert!(!old.contains("card-not-found"));
+    let unknown = html("/activity/no-such-card").await;
+    assert!(
+        unknown.contains("data-testid=\"card-not-found\""),
+        "{unknown}"
+    );
+    assert!(unknown.contains("No card has the id"));
+}

@@ -457,6 +457,38 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
     assert!(!refused.status().is_success());
     assert!(refused.text().await.unwrap().contains("demo's owner"));
     assert!(devices_list(&world).contains("demo-owner-browser"));
+
+    // The demo killed and started again (each run makes its owner device anew): the open tab's
+    // event stream reconnects first and is refused, and the next page load signs the browser
+    // in as the new run's owner instead of leaving it locked out.
+    server.kill();
+    let server = world.start_with(&["serve", "--demo"]);
+    let events = http
+        .get(format!("{}/api/events", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), StatusCode::UNAUTHORIZED);
+    let page = http
+        .get(format!("{}/activity", server.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let renewed = session_cookie(&page).expect("signed in again");
+    let approvals = http
+        .get(format!("{}/governance/approvals", server.url))
+        .header("cookie", &renewed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals.status(),
+        StatusCode::OK,
+        "the renewed session works"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -243,8 +243,11 @@ pub struct Approval {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApprovalList {
-    /// Pending first, then the newest answered.
+    /// The page's rows, newest first (`created_at`, then id).
     pub approvals: Vec<Approval>,
+    /// The opaque cursor of the next page (pass it as `before=`), or `null` at the end.
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored.

@@ -13,6 +13,7 @@
 //!   server), an event log with `LISTEN/NOTIFY` wake-ups on PostgreSQL (many servers);
 //! - `devices.rs`, `telegram.rs`, `curator.rs`: devices and pairing links, Telegram messages,
 //!   escalation verdicts;
+//! - `listing.rs`: a page of approvals (cursor, filters, search), each filter on its index;
 //! - `locks.rs`: named locks held across servers (PostgreSQL advisory locks);
 //! - `checkpoint.rs`: SQLite's WAL checkpoints in the background, off the commit path;
 //! - `rows.rs`: decoding rows, where a bad row is [`StoreError::Corrupt`] naming it.
@@ -28,6 +29,7 @@ mod devices;
 mod engine;
 mod events;
 mod lifecycle;
+mod listing;
 mod locks;
 mod open;
 mod rows;

@@ -9,9 +9,10 @@
 use async_trait::async_trait;
 use iris_core::model::Message;
 use iris_core::ports::{
-    ApprovalFilter, ApprovalStore, Checkpoint, ClaimPlan, ClaimedJob, Decided, DecisionCommit,
-    DecisionRead, HaltRecord, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease,
-    LedgerStep, NewAuditEntry, OutcomeRecord, SavedRun, StoreError, TurnCommit,
+    card_search_text, ApprovalFilter, ApprovalPage, ApprovalQuery, ApprovalStore, Checkpoint,
+    ClaimPlan, ClaimedJob, Decided, DecisionCommit, DecisionRead, HaltRecord, JobEnd, JobFinish,
+    JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep, NewAuditEntry, OutcomeRecord, SavedRun,
+    StoreError, TurnCommit,
 };
 use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
 use sqlx::any::AnyRow;
@@ -143,8 +144,8 @@ impl Store {
             Stmt::new(
                 "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
                  call_hash, items, card, run_id, context_summary, created_at, expires_at, \
-                 preconditions) \
-                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 preconditions, card_text) \
+                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             )
             .text(&row.id)
             .text(row.kind.as_str())
@@ -158,7 +159,8 @@ impl Store {
             .text(&row.context_summary)
             .text(&timestamp_text(row.created_at))
             .text(&timestamp_text(row.expires_at))
-            .text(&to_json(&row.preconditions, "approval preconditions")?),
+            .text(&to_json(&row.preconditions, "approval preconditions")?)
+            .text(&card_search_text(&row.card)),
             "writing an approval row",
         )
         .await?;
@@ -652,6 +654,10 @@ impl ApprovalStore for Store {
             .await
             .map_err(backend("listing approvals"))?;
         rows.iter().map(approval_from_row).collect()
+    }
+
+    async fn approval_page(&self, query: &ApprovalQuery) -> Result<ApprovalPage, StoreError> {
+        self.page(query).await
     }
 
     async fn audit(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError> {

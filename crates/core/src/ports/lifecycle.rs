@@ -370,6 +370,16 @@ pub trait ApprovalStore: Send + Sync {
     /// [`StoreError`].
     async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError>;
 
+    /// One page of rows, newest first by `(created_at, id)`, matching every filter of `query`
+    /// ([`crate::ports::listing`]); `next` is set when the page is full.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when a listed row does not parse; [`StoreError::Backend`].
+    async fn approval_page(
+        &self,
+        query: &crate::ports::ApprovalQuery,
+    ) -> Result<crate::ports::ApprovalPage, StoreError>;
+
     /// Audit entries of one approval (or every entry), oldest first.
     ///
     /// # Errors

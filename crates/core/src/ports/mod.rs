@@ -4,6 +4,7 @@
 //!
 //! - [`lifecycle`]: [`ApprovalStore`], the units of work of an approval's life (one transaction
 //!   per phase: halt, decision, claim, outcome, resume) and the reads the lifecycle needs;
+//! - [`listing`]: a page of approvals (cursor, filters, search);
 //! - [`devices`]: paired devices and pairing links;
 //! - [`telegram`]: which Telegram message shows which approval;
 //! - [`clock`]: the time source.
@@ -21,11 +22,16 @@ use crate::wire::{Approval, ApprovalKind, ApprovalStatus, AuditKind, Card, Effec
 pub mod clock;
 pub mod devices;
 pub mod lifecycle;
+pub mod listing;
 pub mod telegram;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use devices::{Device, DeviceStore, PairingStore, Scope};
 pub use lifecycle::*;
+pub use listing::{
+    card_search_text, parse_listing_time, ApprovalPage, ApprovalQuery, ListingError, PageCursor,
+    PageLimit, SearchText, StatusFilter,
+};
 pub use telegram::{TelegramCard, TelegramCardStore, TelegramView};
 
 /// Why storage failed. Every variant fails closed: the caller runs nothing destructive.

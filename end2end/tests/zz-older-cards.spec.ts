@@ -1,0 +1,70 @@
+// Activity after long use (runs last: it leaves many answered cards behind). The page shows
+// every waiting card and the newest 50 answered ones; "Older cards" loads the next page, once
+// per click, until there is none; an unknown card id says so plainly.
+import { test, expect } from '@playwright/test';
+import { REQUEST, addDevice, shotBothWidths, watchConsole } from './helpers';
+
+const PAGE = 50;
+
+test('older answered cards load a page at a time; an unknown card says not found', async ({
+  page,
+  request,
+}) => {
+  test.setTimeout(180_000);
+  const { token } = addDevice('older-cards', 'control');
+  const auth = { authorization: `Bearer ${token}` };
+  const answered = async (): Promise<number> => {
+    let n = 0;
+    let before: string | null = null;
+    do {
+      const url: string =
+        '/governance/approvals?status=answered&limit=200' + (before ? `&before=${before}` : '');
+      const response = await request.get(url, { headers: auth });
+      expect(response.status()).toBe(200);
+      const body = await response.json();
+      n += body.approvals.length;
+      before = body.next;
+    } while (before);
+    return n;
+  };
+  // Enough answered cards for two pages and a bit.
+  const needed = PAGE + 7 - (await answered());
+  for (let i = 0; i < needed; i++) {
+    const chat = await request.post('/api/chat', { headers: auth, data: { message: REQUEST } });
+    expect(chat.status()).toBe(200);
+    const { approval_id: id } = await chat.json();
+    expect(id).toBeTruthy();
+    const reject = await request.post(`/governance/approvals/${id}/respond`, {
+      headers: auth,
+      data: { decision: 'reject', reason: 'seeding older cards' },
+    });
+    expect(reject.status()).toBe(200);
+  }
+  const total = await answered();
+  expect(total).toBeGreaterThan(PAGE);
+
+  const problems = watchConsole(page);
+  await page.goto('/activity');
+  const list = page.getByTestId('answered-list');
+  const cards = list.locator(':scope > article.card');
+  await expect(cards).toHaveCount(PAGE);
+  const older = page.getByTestId('older');
+  await expect(older).toHaveText('Older cards');
+  await older.scrollIntoViewIfNeeded();
+  await shotBothWidths(page, () => page.locator('.older'), 'activity-older');
+
+  // Two quick taps load one page, not two copies of it.
+  await older.dblclick();
+  await expect(cards).toHaveCount(Math.min(total, 2 * PAGE));
+  const ids = await cards.evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
+  expect(new Set(ids).size).toBe(ids.length);
+  if (total <= 2 * PAGE) {
+    await expect(older).toHaveCount(0);
+  }
+
+  await page.goto('/activity/no-such-card');
+  const missing = page.getByTestId('card-not-found');
+  await expect(missing).toBeVisible();
+  await expect(missing).toContainText('No card has the id “no-such-card”');
+  expect(problems).toEqual([]);
+});
