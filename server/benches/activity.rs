@@ -115,6 +115,10 @@ async fn main() {
     let mut settings = iris::Settings::defaults();
     settings.database_url = format!("sqlite://{}", dir.path().join("iris.db").display());
     settings.mail_sync_secs = 0;
+    // The page never calls the model; the server still needs one configured.
+    let script = dir.path().join("model.yaml");
+    std::fs::write(&script, "rules: []\nfallback: \"ok\"\n").expect("script");
+    settings.model = Some(format!("scripted:{}", script.display()));
     let leptos = leptos::config::LeptosOptions::builder()
         .output_name("iris")
         .build();
@@ -143,8 +147,11 @@ async fn main() {
     let seeding = Instant::now();
     let now = chrono::Utc::now();
     for n in 0..rows + PENDING {
+        // Within the last hour, so each card is still answerable (its TTL is an hour): what
+        // is measured is how many rows there are, not how old they are.
         let created = if n < rows {
-            now - chrono::Duration::minutes(50) - chrono::Duration::seconds((rows - n) as i64 * 3)
+            now - chrono::Duration::minutes(58)
+                + chrono::Duration::milliseconds((n as i64 * 3_000_000) / rows as i64)
         } else {
             now - chrono::Duration::seconds((rows + PENDING - n) as i64)
         };
