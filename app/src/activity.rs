@@ -13,6 +13,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
+use crate::history::HistoryLine;
 use crate::live::Live;
 
 /// How many times the page polls for a running call's outcome (every 2 s) on top of live
@@ -45,6 +46,16 @@ pub fn ActivityPage() -> impl IntoView {
         });
         state
     };
+
+    // The cards this page has shown waiting (in the browser only: an effect, so the server's
+    // render and hydration agree): answered later, here or elsewhere, they stay open in full.
+    let shown_pending = StoredValue::new(HashSet::<String>::new());
+    Effect::new(move |_| {
+        if let Some(Ok(d)) = data.get() {
+            shown_pending.update_value(|s| s.extend(d.pending.iter().map(|a| a.id.clone())));
+        }
+    });
+    let seen = move |id: &str| shown_pending.with_value(|s| s.contains(id));
 
     // Bring the focused card into view once it is on screen (once per id).
     let scrolled_for = StoredValue::new(None::<String>);
@@ -87,7 +98,7 @@ pub fn ActivityPage() -> impl IntoView {
             <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
-                        Ok(d) => activity_view(d, focus.get(), state_for, older).into_any(),
+                        Ok(d) => activity_view(d, focus.get(), state_for, seen, older).into_any(),
                         Err(e) => view! {
                             <div class="page-error" role="alert" data-testid="page-error">
                                 <p>{e.to_string()}</p>
@@ -139,6 +150,7 @@ fn activity_view(
     data: ActivitySnapshot,
     focus: Option<String>,
     state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
+    seen: impl Fn(&str) -> bool + Copy + Send + Sync + 'static,
     older: Older,
 ) -> AnyView {
     let ActivitySnapshot {
@@ -158,6 +170,8 @@ fn activity_view(
         .map(|a| a.id.clone())
         .collect();
 
+    // Waiting cards in full; answered ones as lines of the history (a card already shown in
+    // full on this page stays open).
     let list = move |items: Vec<Approval>| {
         let viewer = viewer.clone();
         let focus = focus.clone();
@@ -165,8 +179,17 @@ fn activity_view(
             <For each=move || items.clone() key=card_key let:approval>
                 {
                     let focused = focus.as_deref() == Some(approval.id.as_str());
+                    let seen = seen(&approval.id);
                     let state = state_for(&approval.id);
-                    view! { <ApprovalCard approval viewer=viewer.clone() focused state/> }.into_any()
+                    if approval.status == ApprovalStatus::Pending {
+                        view! { <ApprovalCard approval viewer=viewer.clone() focused state/> }
+                            .into_any()
+                    } else {
+                        view! {
+                            <HistoryLine approval viewer=viewer.clone() focused open=seen state/>
+                        }
+                        .into_any()
+                    }
                 }
             </For>
         }

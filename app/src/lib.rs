@@ -29,6 +29,7 @@ pub mod chat;
 pub mod devices;
 pub mod error;
 pub mod format;
+pub mod history;
 pub mod live;
 pub mod pairing;
 pub mod plugins;

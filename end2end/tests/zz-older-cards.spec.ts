@@ -46,7 +46,7 @@ test('older answered cards load a page at a time; an unknown card says not found
   const problems = watchConsole(page);
   await page.goto('/activity');
   const list = page.getByTestId('answered-list');
-  const cards = list.locator(':scope > article.card');
+  const cards = list.locator(':scope > .history-line');
   await expect(cards).toHaveCount(PAGE);
   const older = page.getByTestId('older');
   await expect(older).toHaveText('Older cards');
@@ -58,6 +58,15 @@ test('older answered cards load a page at a time; an unknown card says not found
   await expect(cards).toHaveCount(Math.min(total, 2 * PAGE));
   const ids = await cards.evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
   expect(new Set(ids).size).toBe(ids.length);
+
+  // A line says what happened and opens into its whole card in place.
+  const first = cards.first();
+  const lineId = (await first.getAttribute('data-testid'))!.replace(/^line-/, '');
+  await expect(first).toContainText('Rejected');
+  await first.click();
+  const opened = list.getByTestId(`card-${lineId}`);
+  await expect(opened).toBeVisible();
+  await expect(opened).toContainText('seeding older cards');
   if (total <= 2 * PAGE) {
     await expect(older).toHaveCount(0);
   }

@@ -448,19 +448,23 @@ async fn activity_shows_every_pending_card_and_one_page_of_answered_ones() {
         }
     };
     let page = html("/activity").await;
-    let cards = |page: &str| {
+    let count = |page: &str, prefix: &str| {
         (0..answered + 3)
-            .filter(|i| page.contains(&format!("id=\"card-card-{i:02}\"")))
+            .filter(|i| page.contains(&format!("{prefix}card-{i:02}\"")))
             .count()
     };
-    // The three pending cards and the newest 50 answered ones; "Older cards" for the rest.
-    assert_eq!(cards(&page), 3 + 50, "cards rendered");
+    // The three pending cards in full, the newest 50 answered ones as one line each (what
+    // happened, by whom), "Older cards" for the rest.
+    assert_eq!(count(&page, "id=\"card-"), 3, "full cards");
     for i in answered..answered + 3 {
         assert!(
             page.contains(&format!("id=\"card-card-{i:02}\"")),
             "pending {i}"
         );
     }
+    assert_eq!(count(&page, "data-testid=\"line-"), 50, "history lines");
+    assert!(page.contains("Rejected"), "a line says what happened");
+    assert!(page.contains(" by phone-"), "and who answered");
     assert!(page.contains("data-testid=\"older\""), "an Older control");
 
     // An old card's own page shows it; an unknown id says so plainly.

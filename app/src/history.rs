@@ -1,0 +1,66 @@
+//! One answered card as a line of Activity's history: its title, what happened, who answered
+//! where and when. A tap opens it into the full card ([`ApprovalCard`]) in place; a card the
+//! page has already shown in full (it was waiting, or it is the `/activity/:id` card) starts
+//! open, so answering a card never folds it away under the owner's finger.
+
+use iris_core::wire::Approval;
+use leptos::prelude::*;
+
+use crate::backend::Viewer;
+use crate::card::{ApprovalCard, CardState};
+use crate::format::{badge_label, format_time, outcome_tone, who_and_where};
+use crate::live::clock_offset;
+
+/// An answered card: a line until it is opened, then the whole card.
+#[component]
+pub fn HistoryLine(
+    /// The row.
+    approval: Approval,
+    /// Who is looking.
+    viewer: Viewer,
+    /// The `/activity/:id` card (highlighted, open).
+    focused: bool,
+    /// Whether it starts open.
+    open: bool,
+    /// The card's interaction state, kept by the page.
+    state: CardState,
+) -> impl IntoView {
+    let open = RwSignal::new(open || focused);
+    let offset = clock_offset();
+    let id = approval.id.clone();
+    let title = approval.card.title.clone();
+    let outcome = badge_label(&approval);
+    let tone = outcome_tone(&approval).as_str();
+    let status = approval.status.as_str();
+    let at = approval.responded_at.unwrap_or(approval.created_at);
+    let who = who_and_where(&approval);
+    let when = move || format_time(at, offset.get());
+    let card = approval.clone();
+    view! {
+        <Show
+            when=move || open.get()
+            fallback=move || {
+                let id = id.clone();
+                let title = title.clone();
+                let who = who.clone();
+                view! {
+                    <button
+                        type="button"
+                        class="history-line"
+                        data-testid=format!("line-{id}")
+                        aria-expanded="false"
+                        on:click=move |_| open.set(true)
+                    >
+                        <span class="history-title">{title}</span>
+                        <span class=format!("badge badge-status status-{status} tone-{tone}")>
+                            {outcome}
+                        </span>
+                        <span class="history-meta">{move || format!("{}{who}", when())}</span>
+                    </button>
+                }
+            }
+        >
+            <ApprovalCard approval=card.clone() viewer=viewer.clone() focused state/>
+        </Show>
+    }
+}
