@@ -111,83 +111,100 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let dir = tempfile::tempdir().expect("temp dir");
+    // Seeding runs in this process; the measuring runs in a fresh one on the seeded file, so
+    // its memory is a server's that serves pages, not one that wrote 10,000 cards.
+    let seeded = std::env::var_os("IRIS_BENCH_SEEDED_DIR").map(std::path::PathBuf::from);
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir = seeded.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let mut settings = iris::Settings::defaults();
-    settings.database_url = format!("sqlite://{}", dir.path().join("iris.db").display());
+    settings.database_url = format!("sqlite://{}", dir.join("iris.db").display());
     settings.mail_sync_secs = 0;
     // The page never calls the model; the server still needs one configured.
-    let script = dir.path().join("model.yaml");
+    let script = dir.join("model.yaml");
     std::fs::write(&script, "rules: []\nfallback: \"ok\"\n").expect("script");
     settings.model = Some(format!("scripted:{}", script.display()));
     let leptos = leptos::config::LeptosOptions::builder()
         .output_name("iris")
         .build();
     let state = iris::build(settings, false, leptos).await.expect("build");
-    let token = iris::auth::new_token();
-    state
-        .store
-        .add(
-            &Device {
-                name: "owner-phone".into(),
-                scope: Scope::Control,
-                created_at: chrono::Utc::now(),
-                last_used_at: None,
-            },
-            &iris::auth::token_hash(&token),
-        )
-        .await
-        .expect("device");
-    let actor = Actor {
-        name: "owner-phone".into(),
-        scope: Scope::Control,
-        surface: "web".into(),
+    let token = match (&seeded, std::env::var("IRIS_BENCH_TOKEN")) {
+        (Some(_), Ok(token)) => token,
+        _ => iris::auth::new_token(),
     };
-
-    // The year: `rows` answered cards, then `PENDING` waiting ones.
-    let seeding = Instant::now();
-    let now = chrono::Utc::now();
-    for n in 0..rows + PENDING {
-        // Within the last hour, so each card is still answerable (its TTL is an hour): what
-        // is measured is how many rows there are, not how old they are.
-        let created = if n < rows {
-            now - chrono::Duration::minutes(58)
-                + chrono::Duration::milliseconds((n as i64 * 3_000_000) / rows as i64)
-        } else {
-            now - chrono::Duration::seconds((rows + PENDING - n) as i64)
-        };
-        let (approval, checkpoint) = card_row(n, created);
-        let id = approval.id.clone();
+    if seeded.is_none() {
         state
             .store
-            .commit_turn(&TurnCommit {
-                conversation_id: checkpoint.conversation_id.clone(),
-                transcript: vec![],
-                lines: vec![],
-                events: vec![],
-                halt: Some(HaltRecord {
-                    approval,
-                    checkpoint,
-                }),
-            })
+            .add(
+                &Device {
+                    name: "owner-phone".into(),
+                    scope: Scope::Control,
+                    created_at: chrono::Utc::now(),
+                    last_used_at: None,
+                },
+                &iris::auth::token_hash(&token),
+            )
             .await
-            .expect("halt");
-        if n < rows {
-            let decision = if n.is_multiple_of(3) {
-                Decision::Approve
+            .expect("device");
+        let actor = Actor {
+            name: "owner-phone".into(),
+            scope: Scope::Control,
+            surface: "web".into(),
+        };
+        // The year: `rows` answered cards, then `PENDING` waiting ones.
+        let seeding = Instant::now();
+        let now = chrono::Utc::now();
+        for n in 0..rows + PENDING {
+            // Within the last hour, so each card is still answerable (its TTL is an hour): what
+            // is measured is how many rows there are, not how old they are.
+            let created = if n < rows {
+                now - chrono::Duration::minutes(58)
+                    + chrono::Duration::milliseconds((n as i64 * 3_000_000) / rows as i64)
             } else {
-                Decision::Reject
+                now - chrono::Duration::seconds((rows + PENDING - n) as i64)
             };
+            let (approval, checkpoint) = card_row(n, created);
+            let id = approval.id.clone();
             state
-                .service
-                .respond(&id, decision, None, &actor)
+                .store
+                .commit_turn(&TurnCommit {
+                    conversation_id: checkpoint.conversation_id.clone(),
+                    transcript: vec![],
+                    lines: vec![],
+                    events: vec![],
+                    halt: Some(HaltRecord {
+                        approval,
+                        checkpoint,
+                    }),
+                })
                 .await
-                .expect("respond");
+                .expect("halt");
+            if n < rows {
+                let decision = if n.is_multiple_of(3) {
+                    Decision::Approve
+                } else {
+                    Decision::Reject
+                };
+                state
+                    .service
+                    .respond(&id, decision, None, &actor)
+                    .await
+                    .expect("respond");
+            }
         }
+        println!(
+            "seeded {rows} answered + {PENDING} pending approvals in {:.1} s (halt commit + ApprovalService::respond each)",
+            seeding.elapsed().as_secs_f64()
+        );
+        drop(state);
+        let status = std::process::Command::new(std::env::current_exe().expect("own path"))
+            .arg("--bench")
+            .env("IRIS_BENCH_SEEDED_DIR", &dir)
+            .env("IRIS_BENCH_TOKEN", &token)
+            .status()
+            .expect("the measuring process");
+        assert!(status.success(), "the measuring process failed: {status}");
+        return;
     }
-    println!(
-        "seeded {rows} answered + {PENDING} pending approvals in {:.1} s (halt commit + ApprovalService::respond each)",
-        seeding.elapsed().as_secs_f64()
-    );
 
     let router = iris::app(state.clone());
     let get = |path: &'static str| {
