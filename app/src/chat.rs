@@ -2,7 +2,7 @@
 //! card on Activity. The conversation id is kept in `localStorage` (and may be given as
 //! `?c=ID`), so a reload keeps the conversation; a resumed run's reply arrives live.
 
-use iris_core::wire::{ChatLine, RunMessage};
+use iris_core::wire::{ChatLine, RunMessage, MAX_MESSAGE_CHARS};
 use leptos::html;
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -241,6 +241,9 @@ fn line_body(line: &ChatLine) -> AnyView {
     }
 }
 
+/// The counter shows from this many characters on (90% of [`MAX_MESSAGE_CHARS`]).
+const COUNT_FROM: usize = MAX_MESSAGE_CHARS / 10 * 9;
+
 /// The chat box: the conversation so far, a text box and Send.
 #[component]
 pub fn ChatPanel() -> impl IntoView {
@@ -249,7 +252,14 @@ pub fn ChatPanel() -> impl IntoView {
     let input_ref: NodeRef<html::Textarea> = NodeRef::new();
     let log_ref: NodeRef<html::Ol> = NodeRef::new();
 
+    // The draft's length as the server counts it (trimmed, in characters).
+    let length = move || chat.draft.with(|d| d.trim().chars().count());
+    let too_long = move || length() > MAX_MESSAGE_CHARS;
+
     let submit = move || {
+        if too_long() {
+            return;
+        }
         let text = input_ref
             .get_untracked()
             .map(|t| t.value())
@@ -328,11 +338,31 @@ pub fn ChatPanel() -> impl IntoView {
                     data-testid="chat-send"
                     disabled=move || {
                         chat.sending.get() || !live.get() || chat.can_answer.get() != Some(true)
+                            || too_long()
                     }
                 >
                     {move || if chat.sending.get() { "Sending…" } else { "Send" }}
                 </button>
             </form>
+            // A counter once the message nears the limit; past it, Send is off and it says why.
+            <p
+                class=move || if too_long() { "chat-count chat-count-over" } else { "chat-count" }
+                data-testid="chat-count"
+                aria-live="polite"
+                hidden=move || length() <= COUNT_FROM
+            >
+                {move || {
+                    let n = length();
+                    if n > MAX_MESSAGE_CHARS {
+                        format!(
+                            "{n} characters: at most {MAX_MESSAGE_CHARS} can be sent. Shorten it by {} to send it.",
+                            n - MAX_MESSAGE_CHARS
+                        )
+                    } else {
+                        format!("{n} of {MAX_MESSAGE_CHARS} characters")
+                    }
+                }}
+            </p>
             <Show when=move || chat.view_only()>
                 <p class="chat-view-only" id="chat-view-only" data-testid="chat-view-only">"This device can only view."</p>
             </Show>

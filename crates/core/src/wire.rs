@@ -239,6 +239,10 @@ pub struct Approval {
     pub resume_error: Option<String>,
 }
 
+/// The longest chat message accepted, in characters (a request is shown on every card it
+/// makes). Every chat surface refuses a longer one (400); the web app counts down to it.
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
 /// `GET /governance/approvals` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -14,8 +14,7 @@ use crate::plugin::CallContext;
 use crate::ports::{ApprovalStore, HaltRecord, Scope, StoreError, TurnCommit};
 use crate::wire::{ChatLine, ChatResponse, Event};
 
-/// The longest chat message accepted, in characters (a request is shown on every card it makes).
-pub const MAX_MESSAGE_CHARS: usize = 4000;
+pub use crate::wire::MAX_MESSAGE_CHARS;
 
 /// The one check every chat surface applies before a turn runs: the message, trimmed, is not
 /// empty and at most [`MAX_MESSAGE_CHARS`] characters.
