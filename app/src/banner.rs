@@ -1,4 +1,4 @@
-//! The new-card banner (issue 5 "the phone banner"): when `approval.requested` arrives on
+//! The new-card banner (the phone banner): when `approval.requested` arrives on
 //! `GET /api/events`, every page shows a small banner at the top naming the card and linking
 //! to it. It goes away when the owner opens or dismisses it, or when that card is answered or
 //! lapses (elsewhere or here).

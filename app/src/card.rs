@@ -17,7 +17,7 @@ use crate::format::{
 };
 use crate::live::{clock_offset, is_live, Live};
 
-/// Where the keyboard focus was in a card (issue 5, the card by keyboard). Every live event
+/// Where the keyboard focus was in a card (the card by keyboard). Every live event
 /// draws the Activity page anew, which drops the focused element; the redrawn card puts the
 /// focus back on the same control, or on the card itself once that control is gone (the
 /// answer buttons after an answer), so a keyboard user is never thrown back to the top.
@@ -107,7 +107,7 @@ pub fn ApprovalCard(
     let pending = approval.status == ApprovalStatus::Pending;
     let answerable = pending && viewer.can_answer;
     let status = approval.status.as_str();
-    // A failed, stale or unknown execution must not look like a success (issue 5).
+    // A failed, stale or unknown execution must not look like a success.
     let tone = outcome_tone(&approval);
     let badge_label = crate::format::badge_label(&approval);
     let title_id = format!("card-{id}-title");
@@ -522,7 +522,7 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
     }
 }
 
-/// The centred modal that confirms an approval with the card's own words (issue 5, the dialog
+/// The centred modal that confirms an approval with the card's own words (the dialog
 /// by keyboard): a `dialog` with `aria-modal`, named by its title and described by what it
 /// will do. Focus moves to Cancel when it opens; Tab and Shift+Tab go round its two buttons
 /// and never reach the page behind; a click on its text or on the backdrop does not let the
@@ -818,7 +818,7 @@ mod tests {
         approval
     }
 
-    /// Issue 5: only a call that ran with every item done may look like a success.
+    /// Only a call that ran with every item done may look like a success.
     #[test]
     fn a_success_is_green_and_says_approved() {
         let html = render(
@@ -904,7 +904,7 @@ mod tests {
         assert!(!html.contains("outcome-tone-success"), "{html}");
     }
 
-    /// Issue 5: a lapsed card says, in plain words, that it lapsed, when (its own expiry, not
+    /// A lapsed card says, in plain words, that it lapsed, when (its own expiry, not
     /// the later moment the sweep noticed) and that nothing was done; no answer buttons.
     #[test]
     fn a_lapsed_card_says_when_it_lapsed_and_that_nothing_was_done() {

@@ -31,7 +31,7 @@ pub struct ChatState {
     pub error: RwSignal<Option<String>>,
     /// Whether this device may chat (a `control` device): `None` until the server says, and
     /// Send stays disabled until it says yes; `Some(false)` (a `read` device) disables the box
-    /// with the view-only line instead of refusing on send (issue 5).
+    /// with the view-only line instead of refusing on send.
     pub can_answer: RwSignal<Option<bool>>,
     /// Orders reloads: only the newest one's answer is applied.
     generation: RwSignal<u64>,

@@ -1,4 +1,4 @@
-//! The Devices page (`/devices`, issue 5 "Devices, sessions, scopes"): every live device with
+//! The Devices page (`/devices`, Devices, sessions, scopes): every live device with
 //! its scope, when it was paired and when it was last used. A control device may revoke one
 //! (after a second tap that says what revoking does) and make a one-time pairing link for a new
 //! browser; a read device only looks. Revoking ends that device's token and browser sessions

@@ -109,7 +109,7 @@ pub fn clip(text: &str, max: usize) -> String {
     cut
 }
 
-/// The lapse notice every surface shows for an expired row, in plain words (issue 5; DESIGN §3
+/// The lapse notice every surface shows for an expired row, in plain words (DESIGN §3
 /// step 9): that the request lapsed, when, and that nothing was done. `when` is the row's
 /// `expires_at` as the surface writes times; never its `responded_at`, which is when the sweep
 /// noticed (later, e.g. after the server was down).
@@ -139,7 +139,7 @@ pub fn execution_sentence(approval: &Approval) -> String {
 
 /// How an answered card's outcome looks. Only a call that ran with every item done is a
 /// success; a failure, a stale call (nothing done), a partly stale one and an unknown outcome
-/// must never look like one (issue 5 "failed/unknown"; DESIGN §8 fail closed).
+/// must never look like one (failed/unknown; DESIGN §8 fail closed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutcomeTone {
     /// Not a result: pending, rejected, expired, or approved and not finished yet.
@@ -164,7 +164,7 @@ impl OutcomeTone {
     }
 }
 
-/// The items the executor skipped as stale (`result.stale`, issue 3 staleness).
+/// The items the executor skipped as stale (`result.stale`, staleness).
 fn stale_items(approval: &Approval) -> usize {
     approval
         .result
@@ -436,7 +436,7 @@ mod tests {
         }
     }
 
-    /// Issue 5: the lapse notice says it lapsed, when, and that nothing was done.
+    /// The lapse notice says it lapsed, when, and that nothing was done.
     #[test]
     fn the_lapse_notice_says_when_and_that_nothing_was_done() {
         assert_eq!(

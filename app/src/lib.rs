@@ -69,7 +69,7 @@ pub fn DocumentHead() -> impl IntoView {
 
 /// The HTML document around [`App`]: head with the stylesheet `/pkg/iris.css`, the hydration
 /// scripts and the meta tags, body with the app. It declares both colour schemes
-/// (`color-scheme: light dark`, issue 5), so the browser's own parts (form controls, scroll
+/// (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
 /// bars, the page before the style sheet loads) follow the owner's setting as the style
 /// sheet's dark palette does. Pass it to `leptos_axum`'s
 /// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).

@@ -164,7 +164,7 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
         // The server ends a revoked device's stream and refuses to reopen it (401), and the
         // browser then stops retrying (state CLOSED). If that is because this browser is no
         // longer paired, reload: the page then says so instead of showing stale cards as if
-        // still signed in (issue 5: revoking ends the device's access at once).
+        // still signed in (revoking ends the device's access at once).
         let closed_source = source.clone();
         let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| {
             if closed_source.ready_state() != web_sys::EventSource::CLOSED {

@@ -1,4 +1,4 @@
-//! The pairing page (issue 5 "Devices, sessions, scopes"): what a one-time link from
+//! The pairing page (Devices, sessions, scopes): what a one-time link from
 //! `iris pair` opens. It says what pairing grants (read: see cards; control: also answer them),
 //! until when the link works, asks for a device name and pairs on one button. It is a plain
 //! server-rendered form (no hydration needed), so it works before the app's script loads and

@@ -1,4 +1,4 @@
-//! The style sheet's palette (issue 5, the dark scheme): `style/iris.css` keeps every colour in
+//! The style sheet's palette (the dark scheme): `style/iris.css` keeps every colour in
 //! custom properties on `:root`, once for the light scheme and once inside
 //! `@media (prefers-color-scheme: dark)`. These tests read the file itself and check that
 //!

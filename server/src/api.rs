@@ -479,7 +479,7 @@ pub(crate) async fn events(
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let listener = BroadcastStream::new(state.store.subscribe());
     // Before each event the device is checked again: revoking it (or a storage failure: fail
-    // closed) ends its stream, so a revoked device stops seeing cards at once (issue 5).
+    // closed) ends its stream, so a revoked device stops seeing cards at once.
     let stream = futures::stream::unfold(
         (listener, state.store.clone(), authed.token_hash),
         |(mut listener, store, token_hash)| async move {

@@ -1,4 +1,4 @@
-//! Device authentication (DESIGN §2 "device, scope"; §7 HTTP; issue 5 "Devices, sessions,
+//! Device authentication (DESIGN §2 "device, scope"; §7 HTTP; "Devices, sessions,
 //! scopes"): a bearer token for devices and the CLI, or, in the browser, a session (cookie
 //! [`SESSION_COOKIE`](crate::session::SESSION_COOKIE), see [`crate::session`]) that names a
 //! paired device. Tokens are stored only as their SHA-256. Cookie requests that change state must

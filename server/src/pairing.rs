@@ -1,4 +1,4 @@
-//! Pairing a browser (issue 5 "Devices, sessions, scopes"; DESIGN §7 `iris pair`): making a
+//! Pairing a browser (Devices, sessions, scopes; DESIGN §7 `iris pair`): making a
 //! one-time link ([`make_link`], for `iris pair` and the Devices page) and the page the link
 //! opens (`GET /pair/{code}`, `POST /pair/{code}`).
 //!

@@ -1,4 +1,4 @@
-//! Browser sessions (issue 5 "Devices, sessions, scopes"): a paired browser holds only a random
+//! Browser sessions (Devices, sessions, scopes): a paired browser holds only a random
 //! session id in the cookie [`SESSION_COOKIE`] (HttpOnly, SameSite=Strict, Secure when the
 //! server is reached over TLS, i.e. `IRIS_PUBLIC_URL` starts with `https://`); the session row,
 //! in the same database as the approval queue (tower-sessions' SQL stores), names the device

@@ -349,7 +349,7 @@ pub const BOUNCE_PAGE: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta char
 <meta http-equiv=\"refresh\" content=\"0\"><title>IRIS approvals</title></head>\
 <body><p>Opening IRIS…</p></body></html>";
 
-/// SameSite=Strict (issue 5) keeps the session cookie off a page opened from a link on another
+/// SameSite=Strict keeps the session cookie off a page opened from a link on another
 /// site (webmail, a chat's web app), so a paired browser would be shown "not paired" (or, in
 /// the demo, signed in afresh). Such a first request (`Sec-Fetch-Site: cross-site`, no cookie)
 /// gets a page that reloads itself: that load comes from this site, so the browser sends the

@@ -1,4 +1,4 @@
-//! The CLI surface end to end (issue 5 "CLI"; DESIGN §7): the real `iris` binary run as a
+//! The CLI surface end to end (CLI; DESIGN §7): the real `iris` binary run as a
 //! subprocess with `IRIS_URL` and `IRIS_TOKEN` against a real `iris serve` (temp SQLite, demo
 //! Maildir, scripted model on loopback).
 //!
@@ -9,7 +9,7 @@
 //! - One exit code per failure, each checked: unreachable 3, unauthorized 4 (bad or missing
 //!   token), forbidden 5 (read device), not found 6, already decided 7 (naming who, where,
 //!   when), expired 8 (short TTL), and 2 for `approve` without `--yes` when nobody can confirm.
-//! - Concurrency across surfaces (issue 5 "Tests": web, CLI and Telegram answering one row at
+//! - Concurrency across surfaces (Tests: web, CLI and Telegram answering one row at
 //!   the same moment): one pending row answered (approve) at the same moment by several
 //!   `iris approvals approve ID --yes` processes, the web app's server function and the API with
 //!   a paired browser's cookie, bearer API calls, and a Telegram "Yes" tap from the fake Bot API
@@ -539,7 +539,7 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
         &["approvals", "show", &pending.id],
     )
     .await;
-    // Issue 5: `show` and `list` say in plain words that it lapsed, when, and that nothing ran.
+    // `show` and `list` say in plain words that it lapsed, when, and that nothing ran.
     assert!(
         show.stdout.contains(&format!(
             "Status:    expired. This request lapsed at {expired_at} without an answer, so nothing was done.\n"

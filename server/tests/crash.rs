@@ -1,4 +1,4 @@
-//! Issue 3, the write-ahead side-effect ledger under real crashes: the real `iris` binary on a
+//! The write-ahead side-effect ledger under real crashes: the real `iris` binary on a
 //! temp database and a real Maildir, the model a scripted OpenAI-compatible server. The owner
 //! approves a halted trash request; the server stops at a failpoint (`IRIS_FAILPOINT`, debug
 //! builds only), prints `failpoint reached: NAME` and blocks; the test kills it with SIGKILL,

@@ -1,4 +1,4 @@
-//! `IRIS_ESCALATION` end to end (issue 3, DESIGN §2 "escalation"): the real `iris` binary with
+//! `IRIS_ESCALATION` end to end (DESIGN §2 "escalation"): the real `iris` binary with
 //! the rule judge around `/api/chat`, the scripted model on loopback, and the curator table read
 //! back from the server's SQLite database. In `enforce` mode an answer that "doesn't know how"
 //! and ran nothing is re-run once (and the re-run answers), a turn that ran a write is never

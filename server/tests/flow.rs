@@ -1,4 +1,4 @@
-//! The main job end to end over real HTTP (issue 2): the real `iris` binary on port 0 with a temp
+//! The main job end to end over real HTTP: the real `iris` binary on port 0 with a temp
 //! SQLite database and a real Maildir, the chat driven through a scripted OpenAI-compatible
 //! server on loopback. A trash request halts, nothing moves, a read device gets 403, reject moves
 //! nothing, the pending approval survives a restart, approve moves exactly the pinned files to
@@ -411,7 +411,7 @@ async fn two_servers_on_one_postgres_database_execute_once() {
     drop((a, b));
 }
 
-/// Issue 4: the demo's category clean-up. "delete my promo emails from this week" runs
+/// The demo's category clean-up. "delete my promo emails from this week" runs
 /// `trash_category` (a write with `confirm: never`: no card), which picks exactly the week's
 /// promotions itself; the reply gives the count, a sample and how to undo; "undo that" brings
 /// the whole batch back to where it was.
@@ -541,7 +541,7 @@ fallback: "?"
     drop(server);
 }
 
-/// Issue 4 "bad input": a tool called with arguments that do not match its schema gets a clear
+/// A tool called with arguments that do not match its schema gets a clear
 /// error observation naming the tool, and changes nothing: no file moves, no approval row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arguments_off_schema_change_nothing() {

@@ -1,4 +1,4 @@
-//! The trash flow over real HTTP with an IMAP account (issue 4): the real `iris` binary with an
+//! The trash flow over real HTTP with an IMAP account: the real `iris` binary with an
 //! `iris.toml` whose `[[email.accounts]]` is a private Dovecot on loopback
 //! (`plugins/email/tests/dovecot/`), the chat driven by a scripted model. The halted call moves
 //! nothing; approving moves exactly the pinned message into Dovecot's Trash, nothing is expunged,

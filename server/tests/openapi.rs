@@ -1,4 +1,4 @@
-//! The OpenAPI document and the route walk (issue 5, DESIGN §2 "device, scope", §7 HTTP), over
+//! The OpenAPI document and the route walk (DESIGN §2 "device, scope", §7 HTTP), over
 //! real HTTP against the real `iris` binary.
 //!
 //! `GET /api/openapi.json` must list exactly the operations of the router's route table

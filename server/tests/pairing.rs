@@ -1,4 +1,4 @@
-//! Pairing a browser and its session (issue 5 "Devices, sessions, scopes") through the real
+//! Pairing a browser and its session (Devices, sessions, scopes) through the real
 //! `iris` binary: `iris pair --scope read|control` prints a one-time link; its page (GET) pairs
 //! nothing by itself; posting its form from this site pairs one browser with the link's scope
 //! and starts a session (cookie `iris_session`: HttpOnly, SameSite=Strict, Secure behind TLS)

@@ -1,4 +1,4 @@
-//! `GET /api/plugins` over real HTTP (issue 3): 401 without credentials; any paired device (read
+//! `GET /api/plugins` over real HTTP: 401 without credentials; any paired device (read
 //! or control) sees every loaded plugin's tools with effect, derived gate, the approved-per-call
 //! predicate and undo, exactly as the manifests declare them (DESIGN §2 "gate").
 

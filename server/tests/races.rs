@@ -1,5 +1,5 @@
 //! DESIGN §8 "one pinned call executes at most once, whatever crashes, retries, double clicks or
-//! two surfaces answering at once", over real HTTP (issue 3): one real `iris` server, a halted
+//! two surfaces answering at once", over real HTTP: one real `iris` server, a halted
 //! trash approval, 50 answers at once (approve and reject mixed, five control devices, several
 //! surfaces). Exactly one answer gets 200; the other 49 get 409 with a body naming who decided,
 //! through which surface and when (the winner's own values). If the winner approved, the pinned

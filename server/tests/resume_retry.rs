@@ -1,4 +1,4 @@
-//! Issue 3, a failed resume over real HTTP: the real `iris` binary on a temp SQLite database and
+//! A failed resume over real HTTP: the real `iris` binary on a temp SQLite database and
 //! a real Maildir, the model a scripted OpenAI-compatible server that can be taken down. The
 //! model is down when the approved run resumes: the pinned trash runs once, the row records the
 //! resume error, and nothing retries it by itself. `POST /governance/approvals/{id}/resume`

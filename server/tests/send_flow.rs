@@ -1,4 +1,4 @@
-//! `send_email` end to end over real HTTP with the demo script (issue 4, part C): "reply to Anna
+//! `send_email` end to end over real HTTP with the demo script (part C): "reply to Anna
 //! that Thursday works" searches, then halts on a `pinned_write` card naming Anna; nothing goes
 //! out until the owner approves; approving sends exactly one mail (to an aiosmtpd sink, or in
 //! `iris serve --demo` into `data/demo-outbox/`), a second answer is 409 and nothing is sent

@@ -1,4 +1,4 @@
-//! `IRIS_MODEL_STREAM` end to end (issue 3): the real `iris` binary against the scripted model
+//! `IRIS_MODEL_STREAM` end to end: the real `iris` binary against the scripted model
 //! server on loopback, once asking for plain answers and once for streamed ones (server-sent
 //! chunks, each tool call's arguments in 4-character fragments). On both paths the streamed
 //! tool calls arrive intact (the approval row pins exactly the ids the search returned), and

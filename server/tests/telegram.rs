@@ -1,4 +1,4 @@
-//! The Telegram surface end to end (issue 5 "Telegram"): the real `iris` binary with
+//! The Telegram surface end to end (Telegram): the real `iris` binary with
 //! `IRIS_TELEGRAM_API_URL` pointing at a fake Bot API server on loopback that records every call
 //! (method names compared case-insensitively) and delivers callback updates by long polling.
 //! A halted chat turn sends exactly one card with the escaped text and two buttons; the action
@@ -6,7 +6,7 @@
 //! runs once; Reject is one tap; a tap from another chat changes nothing; an answer on the HTTP
 //! API and a lapse edit the message.
 //!
-//! Restarts (issue 5, `telegram_cards`), on SQLite and PostgreSQL: the server is killed and
+//! Restarts (`telegram_cards`), on SQLite and PostgreSQL: the server is killed and
 //! started again on the same database and bot; an answer over HTTP and a lapse after the
 //! restart edit the old message, a card requested before the bot knew is sent once (not again
 //! at a later start), and an answer given while the bot was down edits the message once.
@@ -429,7 +429,7 @@ async fn telegram_and_http_answering_at_once_decide_once() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Restarts: which message shows which row is stored (issue 5, migration 0015).
+// Restarts: which message shows which row is stored (migration 0015).
 // ---------------------------------------------------------------------------------------------
 
 /// A world that can be served, killed and served again on the same database (`database_url`,

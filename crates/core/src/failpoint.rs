@@ -1,4 +1,4 @@
-//! Failpoints for crash tests (issue 3, side-effect ledger): named points on the execution path
+//! Failpoints for crash tests (side-effect ledger): named points on the execution path
 //! where a test can stop the process to prove that a pinned call is never repeated after a
 //! crash.
 //!

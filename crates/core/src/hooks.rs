@@ -54,7 +54,7 @@ pub trait PreToolUseHook: Send + Sync {
 }
 
 /// `confirm: once` advice: returns `require_approval` without an id, which never halts
-/// (DESIGN §2 "PreToolUse hook"; issue 3: confirm once stays advice).
+/// (DESIGN §2 "PreToolUse hook"; confirm once stays advice).
 pub struct ConfirmOnceHook;
 
 #[async_trait]
@@ -99,7 +99,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
             Ok(d) => d,
             Err(e) => return HookDecision::Deny(format!("{e}; nothing was changed")),
         };
-        // Staleness (issue 3): one precondition per item, or none at all.
+        // Staleness: one precondition per item, or none at all.
         if !description.preconditions.is_empty()
             && description.preconditions.len() != description.items.len()
         {

@@ -1,4 +1,4 @@
-//! Pairing a browser as a device (issue 5 "Devices, sessions, scopes"; DESIGN §2 "device,
+//! Pairing a browser as a device (Devices, sessions, scopes; DESIGN §2 "device,
 //! scope", §7 `iris pair`): the rules a one-time pairing link keeps, with no I/O.
 //!
 //! A link carries a random code; only the code's hex SHA-256 is stored
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ports::{Device, Scope};
 
-/// How long a pairing link may be used: 10 minutes (issue 5: "a one-time link that lapses after
+/// How long a pairing link may be used: 10 minutes ("a one-time link that lapses after
 /// 10 minutes"), in seconds.
 pub const PAIRING_LINK_TTL_SECS: i64 = 600;
 

@@ -40,7 +40,7 @@ pub struct Description {
     /// Trash for 30 days"); `None` when there is no undo.
     #[serde(default)]
     pub undo_note: Option<String>,
-    /// Staleness (issue 3): one precondition per item, in `items` order, that must still hold
+    /// Staleness: one precondition per item, in `items` order, that must still hold
     /// when the approved call executes (for mail: the message is still in the folder it was in,
     /// with the same Message-ID). Opaque JSON only the plugin reads, pinned in the row
     /// (immutable) and handed back to [`Plugin::check_precondition`]. Empty (the default): the
@@ -143,7 +143,7 @@ pub trait Plugin: Send + Sync {
     ) -> Result<ToolOutput, ToolError>;
 
     /// Whether `item`'s pinned `precondition` (from [`Description::preconditions`]) still holds,
-    /// checked just before the approved call executes (issue 3 staleness). `false` means the
+    /// checked just before the approved call executes (staleness). `false` means the
     /// item is stale: it is skipped ("stale: nothing done") and the others proceed. A plugin
     /// that cannot tell (its store unreachable, the precondition unreadable) answers `false`:
     /// fail closed. The default, for plugins that pin no preconditions, is `true`.

@@ -362,7 +362,7 @@ mod tests {
         assert!(third.content.unwrap().contains("Nothing was changed"));
     }
 
-    /// Issue 4 trial: a stale or unknown outcome never gets the success text.
+    /// A stale or unknown outcome never gets the success text.
     #[test]
     fn stale_and_unknown_outcomes_are_not_reported_as_done() {
         let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();

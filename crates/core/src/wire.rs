@@ -273,8 +273,8 @@ pub struct RespondResponse {
     pub approval: Approval,
 }
 
-/// `POST /governance/approvals/{id}/resume` 200 body: the owner's retry of a failed resume
-/// (issue 3). The pinned call is never executed again: the run continues from the ledger's
+/// `POST /governance/approvals/{id}/resume` 200 body: the owner's retry of a failed resume.
+/// The pinned call is never executed again: the run continues from the ledger's
 /// recorded result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -531,7 +531,7 @@ pub enum DeviceScope {
     Control,
 }
 
-/// One live device on the Devices page (issue 5).
+/// One live device on the Devices page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// Its unique name (cards say "approved by NAME").
@@ -546,7 +546,7 @@ pub struct DeviceInfo {
     pub this_device: bool,
 }
 
-/// A fresh one-time pairing link (issue 5): open `url` in the browser to pair within 10 minutes.
+/// A fresh one-time pairing link: open `url` in the browser to pair within 10 minutes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairingOffer {
     /// The whole link, e.g. `http://127.0.0.1:3000/pair/3f…`.

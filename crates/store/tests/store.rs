@@ -788,7 +788,7 @@ async fn devices_add_authenticate_list_revoke(engine: Engine) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One-time pairing links (issue 5).
+// One-time pairing links.
 // ---------------------------------------------------------------------------------------------
 
 async fn a_pairing_link_pairs_one_device_once_before_it_lapses(engine: Engine) {

@@ -1,4 +1,4 @@
-//! Rule-based triage of mail into categories and category paths (DESIGN §5, issue 4), and the
+//! Rule-based triage of mail into categories and category paths (DESIGN §5), and the
 //! synonyms table that maps an owner's word to categories.
 //!
 //! The kind rules, first match wins:
@@ -394,7 +394,7 @@ pub fn category_path(kind: Category, s: &Signals<'_>) -> String {
     }
 }
 
-/// The synonyms table (DESIGN §5, issue 4): an owner's word, lower-case, and the kinds it
+/// The synonyms table (DESIGN §5): an owner's word, lower-case, and the kinds it
 /// means. Words for "all mail" map to every kind, which the guards of `trash_category` refuse.
 pub const SYNONYMS: &[(&str, &[Category])] = {
     use Category::*;

@@ -383,7 +383,7 @@ impl Plugin for EmailPlugin {
         }
     }
 
-    /// `trash_email` pins where each message was (issue 3 staleness); other tools pin none.
+    /// `trash_email` pins where each message was (staleness); other tools pin none.
     async fn check_precondition(
         &self,
         tool: &str,

@@ -10,7 +10,7 @@
 //!   the owner named one merchant's path) the mail must also match the triage.
 //!
 //! The owner's own mail (sent from one of the accounts' addresses) is never selected: a
-//! clean-up is about mail others sent (issue 4 trial: "personal" emptied the Sent folder).
+//! clean-up is about mail others sent (a clean-up of "personal" once emptied the Sent folder).
 //!
 //! Guards (each refused before anything is read or moved): an empty word; a word that matches
 //! no category; a word covering every category ("email", "all").

@@ -8,7 +8,7 @@
 //! named in the report. A folder that cannot be listed keeps its rows (an I/O error must not look
 //! like the owner deleting everything).
 //!
-//! **Incremental (issue 4).** A provider that reports a folder status (IMAP: UIDVALIDITY,
+//! **Incremental.** A provider that reports a folder status (IMAP: UIDVALIDITY,
 //! UIDNEXT, MESSAGES; see `sync_state.rs`) is asked for it first: a folder whose three marks equal
 //! those of its last complete sync is not listed at all (no new mail, none removed); otherwise
 //! it is listed (`UID SEARCH ALL`, keys only) and only the keys the store does not hold are

@@ -1,4 +1,4 @@
-//! `list_by_category` and `trash_category` on real Maildir files (DESIGN §5, issue 4): code
+//! `list_by_category` and `trash_category` on real Maildir files (DESIGN §5): code
 //! picks the items, the newest 200 in the window; the guards (no category, every category,
 //! nothing to trash, never a permanent delete); provider bucket labels win over triage where an
 //! account reports them; `restore_email()` with no ids brings the whole batch back.
@@ -649,7 +649,7 @@ async fn provider_buckets_win_over_triage(engine: Engine) {
     assert_eq!(files_in(&local_dir, ".Trash/cur/"), 0);
 }
 
-/// Issue 4 trial: a clean-up of "personal" must not take the owner's own sent mail.
+/// A clean-up of "personal" must not take the owner's own sent mail.
 async fn the_owners_own_mail_is_never_taken(engine: Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();

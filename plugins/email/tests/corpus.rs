@@ -157,7 +157,7 @@ async fn corpus_trash_and_restore_are_byte_identical() {
     assert_eq!(search(&p, json!({"limit": 200})).await["count"], 53);
 }
 
-/// Issue 4: card lines for real mail with odd headers: an encoded-word subject and an
+/// Card lines for real mail with odd headers: an encoded-word subject and an
 /// encoded-word sender name decode to readable text; categories and paths are set for every
 /// message (the list mail files under `newsletters/<list>`).
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Incremental sync on IMAP (issue 4) against a real Dovecot, store on SQLite and PostgreSQL:
+//! Incremental sync on IMAP against a real Dovecot, store on SQLite and PostgreSQL:
 //! an unchanged folder (UIDVALIDITY, UIDNEXT, MESSAGES) is not listed again, one new message is
 //! the only one fetched, a changed UIDVALIDITY resyncs the folder, a malformed message never
 //! stops a sync, and a Maildir account and an IMAP account share one store with distinct ids.

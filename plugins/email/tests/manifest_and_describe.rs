@@ -132,7 +132,7 @@ async fn describe_gives_title_lines_and_items(engine: Engine) {
     assert_eq!(d.items, vec![b, c, a]);
 }
 
-/// Issue 4 "bad input": an id that does not exist is named on the card and skipped (its
+/// An id that does not exist is named on the card and skipped (its
 /// precondition is never met, so the core leaves it out); the rest proceed. A call naming no
 /// existing id is refused by name, so no row pins it.
 async fn unknown_ids_are_named_and_the_rest_proceed(engine: Engine) {

@@ -1,4 +1,4 @@
-//! How the CLI shows approvals in a terminal (DESIGN §2 "card", issue 5 "CLI"): the card as the
+//! How the CLI shows approvals in a terminal (DESIGN §2 "card", CLI): the card as the
 //! web shows it (title, every line, the undo sentence, "You asked: …"), where the row stands
 //! (status, expiry or answer, execution and result) and the exact call (tool and canonical
 //! arguments), plus the aligned rows of `iris approvals list`.
@@ -183,7 +183,7 @@ const TITLE_WIDTH: usize = 48;
 
 /// The STATUS cell of `iris approvals list` as of `now`: the execution for approved rows, and
 /// for a lapsed row (expired, or pending past its expiry before the sweep marked it) that
-/// nothing ran (issue 5: every surface says a lapse plainly).
+/// nothing ran (every surface says a lapse plainly).
 fn status_cell(approval: &Approval, now: DateTime<Utc>) -> String {
     match approval.status {
         ApprovalStatus::Approved => format!("approved ({})", approval.execution.as_str()),
@@ -349,7 +349,7 @@ mod tests {
         );
     }
 
-    /// Issue 5: an expired row says it lapsed, when (its expiry, not the sweep's later mark)
+    /// An expired row says it lapsed, when (its expiry, not the sweep's later mark)
     /// and that nothing was done, in `show` and in `list`.
     #[test]
     fn an_expired_row_says_it_lapsed_and_nothing_ran() {

@@ -1,4 +1,4 @@
-//! The Telegram surface (issue 5 "Telegram"; DESIGN §2 "surface", §6 puts it in the server):
+//! The Telegram surface (Telegram; DESIGN §2 "surface", §6 puts it in the server):
 //! a view of the approval row in the owner's chat that answers through the approvals service,
 //! with surface `telegram`.
 //!
@@ -284,7 +284,7 @@ impl Bridge {
         }
     }
 
-    /// What happened while no event reached this bridge (issue 5): messages of rows answered
+    /// What happened while no event reached this bridge: messages of rows answered
     /// or lapsed meanwhile are edited to their outcome, then every pending row without a
     /// message is sent. At start-up (`at_start`) the claims a stopped process left without a
     /// message are given up first, so those cards are sent again.

@@ -1,4 +1,4 @@
-//! The card as a Telegram message (issue 5 "Telegram"): MarkdownV2 text with every
+//! The card as a Telegram message (Telegram): MarkdownV2 text with every
 //! user-supplied text escaped (title, lines, undo sentence, "You asked", names, reasons), and
 //! the inline keyboards of each view: the card (action, Reject), the confirm (Yes, Cancel) and
 //! none once the row is answered or lapsed.

@@ -87,7 +87,7 @@ pub trait DeviceStore: Send + Sync {
     async fn revoke(&self, name: &str) -> Result<bool, StoreError>;
 }
 
-/// One-time pairing links (issue 5; rules in [`crate::pairing`]). Codes are stored only as
+/// One-time pairing links (rules in [`crate::pairing`]). Codes are stored only as
 /// their hex SHA-256.
 #[async_trait]
 pub trait PairingStore: Send + Sync {

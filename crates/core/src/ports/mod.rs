@@ -86,7 +86,7 @@ pub struct NewApproval {
     pub expires_at: DateTime<Utc>,
     /// One precondition per item, in `items` order, as the plugin's `describe(args)` pinned
     /// them (opaque JSON the plugin understands, checked by `Plugin::check_precondition` at
-    /// execution; issue 3 staleness). Empty: the call pins none. Immutable like the other terms.
+    /// execution; staleness). Empty: the call pins none. Immutable like the other terms.
     #[serde(default)]
     pub preconditions: Vec<Value>,
 }

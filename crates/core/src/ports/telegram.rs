@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 
-/// What a Telegram message shows of its approval (issue 5 "Telegram").
+/// What a Telegram message shows of its approval (Telegram).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TelegramView {
@@ -39,7 +39,7 @@ impl TelegramView {
     }
 }
 
-/// The Telegram message that shows one approval in one chat (issue 5 "Telegram"): durable, so
+/// The Telegram message that shows one approval in one chat (Telegram): durable, so
 /// an answer given elsewhere or a lapse edits the message after a restart too, and a card is
 /// sent to a chat once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub struct TelegramCard {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Which Telegram message shows which approval (issue 5 "Telegram"; migration 0015). The
+/// Which Telegram message shows which approval (Telegram; migration 0015). The
 /// surface serialises its own edits; this store makes what it learnt survive a restart.
 #[async_trait]
 pub trait TelegramCardStore: Send + Sync {

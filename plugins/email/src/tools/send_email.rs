@@ -587,8 +587,8 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         n => format!("Send an email to {first_name} and {n} others"),
     };
     // Everything that goes out is on the card, whole: recipients, subject and every line of the
-    // body (blank lines too), so approving never sends words the owner did not see (issue 4
-    // trial: a hidden last line). Only the "in reply to" context line is shortened.
+    // body (blank lines too), so approving never sends words the owner did not see (a
+    // hidden last line was once found). Only the "in reply to" context line is shortened.
     let mut lines = vec![
         format!("From: {}", p.from),
         format!("To: {}", to_shown.join(", ")),

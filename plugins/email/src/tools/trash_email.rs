@@ -4,14 +4,14 @@
 //! The card (DESIGN §2 "card"): title and action "Trash N email(s)", one line per id
 //! "Subject — Sender Name, 28 Nov 2026" from the local store, items = the ids in order. An id the
 //! local store does not hold is named on the card as "not found" with a precondition that is
-//! never met, so the rest proceed and it is reported, never acted on (issue 4 "bad input"); a
+//! never met, so the rest proceed and it is reported, never acted on (bad input); a
 //! call naming no id the store holds is refused at describe time, so no row pins it.
 //!
 //! Execution writes the trashed ledger first (state `trashing`), then moves, then records each
 //! outcome; a trashed message leaves the local store. One missing file never fails the batch: its
 //! item says `{"status": "missing"}`.
 //!
-//! Staleness (issue 3): the card pins, per id, a precondition `{"account", "folder",
+//! Staleness: the card pins, per id, a precondition `{"account", "folder",
 //! "message_id"}`: where the message was when the owner saw it. Just before the approved call
 //! runs, [`check_precondition`] requires the message to still be in that folder (local store and
 //! mailbox alike) with the same Message-ID; a stale id is left out ([`execute_skipping`]) and the
@@ -101,7 +101,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
                     ),
                 };
                 // Named on the card and skipped: a null precondition is never met, so the core
-                // leaves the item out and reports it (issue 4 "the rest proceed").
+                // leaves the item out and reports it (the rest proceed).
                 lines.push(format!(
                     "{id} — not found, nothing will be done to it ({why})"
                 ));
@@ -132,7 +132,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
     })
 }
 
-/// What `trash_email` pins per id (issue 3 staleness): where the message was when the card was
+/// What `trash_email` pins per id (staleness): where the message was when the card was
 /// written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
