@@ -174,11 +174,30 @@ async fn each_filter_narrows_the_page(engine: Engine) {
     }
 }
 
+async fn the_search_text_is_written_with_the_row_and_never_changes(engine: Engine) {
+    let db = engine.open().await;
+    insert(&db.store, &row_at("a", 1, "trash_email", "Weekly PROMO"))
+        .await
+        .unwrap();
+    let text = raw_column(&db.store, "a", "card_text").await.unwrap();
+    assert!(text.contains("weekly promo"), "{text}");
+    let refusal = refused(
+        &db.store,
+        "UPDATE approvals SET card_text = 'x' WHERE id = 'a'",
+    )
+    .await;
+    assert!(refusal.contains("immutable"), "{refusal}");
+}
+
 macro_rules! suite {
     ($engine:expr) => {
         #[tokio::test]
         async fn paging_gives_every_row_once_newest_first_while_rows_arrive() {
             super::paging_gives_every_row_once_newest_first_while_rows_arrive($engine).await;
+        }
+        #[tokio::test]
+        async fn the_search_text_is_written_with_the_row_and_never_changes() {
+            super::the_search_text_is_written_with_the_row_and_never_changes($engine).await;
         }
         #[tokio::test]
         async fn each_filter_narrows_the_page() {

@@ -193,6 +193,20 @@ async fn upgrade_in_place(engine: Engine) {
         Execution::Executed
     );
 
+    // Rows written before the card's search text existed are found by a search.
+    let found = store
+        .approval_page(&iris_core::ports::ApprovalQuery {
+            text: iris_core::ports::SearchText::parse("SHOP@EXAMPLE").unwrap(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        found.approvals.iter().any(|a| a.id == "pending"),
+        "{:?}",
+        found.approvals.iter().map(|a| &a.id).collect::<Vec<_>>()
+    );
+
     // The pending row is still answerable.
     assert!(decide(
         &store,
