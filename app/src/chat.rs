@@ -1,6 +1,11 @@
 //! The chat box: the owner asks, the assistant answers; a halt message links (in-app) to the
-//! card on Activity. The conversation id is kept in `localStorage` (and may be given as
-//! `?c=ID`), so a reload keeps the conversation; a resumed run's reply arrives live.
+//! card on Activity. The conversation is the server's: the page shows what the server holds
+//! and what it has sent since. Its id is chosen before the first message is sent and kept in
+//! `localStorage` (it may also be given as `?c=ID`), and a sent message is kept there too until
+//! its reply arrives, so a reload at any moment keeps the conversation: a reload in the middle
+//! of a turn shows the message as sent and waits for the server's end of that turn (the turn
+//! runs to its end on the server whatever the page does, DESIGN §3), its reply or its card. A
+//! resumed run's reply arrives live.
 
 use iris_core::wire::{ChatLine, RunMessage, MAX_MESSAGE_CHARS};
 use leptos::html;
@@ -8,11 +13,63 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 
 use crate::api::{current_viewer, load_conversation, send_chat};
+use crate::error::AppError;
 use crate::format::find_card_link;
 use crate::live::is_live;
 
 /// Where the conversation id is remembered in the browser.
 pub const STORAGE_KEY: &str = "iris.conversation_id";
+
+/// Where a sent message waits in the browser until its reply arrives (JSON `{"conversation_id",
+/// "text", "seen"}`).
+pub const PENDING_KEY: &str = "iris.pending_turn";
+
+/// How often a page that found a message still waiting for its reply asks the server again.
+#[cfg(feature = "hydrate")]
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// How many times it asks (about five minutes, past the model's own time limit) before it says
+/// the reply did not come.
+#[cfg(feature = "hydrate")]
+const WAIT_POLLS: u32 = 200;
+
+/// A message sent but not yet answered on this page: what a reload finds.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingTurn {
+    /// The conversation it was sent in.
+    pub conversation_id: String,
+    /// The words, trimmed.
+    pub text: String,
+    /// How many of the owner's lines with these words the conversation held when it was sent:
+    /// the turn has ended on the server once it holds one more.
+    pub seen: usize,
+}
+
+impl PendingTurn {
+    /// Whether `lines` (the server's conversation) hold this message's turn.
+    fn ended_in(&self, lines: &[ChatLine]) -> bool {
+        owner_lines_saying(lines, &self.text) > self.seen
+    }
+}
+
+/// Removes the last line when it is the owner's saying `text` (this page's copy of a sent
+/// message, before the server's conversation holds it).
+fn drop_last_owner_line(lines: &mut Vec<ChatLine>, text: &str) {
+    if lines
+        .last()
+        .is_some_and(|l| l.role == "owner" && l.text == text)
+    {
+        lines.pop();
+    }
+}
+
+/// How many of `lines` are the owner's saying `text`.
+fn owner_lines_saying(lines: &[ChatLine], text: &str) -> usize {
+    lines
+        .iter()
+        .filter(|l| l.role == "owner" && l.text == text)
+        .count()
+}
 
 /// App-wide chat state (lives above the routes, so moving to a card keeps the conversation).
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +90,9 @@ pub struct ChatState {
     /// Send stays disabled until it says yes; `Some(false)` (a `read` device) disables the box
     /// with the view-only line instead of refusing on send.
     pub can_answer: RwSignal<Option<bool>>,
+    /// A message sent before this page loaded, whose reply the server has not written yet
+    /// (shown as sent, with a waiting note; Send stays off until it ends).
+    pub waiting: RwSignal<Option<PendingTurn>>,
     /// Orders reloads: only the newest one's answer is applied.
     generation: RwSignal<u64>,
 }
@@ -48,14 +108,22 @@ impl ChatState {
             sending: RwSignal::new(false),
             error: RwSignal::new(None),
             can_answer: RwSignal::new(None),
+            waiting: RwSignal::new(None),
             generation: RwSignal::new(0),
         }
     }
 
-    /// Every line to show, oldest first.
+    /// Every line to show, oldest first (a message still waiting for its turn's end last).
     pub fn all_lines(&self) -> Vec<ChatLine> {
         let mut all = self.lines.get();
         all.extend(self.extra.get());
+        if let Some(waiting) = self.waiting.get() {
+            all.push(ChatLine {
+                role: "owner".into(),
+                text: waiting.text,
+                approval_id: None,
+            });
+        }
         all
     }
 
@@ -73,11 +141,58 @@ impl ChatState {
                     .and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
                     .filter(|c| !c.is_empty())
             });
+            let pending = storage()
+                .and_then(|s| s.get_item(PENDING_KEY).ok().flatten())
+                .and_then(|json| serde_json::from_str::<PendingTurn>(&json).ok());
+            // A message sent just before the reload starts its conversation when none was open.
+            let id = id.or_else(|| pending.as_ref().map(|p| p.conversation_id.clone()));
             if let Some(id) = id {
                 remember(&id);
+                if let Some(pending) = pending.filter(|p| p.conversation_id == id) {
+                    self.sending.set(true);
+                    self.waiting.set(Some(pending));
+                    self.poll_waiting(0);
+                } else {
+                    forget_pending();
+                }
                 self.conversation_id.set(Some(id));
             }
         }
+    }
+
+    /// Reloads the conversation every [`WAIT_POLL`] while a message waits for its turn's end
+    /// (a plain reply has no live event); after [`WAIT_POLLS`] it says the reply did not come
+    /// and gives the words back to send again.
+    #[cfg(feature = "hydrate")]
+    fn poll_waiting(&self, polls: u32) {
+        let state = *self;
+        set_timeout(
+            move || {
+                let Some(Some(waiting)) = state.waiting.try_get_untracked() else {
+                    return;
+                };
+                if polls >= WAIT_POLLS {
+                    state.end_waiting();
+                    state.draft.set(waiting.text);
+                    state.error.set(Some(
+                        "Your last message has no reply yet. If no card for it shows on Activity, send it again."
+                            .into(),
+                    ));
+                    return;
+                }
+                state.reload();
+                state.poll_waiting(polls + 1);
+            },
+            WAIT_POLL,
+        );
+    }
+
+    /// Ends the wait for a message sent before this page loaded.
+    fn end_waiting(&self) {
+        self.waiting.set(None);
+        self.sending.set(false);
+        #[cfg(feature = "hydrate")]
+        forget_pending();
     }
 
     /// Asks the server who is looking and records whether this device may chat.
@@ -112,7 +227,13 @@ impl ChatState {
                 state.extra.try_update(|extra| {
                     extra.retain(|line| !conversation.lines.iter().any(|l| l.text == line.text));
                 });
+                let ended = state.waiting.with_untracked(|w| {
+                    w.as_ref().is_some_and(|w| w.ended_in(&conversation.lines))
+                });
                 state.lines.try_set(conversation.lines);
+                if ended {
+                    state.end_waiting();
+                }
             }
         });
     }
@@ -152,6 +273,9 @@ impl ChatState {
         self.sending.set(true);
         self.error.set(None);
         self.draft.set(String::new());
+        let seen = self
+            .lines
+            .with_untracked(|lines| owner_lines_saying(lines, &text));
         self.lines.update(|lines| {
             lines.push(ChatLine {
                 role: "owner".into(),
@@ -161,9 +285,40 @@ impl ChatState {
         });
         let state = *self;
         let conversation = self.conversation_id.get_untracked();
+        // The id is known before the message leaves, and the message is kept, so a reload
+        // while the turn runs finds both (the server starts a conversation it has not seen).
+        let sent_in = conversation.clone().or_else(new_conversation_id);
+        let pending = sent_in.clone().map(|conversation_id| PendingTurn {
+            conversation_id,
+            text: text.clone(),
+            seen,
+        });
+        #[cfg(feature = "hydrate")]
+        if let Some(pending) = &pending {
+            remember(&pending.conversation_id);
+            keep_pending(pending);
+        }
         leptos::task::spawn_local(async move {
-            let answer = send_chat(text.clone(), conversation.clone()).await;
+            let answer = send_chat(text.clone(), sent_in).await;
+            if let (Err(AppError::Transport(_)), Some(pending)) = (&answer, pending) {
+                // The message may have reached the server, where the turn runs to its end
+                // whatever the page hears: wait for its end as after a reload, rather than
+                // offer to send it twice (DESIGN §8: when unsure, do not run it again).
+                state
+                    .lines
+                    .try_update(|lines| drop_last_owner_line(lines, &text));
+                state.waiting.try_set(Some(pending.clone()));
+                if state.conversation_id.get_untracked().is_none() {
+                    // The app's effect reloads on this change.
+                    state.conversation_id.try_set(Some(pending.conversation_id));
+                }
+                #[cfg(feature = "hydrate")]
+                state.poll_waiting(0);
+                return;
+            }
             state.sending.try_set(false);
+            #[cfg(feature = "hydrate")]
+            forget_pending();
             match answer {
                 Ok(reply) => {
                     state.lines.try_update(|lines| {
@@ -183,14 +338,10 @@ impl ChatState {
                     }
                 }
                 Err(error) => {
-                    state.lines.try_update(|lines| {
-                        if lines
-                            .last()
-                            .is_some_and(|l| l.role == "owner" && l.text == text)
-                        {
-                            lines.pop();
-                        }
-                    });
+                    // The server answered with a refusal: nothing was done.
+                    state
+                        .lines
+                        .try_update(|lines| drop_last_owner_line(lines, &text));
                     state.draft.try_set(text);
                     state.error.try_set(Some(error.to_string()));
                 }
@@ -214,6 +365,35 @@ fn storage() -> Option<web_sys::Storage> {
 fn remember(id: &str) {
     if let Some(storage) = storage() {
         let _ = storage.set_item(STORAGE_KEY, id);
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn keep_pending(pending: &PendingTurn) {
+    if let (Some(storage), Ok(json)) = (storage(), serde_json::to_string(pending)) {
+        let _ = storage.set_item(PENDING_KEY, &json);
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn forget_pending() {
+    if let Some(storage) = storage() {
+        let _ = storage.remove_item(PENDING_KEY);
+    }
+}
+
+/// A new conversation's id (a random UUID from the browser); `None` outside the browser, where
+/// the server chooses one.
+fn new_conversation_id() -> Option<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::window()
+            .and_then(|w| w.crypto().ok())
+            .map(|c| c.random_uuid())
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        None
     }
 }
 
@@ -303,7 +483,13 @@ pub fn ChatPanel() -> impl IntoView {
                         .collect_view()
                 }}
             </ol>
-            <Show when=move || chat.lines.with(Vec::is_empty) && chat.extra.with(Vec::is_empty)>
+            <Show when=move || chat.waiting.with(Option::is_some)>
+                <p class="chat-waiting" data-testid="chat-waiting" role="status">"Sent. Waiting for IRIS to answer…"</p>
+            </Show>
+            <Show when=move || {
+                chat.lines.with(Vec::is_empty) && chat.extra.with(Vec::is_empty)
+                    && chat.waiting.with(Option::is_none)
+            }>
                 <p class="chat-empty">"Ask for something, e.g. “trash the promo emails from this week”. Anything that deletes data waits for your approval."</p>
             </Show>
             <form

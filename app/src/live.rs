@@ -165,9 +165,13 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
         // browser then stops retrying (state CLOSED). If that is because this browser is no
         // longer paired, reload: the page then says so instead of showing stale cards as if
         // still signed in (revoking ends the device's access at once).
+        // Only a page that knew itself signed in reloads: the page a reload shows (not paired)
+        // runs this too, and reloading it would go round for ever.
         let closed_source = source.clone();
         let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| {
-            if closed_source.ready_state() != web_sys::EventSource::CLOSED {
+            if closed_source.ready_state() != web_sys::EventSource::CLOSED
+                || chat.can_answer.get_untracked().is_none()
+            {
                 return;
             }
             leptos::task::spawn_local(async move {

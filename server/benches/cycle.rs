@@ -12,12 +12,14 @@
 //! The model is a tiny in-process one (it proposes the call, then says "Done"; the anchor's model
 //! is in process too) and the tool is a no-op destructive plugin, so what is measured is
 //! governance and the database. In the same sitting, on the same settings, it measures one bare
-//! commit (a one-row autocommit INSERT through the same pool), so the cycle can be read against
+//! commit (a one-row INSERT committed alone through the store's writer, the path every unit
+//! takes), so the cycle can be read against
 //! `commits per cycle × commit_us`.
 //!
 //! Commits are counted twice: by the store (every unit of work's committed transaction) and, on
 //! PostgreSQL, by `pg_stat_database.xact_commit` (read-only transactions included). Statements
-//! are counted from sqlx's `sqlx::query` trace events.
+//! are counted from their trace events: sqlx's `sqlx::query` and the SQLite writer's
+//! `iris_store::STATEMENT_TARGET`.
 //!
 //! Also on PostgreSQL: how long an event committed on one server (store) takes to reach another
 //! server's subscribers through `LISTEN/NOTIFY` and the event log.
@@ -222,7 +224,8 @@ impl SqlCounts {
     }
 }
 
-/// A tracing layer that feeds every `sqlx::query` event into [`SqlCounts`].
+/// A tracing layer that feeds every statement's event (`sqlx::query`, the SQLite writer's
+/// `iris_store::STATEMENT_TARGET`) into [`SqlCounts`].
 #[derive(Clone, Default)]
 struct SqlCounter(Arc<Mutex<SqlCounts>>);
 
@@ -258,7 +261,8 @@ impl Visit for StatementText {
 
 impl<S: tracing::Subscriber> Layer<S> for SqlCounter {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() != "sqlx::query" {
+        let target = event.metadata().target();
+        if target != "sqlx::query" && target != iris_store::STATEMENT_TARGET {
             return;
         }
         let mut text = StatementText::default();
@@ -358,7 +362,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The median of `BARE_COMMITS` one-row autocommit INSERTs through `store`'s pool, in µs.
+/// The median of `BARE_COMMITS` one-row INSERTs, each committed alone through `store`'s writer
+/// (the path of every unit of work), in µs.
 async fn bare_commit_us(store: &Store) -> f64 {
     sqlx::query("CREATE TABLE IF NOT EXISTS bench_commit (n BIGINT NOT NULL)")
         .execute(store.pool())
@@ -367,9 +372,7 @@ async fn bare_commit_us(store: &Store) -> f64 {
     let mut times = Vec::with_capacity(BARE_COMMITS);
     for n in 0..BARE_COMMITS {
         let t = Instant::now();
-        sqlx::query("INSERT INTO bench_commit (n) VALUES ($1)")
-            .bind(n as i64)
-            .execute(store.pool())
+        iris_store::testing::bare_commit(store, n as i64)
             .await
             .expect("bare commit");
         times.push(t.elapsed());
@@ -684,7 +687,8 @@ async fn main() {
             .with(
                 counter.clone().with_filter(
                     tracing_subscriber::filter::Targets::new()
-                        .with_target("sqlx::query", tracing::Level::TRACE),
+                        .with_target("sqlx::query", tracing::Level::TRACE)
+                        .with_target(iris_store::STATEMENT_TARGET, tracing::Level::TRACE),
                 ),
             )
             .init();

@@ -45,6 +45,7 @@ use tokio::sync::broadcast;
 pub use engine::{timestamp_text, Engine, TimeSource};
 pub use locks::{LockGuard, NamedLock};
 pub use open::{NativePool, StoreOptions, Synchronous};
+pub use unit::STATEMENT_TARGET;
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -60,7 +61,7 @@ pub struct Store {
     url: Arc<str>,
     time: TimeSource,
     /// SQLite has one writer: the lifecycle's units take this connection in turn, so they queue
-    /// here instead of in SQLite's busy loop, and batch their statements on it (`unit.rs`).
+    /// here instead of in SQLite's busy loop, and run their statements on it inline (`unit.rs`).
     writer: Arc<tokio::sync::Mutex<unit::Writer>>,
     feed: broadcast::Sender<Event>,
     locks: Arc<locks::LocalLocks>,

@@ -1,7 +1,7 @@
 //! [`ApprovalStore`] on both engines: the lifecycle's units of work, each one transaction (see
-//! [`iris_core::ports::lifecycle`] for the phases) sent in as few round trips as the engine
-//! allows (`unit.rs`). Every compare-and-set is one statement whose `WHERE` names the rule and
-//! whose `RETURNING` says whether it won; every write under a job's lease is fenced by its epoch
+//! [`iris_core::ports::lifecycle`] for the phases; `unit.rs` for how each engine runs them).
+//! Every compare-and-set is one statement whose `WHERE` names the rule and whose count of
+//! changed rows says whether it won; every write under a job's lease is fenced by its epoch
 //! in that same statement, so a holder that lost the job writes nothing. The claim of a pinned
 //! call is a plain insert the database's triggers check (approved, this tool, these arguments,
 //! not an evaluator halt) and its primary key makes once: a refused claim aborts the unit.
@@ -20,7 +20,7 @@ use sqlx::Row;
 
 use crate::rows::{
     approval_from_row, audit_from_row, audit_kind_text, backend, check_new_approval, to_json, Cols,
-    APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
+    ColumnRead, Record, APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
 };
 use crate::unit::{is_assertion, Stmt, WriteTx};
 use crate::{timestamp_text, Engine, Store};
@@ -304,14 +304,14 @@ impl Store {
     }
 
     /// Picks and leases a job inside `tx` (one statement: the pick is its sub-select), then
-    /// reads what the claim needs (on SQLite in the same round trip).
+    /// reads what the claim needs.
     async fn pick_job(
         &self,
         tx: &mut WriteTx,
         pick: JobPick<'_>,
         owner: &str,
         secs: u32,
-    ) -> Result<Option<(JobOrigin, i64, AnyRow)>, StoreError> {
+    ) -> Result<Option<(JobOrigin, i64, Record)>, StoreError> {
         let claimable = "(state = 'ready' OR (state = 'running' AND lease_until <= {now}))";
         let (condition, id) = match pick {
             JobPick::Next => (claimable.to_string(), None),
@@ -350,8 +350,9 @@ impl Store {
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };
-        let epoch: i64 = row.try_get("job_epoch").map_err(backend("reading a job"))?;
-        let from: Option<String> = row.try_get("job_from").map_err(backend("reading a job"))?;
+        let job = Cols::new(&row, "resume_jobs", "job_id")?;
+        let epoch = job.integer("job_epoch")?;
+        let from = job.opt_text("job_from")?;
         let origin = match from.as_deref() {
             Some("failed") => JobOrigin::Retried,
             Some("running") => JobOrigin::TakenOver,
@@ -362,14 +363,14 @@ impl Store {
 }
 
 /// What a claim read, from one row of [`SNAPSHOT_SELECT`].
-fn snapshot(row: &AnyRow, origin: JobOrigin) -> Result<JobSnapshot, StoreError> {
-    let approval_id: String = row.try_get("job_id").map_err(backend("reading a job"))?;
+fn snapshot(row: &Record, origin: JobOrigin) -> Result<JobSnapshot, StoreError> {
+    let approval_id = Cols::new(row, "resume_jobs", "job_id")?.id;
     let approval = approval_from_row(row).map_err(|e| e.to_string());
     let preconditions = Cols::new(row, "approvals", "id")
         .and_then(|c| c.json("preconditions"))
         .map_err(|e| e.to_string());
-    let checkpoint_id: Option<String> = row.try_get("cp_id").unwrap_or(None);
-    let conversation_id: Option<String> = row.try_get("cp_conversation").unwrap_or(None);
+    let checkpoint_id = row.text_at("cp_id").unwrap_or(None);
+    let conversation_id = row.text_at("cp_conversation").unwrap_or(None);
     let saved = match checkpoint_id {
         None => SavedRun::Missing,
         Some(id) => {
@@ -384,7 +385,7 @@ fn snapshot(row: &AnyRow, origin: JobOrigin) -> Result<JobSnapshot, StoreError> 
             }
         }
     };
-    let transcript = match row.try_get::<Option<String>, _>("conv_id").unwrap_or(None) {
+    let transcript = match row.text_at("conv_id").unwrap_or(None) {
         None => Ok(Vec::new()),
         Some(id) => Cols {
             row,
@@ -425,7 +426,7 @@ impl ApprovalStore for Store {
     /// `FOR UPDATE`), the plan, then one compare-and-set from `pending` (an answer also needs the
     /// row not to have lapsed, `expires_at > now`; an expiry needs it to have, `expires_at <=
     /// now`, "now" being the store's time source) with its audit entry and job, which are written
-    /// only if that compare-and-set did (so on SQLite the whole write is one round trip).
+    /// only if that compare-and-set did.
     async fn decide(
         &self,
         approval_id: &str,
@@ -460,7 +461,7 @@ impl ApprovalStore for Store {
         let read = match approval_from_row(&row) {
             Ok(approval) => DecisionRead {
                 approval,
-                lapsed: row.try_get::<i64, _>("lapsed_now").unwrap_or(0) == 1,
+                lapsed: row.int_at("lapsed_now").ok().flatten() == Some(1),
             },
             Err(e) => {
                 tx.rollback().await;
@@ -701,8 +702,8 @@ impl ApprovalStore for Store {
 
 impl Store {
     /// The decision's writes and the commit: the compare-and-set from `pending` (the unit
-    /// stops there when it changes nothing), its audit entry, its job, its events; on SQLite
-    /// one round trip. Whether it won.
+    /// stops there when it changes nothing), its audit entry, its job, its events. Whether it
+    /// won.
     async fn write_decision(
         &self,
         mut tx: WriteTx,
@@ -813,9 +814,8 @@ impl Store {
     }
 }
 
-/// Ends a unit whose writes `written` (queued or run) began with a compare-and-set: commits it,
-/// `Ok(true)`; when the compare-and-set changed nothing (a failed assertion, now or in the
-/// commit's batch), rolls it back, `Ok(false)`; any other failure rolls back and is the error.
+/// Ends a unit whose writes `written` began with a compare-and-set: commits it, `Ok(true)`;
+/// when the compare-and-set changed nothing (a failed assertion), rolls it back, `Ok(false)`; any other failure rolls back and is the error.
 async fn finish_cas(tx: WriteTx, written: Result<(), StoreError>) -> Result<bool, StoreError> {
     let outcome = match written {
         Ok(()) => tx.commit().await,

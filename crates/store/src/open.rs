@@ -191,6 +191,7 @@ async fn open_sqlite(
     synchronous: Synchronous,
 ) -> Result<(sqlx::AnyPool, Writer), StoreError> {
     let in_memory = is_memory_url(url);
+    let mut file = None;
     if !in_memory {
         // Create the folders and the file, and switch the file to WAL (a setting the file
         // keeps), with the engine's own driver, which can do both.
@@ -200,6 +201,7 @@ async fn open_sqlite(
             .page_size(NEW_FILE_PAGE_SIZE)
             .journal_mode(SqliteJournalMode::Wal)
             .busy_timeout(BUSY_TIMEOUT);
+        file = Some(options.get_filename().to_path_buf());
         if let Some(parent) = options.get_filename().parent() {
             if !parent.as_os_str().is_empty() {
                 tokio::fs::create_dir_all(parent).await.map_err(|e| {
@@ -254,18 +256,13 @@ async fn open_sqlite(
             .map_err(|e| StoreError::Backend(format!("migrating the database: {e}")))?;
         return Ok((pool, Writer::pooled()));
     }
-    let mut writer = sqlx::AnyConnection::connect_with(&any_options(url)?)
-        .await
-        .map_err(|e| StoreError::Backend(format!("opening the writer connection: {e}")))?;
+    let file = file.expect("a SQLite file's path is read before it is opened");
     let writer_pragmas = format!(
         "{pragmas} PRAGMA wal_autocheckpoint = {};",
         crate::checkpoint::WRITER_AUTOCHECKPOINT_PAGES
     );
-    writer
-        .execute(writer_pragmas.as_str())
-        .await
-        .map_err(|e| StoreError::Backend(format!("setting up the writer connection: {e}")))?;
-    Ok((pool.clone(), Writer::dedicated(writer, pool)))
+    let writer = crate::unit::open_writer(&file, &writer_pragmas)?;
+    Ok((pool.clone(), Writer::dedicated(writer, synchronous, pool)))
 }
 
 async fn open_postgres(url: &str) -> Result<sqlx::AnyPool, StoreError> {

@@ -1,7 +1,8 @@
 //! Reading rows into domain types: every failure is [`StoreError::Corrupt`] naming the row,
-//! never a panic (DESIGN §8, fail closed). Rows come from either engine through sqlx's `Any`
-//! driver, which maps values by their stored type: SQLite's booleans arrive as integers,
-//! PostgreSQL's as booleans ([`Cols::flag`] takes both).
+//! never a panic (DESIGN §8, fail closed). Rows come through sqlx's `Any` driver (reads, and
+//! PostgreSQL's units) or from the SQLite writer ([`LiteRow`], `unit.rs`); both map values by
+//! their stored type: SQLite's booleans arrive as integers, PostgreSQL's as booleans
+//! ([`Cols::flag`] takes both).
 
 use chrono::{DateTime, Utc};
 use iris_core::canonical::{call_hash, canonical_json};
@@ -23,9 +24,116 @@ pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<St
         .map_err(|e| StoreError::Backend(format!("encoding {what} as JSON: {e}")))
 }
 
+/// A row's columns by name, from either driver. Each getter gives `Ok(None)` for NULL and fails
+/// with the reason when the column is absent or holds another type.
+pub(crate) trait ColumnRead {
+    /// A text column.
+    fn text_at(&self, column: &str) -> Result<Option<String>, String>;
+    /// An integer column.
+    fn int_at(&self, column: &str) -> Result<Option<i64>, String>;
+    /// A boolean column (fails on SQLite, which stores booleans as integers).
+    fn bool_at(&self, column: &str) -> Result<Option<bool>, String>;
+}
+
+impl ColumnRead for AnyRow {
+    fn text_at(&self, column: &str) -> Result<Option<String>, String> {
+        self.try_get::<Option<String>, _>(column)
+            .map_err(|e| e.to_string())
+    }
+
+    fn int_at(&self, column: &str) -> Result<Option<i64>, String> {
+        self.try_get::<Option<i64>, _>(column)
+            .map_err(|e| e.to_string())
+    }
+
+    fn bool_at(&self, column: &str) -> Result<Option<bool>, String> {
+        self.try_get::<Option<bool>, _>(column)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// One row the SQLite writer read: its column names (shared by the rows of one statement) and
+/// values.
+#[derive(Debug, Clone)]
+pub(crate) struct LiteRow {
+    pub(crate) names: std::sync::Arc<[String]>,
+    pub(crate) values: Vec<rusqlite::types::Value>,
+}
+
+impl LiteRow {
+    fn value(&self, column: &str) -> Result<&rusqlite::types::Value, String> {
+        self.names
+            .iter()
+            .position(|name| name == column)
+            .and_then(|i| self.values.get(i))
+            .ok_or_else(|| format!("no column `{column}`"))
+    }
+}
+
+impl ColumnRead for LiteRow {
+    fn text_at(&self, column: &str) -> Result<Option<String>, String> {
+        use rusqlite::types::Value;
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Text(text) => Ok(Some(text.clone())),
+            other => Err(format!(
+                "`{column}` holds {:?}, not text",
+                other.data_type()
+            )),
+        }
+    }
+
+    fn int_at(&self, column: &str) -> Result<Option<i64>, String> {
+        use rusqlite::types::Value;
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Integer(n) => Ok(Some(*n)),
+            other => Err(format!(
+                "`{column}` holds {:?}, not an integer",
+                other.data_type()
+            )),
+        }
+    }
+
+    fn bool_at(&self, column: &str) -> Result<Option<bool>, String> {
+        Err(format!("`{column}`: SQLite has no boolean type"))
+    }
+}
+
+/// A row a unit of work read ([`crate::unit::WriteTx::fetch`]), from either engine's writer.
+pub(crate) enum Record {
+    /// PostgreSQL's, or an in-memory SQLite database's (sqlx).
+    Any(AnyRow),
+    /// A SQLite file's writer.
+    Lite(LiteRow),
+}
+
+impl ColumnRead for Record {
+    fn text_at(&self, column: &str) -> Result<Option<String>, String> {
+        match self {
+            Record::Any(row) => row.text_at(column),
+            Record::Lite(row) => row.text_at(column),
+        }
+    }
+
+    fn int_at(&self, column: &str) -> Result<Option<i64>, String> {
+        match self {
+            Record::Any(row) => row.int_at(column),
+            Record::Lite(row) => row.int_at(column),
+        }
+    }
+
+    fn bool_at(&self, column: &str) -> Result<Option<bool>, String> {
+        match self {
+            Record::Any(row) => row.bool_at(column),
+            Record::Lite(row) => row.bool_at(column),
+        }
+    }
+}
+
 /// Reads the columns of one row; every failure is [`StoreError::Corrupt`] naming the row.
 pub(crate) struct Cols<'r> {
-    pub(crate) row: &'r AnyRow,
+    pub(crate) row: &'r dyn ColumnRead,
     pub(crate) table: &'static str,
     pub(crate) id: String,
 }
@@ -33,13 +141,12 @@ pub(crate) struct Cols<'r> {
 impl<'r> Cols<'r> {
     /// Reads a row whose id is in column `id_column`.
     pub(crate) fn new(
-        row: &'r AnyRow,
+        row: &'r dyn ColumnRead,
         table: &'static str,
         id_column: &str,
     ) -> Result<Self, StoreError> {
         let id = row
-            .try_get::<Option<String>, _>(id_column)
-            .map_err(|e| e.to_string())
+            .text_at(id_column)
             .and_then(|id| id.ok_or_else(|| "missing".to_owned()))
             .map_err(|reason| StoreError::Corrupt {
                 id: format!("{table} row with an unreadable {id_column}"),
@@ -58,7 +165,7 @@ impl<'r> Cols<'r> {
 
     pub(crate) fn opt_text(&self, column: &str) -> Result<Option<String>, StoreError> {
         self.row
-            .try_get::<Option<String>, _>(column)
+            .text_at(column)
             .map_err(|e| self.corrupt(column, e))
     }
 
@@ -105,29 +212,27 @@ impl<'r> Cols<'r> {
     /// A boolean column: PostgreSQL's BOOLEAN, or SQLite's 0/1 integer (anything else is
     /// corrupt).
     pub(crate) fn flag(&self, column: &str) -> Result<bool, StoreError> {
-        if let Ok(b) = self.row.try_get::<bool, _>(column) {
+        if let Ok(Some(b)) = self.row.bool_at(column) {
             return Ok(b);
         }
-        match self.row.try_get::<i64, _>(column) {
-            Ok(0) => Ok(false),
-            Ok(1) => Ok(true),
-            Ok(other) => Err(self.corrupt(column, format!("`{other}` is not 0 or 1"))),
+        match self.row.int_at(column) {
+            Ok(Some(0)) => Ok(false),
+            Ok(Some(1)) => Ok(true),
+            Ok(Some(other)) => Err(self.corrupt(column, format!("`{other}` is not 0 or 1"))),
+            Ok(None) => Err(self.corrupt(column, "missing")),
             Err(e) => Err(self.corrupt(column, e)),
         }
     }
 
     /// An integer column.
     pub(crate) fn integer(&self, column: &str) -> Result<i64, StoreError> {
-        self.row
-            .try_get::<i64, _>(column)
-            .map_err(|e| self.corrupt(column, e))
+        self.opt_integer(column)?
+            .ok_or_else(|| self.corrupt(column, "missing"))
     }
 
     /// An integer column that may be NULL.
     pub(crate) fn opt_integer(&self, column: &str) -> Result<Option<i64>, StoreError> {
-        self.row
-            .try_get::<Option<i64>, _>(column)
-            .map_err(|e| self.corrupt(column, e))
+        self.row.int_at(column).map_err(|e| self.corrupt(column, e))
     }
 }
 
@@ -149,7 +254,7 @@ pub(crate) const APPROVAL_SELECT: &str = "SELECT a.id, a.kind, a.status, a.tool,
 
 /// Decodes one row of [`APPROVAL_SELECT`]. Unknown kind, status or ledger state, unparseable
 /// JSON or times: [`StoreError::Corrupt`] (a corrupt row is never executed, DESIGN §8).
-pub(crate) fn approval_from_row(row: &AnyRow) -> Result<Approval, StoreError> {
+pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, StoreError> {
     let c = Cols::new(row, "approvals", "id")?;
     let kind_text = c.text("kind")?;
     let kind = ApprovalKind::parse(&kind_text)

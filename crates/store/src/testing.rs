@@ -88,3 +88,20 @@ impl Drop for DropDatabase {
         let _ = dropper.join();
     }
 }
+
+/// One bare commit through `store`'s own writer (the path every unit of work takes): a unit
+/// holding one `INSERT INTO bench_commit (n) VALUES (n)`, committed. The table must exist
+/// (`CREATE TABLE bench_commit (n BIGINT NOT NULL)`). For benchmarks, which read a cycle
+/// against `commits × ` this.
+///
+/// # Errors
+/// [`iris_core::ports::StoreError::Backend`] when the insert or the commit fails.
+pub async fn bare_commit(store: &crate::Store, n: i64) -> Result<(), iris_core::ports::StoreError> {
+    let mut tx = store.begin_write().await?;
+    tx.exec(
+        crate::unit::Stmt::new("INSERT INTO bench_commit (n) VALUES ($1)").int(n),
+        "a bare commit",
+    )
+    .await?;
+    tx.commit().await
+}

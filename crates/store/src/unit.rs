@@ -1,14 +1,17 @@
-//! A unit of work: one write transaction, whose statements travel as few round trips as the
-//! engine allows (DESIGN §9 "each phase is one transaction").
+//! A unit of work: one write transaction (DESIGN §9 "each phase is one transaction").
 //!
-//! - SQLite: one writer per file. A unit holds the store's writer connection, begins
-//!   `IMMEDIATE` (the write lock at the start, never upgraded mid-way), and sends its statements
-//!   batched: everything queued since the last round trip goes in one query (`$N` parameters are
-//!   renumbered into one list), so a unit costs one round trip per decision it needs to read
-//!   back (a compare-and-set's `RETURNING`), plus its commit. A unit dropped midway (a cancelled
-//!   future) leaves the writer marked open, and the next unit rolls it back first.
-//! - PostgreSQL: a transaction on a pooled connection; statements run one by one (the extended
-//!   protocol takes one statement per round trip).
+//! - A SQLite file: one writer per file, a `rusqlite` connection of the store's own, used on
+//!   the calling thread. A unit holds it, begins `IMMEDIATE` (the write lock at the start, never
+//!   upgraded mid-way) and runs each statement as it comes, from SQLite's prepared-statement
+//!   cache. Nothing crosses a thread: a hand-off to a database thread and back costs more than a
+//!   statement here (two wake-ups of an idle CPU per round trip, BENCHMARKS.md), so a unit
+//!   costs its statements' own time. What can wait long leaves the async worker first
+//!   ([`blocking`]): a `BEGIN` that finds another connection writing (its busy wait), and at
+//!   `synchronous = FULL` the commit's flush. A unit dropped midway (a cancelled future) rolls
+//!   back in its `Drop`, at once.
+//! - PostgreSQL, and an in-memory SQLite database (the pool's one connection): a sqlx
+//!   transaction; statements run one by one (the extended protocol takes one statement per
+//!   round trip); dropping it rolls it back.
 //!
 //! Statements are [`Stmt`]s: their text with `$1…$n` placeholders and their arguments, bound
 //! the same way on both engines.
@@ -17,11 +20,10 @@ use std::sync::Arc;
 
 use iris_core::ports::StoreError;
 use sqlx::any::AnyRow;
-use sqlx::pool::PoolConnection;
+use sqlx::AnyPool;
 use sqlx::{Any, Transaction};
-use sqlx::{AnyConnection, AnyPool};
 
-use crate::rows::backend;
+use crate::rows::{backend, LiteRow, Record};
 use crate::{Engine, Store};
 
 /// One argument of a [`Stmt`].
@@ -72,39 +74,11 @@ impl Stmt {
     }
 }
 
-/// `sql` with every placeholder `$n` moved to `$(n + offset)`.
-fn shift(sql: &str, offset: usize) -> String {
-    let bytes = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            let start = i + 1;
-            let mut end = start;
-            while end < bytes.len() && bytes[end].is_ascii_digit() {
-                end += 1;
-            }
-            let n: usize = sql[start..end].parse().unwrap_or(0);
-            out.push('$');
-            out.push_str(&(n + offset).to_string());
-            i = end;
-        } else {
-            let next = sql[i..].find('$').map_or(bytes.len(), |j| i + j.max(1));
-            out.push_str(&sql[i..next]);
-            i = next;
-        }
-    }
-    out
-}
+/// The `tracing` target of the SQLite writer's statements (sqlx's own are `sqlx::query`), each
+/// an event at TRACE with the statement in `db.statement`.
+pub const STATEMENT_TARGET: &str = "iris_store::statement";
 
-/// Appends `stmt` to `sql`/`args` with its placeholders moved past the `args` already there.
-fn append(sql: &mut String, args: &mut Vec<Arg>, stmt: Stmt) {
-    sql.push_str(&shift(&stmt.sql, args.len()));
-    sql.push_str(";\n");
-    args.extend(stmt.args);
-}
-
-/// Runs `sql` with `args` on `conn`: its rows.
+/// Binds `args` to a sqlx query.
 async fn run<'c, E>(executor: E, sql: &str, args: Vec<Arg>) -> Result<Vec<AnyRow>, sqlx::Error>
 where
     E: sqlx::Executor<'c, Database = Any>,
@@ -120,48 +94,145 @@ where
     query.fetch_all(executor).await
 }
 
-/// The SQLite writer: one connection (a file's own; the pool's one for an in-memory database),
-/// and whether a transaction is open on it.
+/// Runs `stmt` on the SQLite writer: its rows. `$n` is a named parameter to SQLite (the same
+/// name twice is one value), so each argument is bound by its name.
+fn run_lite(conn: &rusqlite::Connection, stmt: &Stmt) -> rusqlite::Result<Vec<LiteRow>> {
+    tracing::trace!(target: STATEMENT_TARGET, { db.statement = stmt.sql.as_str() }, "statement");
+    let mut prepared = conn.prepare_cached(&stmt.sql)?;
+    for (i, arg) in stmt.args.iter().enumerate() {
+        let Some(index) = prepared.parameter_index(&format!("${}", i + 1))? else {
+            continue;
+        };
+        match arg {
+            Arg::Text(v) => prepared.raw_bind_parameter(index, v.as_deref())?,
+            Arg::Int(v) => prepared.raw_bind_parameter(index, v)?,
+            Arg::Bool(v) => prepared.raw_bind_parameter(index, v)?,
+        }
+    }
+    let names: Arc<[String]> = prepared
+        .column_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let mut rows = prepared.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let mut values = Vec::with_capacity(names.len());
+        for i in 0..names.len() {
+            values.push(row.get_ref(i)?.into());
+        }
+        out.push(LiteRow {
+            names: names.clone(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs `work`, which may block for a while (a busy wait, a disk flush), off the async worker
+/// when the runtime has others to carry on (multi-threaded); inline otherwise.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
+}
+
+/// Maps a SQLite writer error to [`StoreError::Backend`], saying what was being done.
+fn lite_backend(doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |e| StoreError::Backend(format!("{doing}: {e}"))
+}
+
+/// How long the SQLite writer waits for another connection's write lock before failing.
+const WRITER_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The SQLite writer: a file's own `rusqlite` connection (none for an in-memory database and on
+/// PostgreSQL, whose units use the pool).
 pub(crate) struct Writer {
-    conn: Option<AnyConnection>,
-    open: bool,
+    conn: Option<rusqlite::Connection>,
+    /// Whether the commit's flush is waited for (`synchronous = FULL`).
+    flushes: bool,
     /// A file's background WAL checkpoints (`checkpoint.rs`); none in memory or on PostgreSQL.
     checkpoints: Option<crate::checkpoint::Checkpoints>,
 }
 
 impl Writer {
-    /// A file's own writer connection, its log checkpointed in the background on `pool`.
-    pub(crate) fn dedicated(conn: AnyConnection, pool: AnyPool) -> Writer {
+    /// A file's own writer connection (its pragmas set), its log checkpointed in the
+    /// background on `pool`.
+    pub(crate) fn dedicated(
+        conn: rusqlite::Connection,
+        synchronous: crate::Synchronous,
+        pool: AnyPool,
+    ) -> Writer {
         Writer {
             conn: Some(conn),
-            open: false,
+            flushes: synchronous == crate::Synchronous::Full,
             checkpoints: Some(crate::checkpoint::Checkpoints::new(pool)),
         }
     }
 
-    /// The pool's connection writes (in memory, where there is no log; PostgreSQL).
+    /// The pool's connections write (in memory, where there is no log; PostgreSQL).
     pub(crate) fn pooled() -> Writer {
         Writer {
             conn: None,
-            open: false,
+            flushes: false,
             checkpoints: None,
+        }
+    }
+
+    /// Begins `IMMEDIATE` on `conn`: without waiting when no other connection writes (the
+    /// usual case), else off the async worker with the busy timeout.
+    fn begin(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+        if !conn.is_autocommit() {
+            // Cannot happen (a dropped unit rolls back), but a transaction left open would
+            // fold this unit into it.
+            conn.execute_batch("ROLLBACK")?;
+        }
+        conn.busy_timeout(std::time::Duration::ZERO)?;
+        let first = conn.execute_batch("BEGIN IMMEDIATE");
+        conn.busy_timeout(WRITER_BUSY_TIMEOUT)?;
+        match first {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                blocking(|| conn.execute_batch("BEGIN IMMEDIATE"))
+            }
+            other => other,
         }
     }
 }
 
+/// Opens a SQLite file's writer connection with `pragmas` (run as one batch).
+///
+/// # Errors
+/// [`StoreError::Backend`] when the file cannot be opened or a pragma fails.
+pub(crate) fn open_writer(
+    path: &std::path::Path,
+    pragmas: &str,
+) -> Result<rusqlite::Connection, StoreError> {
+    let conn =
+        rusqlite::Connection::open(path).map_err(lite_backend("opening the writer connection"))?;
+    conn.busy_timeout(WRITER_BUSY_TIMEOUT)
+        .map_err(lite_backend("setting up the writer connection"))?;
+    conn.execute_batch(pragmas)
+        .map_err(lite_backend("setting up the writer connection"))?;
+    // A unit's statements are few and fixed; the halt's line insert varies with its count.
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
 enum Held {
-    Sqlite {
-        writer: tokio::sync::OwnedMutexGuard<Writer>,
-        /// The pool's connection, for an in-memory database.
-        pooled: Option<PoolConnection<Any>>,
-        pending: String,
-        args: Vec<Arg>,
-    },
-    Postgres(Transaction<'static, Any>),
+    /// A SQLite file's writer.
+    Lite(tokio::sync::OwnedMutexGuard<Writer>),
+    /// PostgreSQL, or an in-memory SQLite database.
+    Tx(Transaction<'static, Any>),
 }
 
 /// One write transaction (see the module docs). Dropped before its end (a cancelled future),
-/// it rolls back in the background, so SQLite's write lock is never left held.
+/// it rolls back, so SQLite's write lock is never left held.
 pub(crate) struct WriteTx {
     held: Option<Held>,
     commits: Arc<std::sync::atomic::AtomicU64>,
@@ -169,22 +240,15 @@ pub(crate) struct WriteTx {
 
 impl Drop for WriteTx {
     fn drop(&mut self) {
-        let Some(Held::Sqlite {
-            mut writer,
-            mut pooled,
-            ..
-        }) = self.held.take()
-        else {
-            // PostgreSQL: dropping the transaction rolls it back.
-            return;
-        };
-        if !writer.open {
-            return;
+        if let Some(Held::Lite(writer)) = &self.held {
+            if let Some(conn) = &writer.conn {
+                if !conn.is_autocommit() {
+                    // If even this fails, the next unit's begin rolls back first.
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+            }
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { WriteTx::abandon(&mut writer, &mut pooled).await });
-        }
-        // Without a runtime the writer stays marked open: the next unit rolls back first.
+        // A sqlx transaction rolls back when dropped.
     }
 }
 
@@ -194,29 +258,20 @@ impl Store {
         let held = match self.engine {
             Engine::Sqlite => {
                 let writer = self.writer.clone().lock_owned().await;
-                let mut pooled = None;
-                if writer.conn.is_none() {
-                    pooled = Some(
+                match &writer.conn {
+                    Some(conn) => {
+                        Writer::begin(conn).map_err(lite_backend("starting a transaction"))?;
+                        Held::Lite(writer)
+                    }
+                    None => Held::Tx(
                         self.pool
-                            .acquire()
+                            .begin_with("BEGIN IMMEDIATE")
                             .await
-                            .map_err(backend("taking the writer connection"))?,
-                    );
-                }
-                let mut pending = String::new();
-                if writer.open {
-                    // A unit before this one was dropped midway: end its transaction.
-                    pending.push_str("ROLLBACK;\n");
-                }
-                pending.push_str("BEGIN IMMEDIATE;\n");
-                Held::Sqlite {
-                    writer,
-                    pooled,
-                    pending,
-                    args: Vec::new(),
+                            .map_err(backend("starting a transaction"))?,
+                    ),
                 }
             }
-            Engine::Postgres => Held::Postgres(
+            Engine::Postgres => Held::Tx(
                 self.pool
                     .begin()
                     .await
@@ -241,140 +296,93 @@ pub(crate) fn is_assertion(error: &StoreError) -> bool {
 }
 
 impl WriteTx {
+    fn held(&mut self) -> &mut Held {
+        self.held.as_mut().expect("a unit is held until it ends")
+    }
+
     /// A compare-and-set (an `UPDATE` that changes one row or none) the rest of the unit
-    /// depends on: when it changes nothing, the unit stops there with a failed assertion
-    /// ([`is_assertion`]) and nothing after it is written. On SQLite it is queued with an
-    /// assertion that travels in the same batch; on PostgreSQL it runs now and its `RETURNING`
-    /// is checked.
+    /// depends on: when it changes nothing, it fails with an assertion ([`is_assertion`]) and
+    /// the caller ends the unit, so nothing after it is written.
     pub(crate) async fn exec_cas(
         &mut self,
         stmt: Stmt,
         doing: &'static str,
     ) -> Result<(), StoreError> {
-        match self.held.as_mut().expect("a unit is held until it ends") {
-            Held::Sqlite { pending, args, .. } => {
-                append(pending, args, stmt);
-                append(
-                    pending,
-                    args,
-                    Stmt::new(
-                        "INSERT INTO unit_assertions (failed) SELECT 'the compare-and-set \
-                         changed nothing' WHERE changes() = 0",
-                    ),
-                );
-                Ok(())
+        let changed = match self.held() {
+            Held::Lite(writer) => {
+                let conn = writer
+                    .conn
+                    .as_ref()
+                    .expect("a file's writer has a connection");
+                run_lite(conn, &stmt).map_err(lite_backend(doing))?;
+                conn.changes() > 0
             }
-            Held::Postgres(tx) => {
-                let rows = run(&mut **tx, &format!("{} RETURNING 1", stmt.sql), stmt.args)
-                    .await
-                    .map_err(backend(doing))?;
-                if rows.is_empty() {
-                    return Err(StoreError::Backend(format!("{doing}: {ASSERTION}")));
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Queues (SQLite) or runs (PostgreSQL) a statement whose rows are not needed.
-    pub(crate) async fn exec(&mut self, stmt: Stmt, doing: &'static str) -> Result<(), StoreError> {
-        match self.held.as_mut().expect("a unit is held until it ends") {
-            Held::Sqlite { pending, args, .. } => {
-                append(pending, args, stmt);
-                Ok(())
-            }
-            Held::Postgres(tx) => run(&mut **tx, &stmt.sql, stmt.args)
+            Held::Tx(tx) => !run(&mut **tx, &format!("{} RETURNING 1", stmt.sql), stmt.args)
                 .await
-                .map(|_| ())
-                .map_err(backend(doing)),
+                .map_err(backend(doing))?
+                .is_empty(),
+        };
+        if changed {
+            Ok(())
+        } else {
+            Err(StoreError::Backend(format!("{doing}: {ASSERTION}")))
         }
     }
 
-    /// Runs `stmt` (on SQLite with everything queued before it, in one round trip): its rows.
+    /// Runs a statement whose rows are not needed.
+    pub(crate) async fn exec(&mut self, stmt: Stmt, doing: &'static str) -> Result<(), StoreError> {
+        self.fetch(stmt, doing).await.map(|_| ())
+    }
+
+    /// Runs `stmt`: its rows.
     pub(crate) async fn fetch(
         &mut self,
         stmt: Stmt,
         doing: &'static str,
-    ) -> Result<Vec<AnyRow>, StoreError> {
-        match self.held.as_mut().expect("a unit is held until it ends") {
-            Held::Sqlite {
-                writer,
-                pooled,
-                pending,
-                args,
-            } => {
-                append(pending, args, stmt);
-                let sql = std::mem::take(pending);
-                let args = std::mem::take(args);
-                // From this send on, a transaction may be open on the writer.
-                writer.open = true;
-                let result = match (writer.conn.as_mut(), pooled.as_mut()) {
-                    (Some(conn), _) => run(conn, &sql, args).await,
-                    (None, Some(conn)) => run(&mut **conn, &sql, args).await,
-                    (None, None) => unreachable!("a writer has a connection"),
-                };
-                match result {
-                    Ok(rows) => Ok(rows),
-                    Err(e) => {
-                        Self::abandon(writer, pooled).await;
-                        Err(backend(doing)(e))
-                    }
-                }
+    ) -> Result<Vec<Record>, StoreError> {
+        match self.held() {
+            Held::Lite(writer) => {
+                let conn = writer
+                    .conn
+                    .as_ref()
+                    .expect("a file's writer has a connection");
+                let rows = run_lite(conn, &stmt).map_err(lite_backend(doing))?;
+                Ok(rows.into_iter().map(Record::Lite).collect())
             }
-            Held::Postgres(tx) => run(&mut **tx, &stmt.sql, stmt.args)
+            Held::Tx(tx) => Ok(run(&mut **tx, &stmt.sql, stmt.args)
                 .await
-                .map_err(backend(doing)),
+                .map_err(backend(doing))?
+                .into_iter()
+                .map(Record::Any)
+                .collect()),
         }
     }
 
-    /// Ends a failed SQLite unit: rolls back (the writer is left marked open if even that
-    /// fails, so the next unit tries again).
-    async fn abandon(
-        writer: &mut tokio::sync::OwnedMutexGuard<Writer>,
-        pooled: &mut Option<PoolConnection<Any>>,
-    ) {
-        let rolled_back = match (writer.conn.as_mut(), pooled.as_mut()) {
-            (Some(conn), _) => run(conn, "ROLLBACK", Vec::new()).await,
-            (None, Some(conn)) => run(&mut **conn, "ROLLBACK", Vec::new()).await,
-            (None, None) => Ok(Vec::new()),
-        };
-        // "no transaction is active" also means it is over.
-        if rolled_back.is_ok()
-            || rolled_back
-                .as_ref()
-                .is_err_and(|e| e.to_string().contains("no transaction"))
-        {
-            writer.open = false;
-        }
-    }
-
-    /// Commits everything (on SQLite the queued statements and the commit in one round trip).
+    /// Commits everything.
     pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
         match self.held.take().expect("a unit is held until it ends") {
-            Held::Sqlite {
-                mut writer,
-                mut pooled,
-                mut pending,
-                args,
-            } => {
-                pending.push_str("COMMIT");
-                writer.open = true;
-                let result = match (writer.conn.as_mut(), pooled.as_mut()) {
-                    (Some(conn), _) => run(conn, &pending, args).await,
-                    (None, Some(conn)) => run(&mut **conn, &pending, args).await,
-                    (None, None) => unreachable!("a writer has a connection"),
+            Held::Lite(writer) => {
+                let conn = writer
+                    .conn
+                    .as_ref()
+                    .expect("a file's writer has a connection");
+                let committed = if writer.flushes {
+                    blocking(|| conn.execute_batch("COMMIT"))
+                } else {
+                    conn.execute_batch("COMMIT")
                 };
-                if let Err(e) = result {
-                    Self::abandon(&mut writer, &mut pooled).await;
-                    return Err(backend("committing a transaction")(e));
+                if let Err(e) = committed {
+                    if !conn.is_autocommit() {
+                        let _ = conn.execute_batch("ROLLBACK");
+                    }
+                    return Err(lite_backend("committing a transaction")(e));
                 }
-                writer.open = false;
                 let n = self.count_commit();
                 if let Some(checkpoints) = &writer.checkpoints {
                     checkpoints.after_commit(n);
                 }
             }
-            Held::Postgres(tx) => {
+            Held::Tx(tx) => {
                 tx.commit()
                     .await
                     .map_err(backend("committing a transaction"))?;
@@ -394,13 +402,15 @@ impl WriteTx {
     /// Ends the unit without writing anything.
     pub(crate) async fn rollback(mut self) {
         match self.held.take().expect("a unit is held until it ends") {
-            Held::Sqlite {
-                mut writer,
-                mut pooled,
-                ..
-            } => Self::abandon(&mut writer, &mut pooled).await,
-            // Dropping the transaction rolls it back.
-            Held::Postgres(tx) => {
+            Held::Lite(writer) => {
+                if let Some(conn) = &writer.conn {
+                    if !conn.is_autocommit() {
+                        // If even this fails, the next unit's begin rolls back first.
+                        let _ = conn.execute_batch("ROLLBACK");
+                    }
+                }
+            }
+            Held::Tx(tx) => {
                 let _ = tx.rollback().await;
             }
         }
@@ -410,31 +420,7 @@ impl WriteTx {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_renumbered_into_one_list() {
-        let mut sql = String::new();
-        let mut args = Vec::new();
-        append(
-            &mut sql,
-            &mut args,
-            Stmt::new("UPDATE t SET a = $1 WHERE b = $2")
-                .text("x")
-                .int(2),
-        );
-        append(
-            &mut sql,
-            &mut args,
-            Stmt::new("INSERT INTO u VALUES ($2, $1, $10)")
-                .text("p")
-                .text("q"),
-        );
-        assert_eq!(
-            sql,
-            "UPDATE t SET a = $1 WHERE b = $2;\nINSERT INTO u VALUES ($4, $3, $12);\n"
-        );
-        assert_eq!(args.len(), 4);
-    }
+    use crate::rows::ColumnRead;
 
     #[tokio::test]
     async fn a_unit_dropped_midway_never_leaves_the_write_lock_held() {
@@ -468,5 +454,63 @@ mod tests {
         // And the next unit runs normally.
         let tx = store.begin_write().await.unwrap();
         tx.commit().await.unwrap();
+    }
+
+    /// The writer's first try at the write lock does not wait; when another connection holds
+    /// it, the writer waits for it (the busy timeout) instead of failing at once.
+    #[test]
+    fn a_begin_waits_for_another_writer_instead_of_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.db");
+        let setup = rusqlite::Connection::open(&path).unwrap();
+        setup
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER);")
+            .unwrap();
+        let writer = open_writer(&path, "PRAGMA foreign_keys = ON;").unwrap();
+
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder_path = path.clone();
+        let holder = std::thread::spawn(move || {
+            let other = rusqlite::Connection::open(holder_path).unwrap();
+            other
+                .execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+                .unwrap();
+            held_tx.send(()).unwrap();
+            // The window in which the writer's begin must wait (far shorter than its 5 s).
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            other.execute_batch("COMMIT").unwrap();
+        });
+        held_rx.recv().unwrap();
+        Writer::begin(&writer).expect("the begin waits for the other writer");
+        writer
+            .execute_batch("INSERT INTO t VALUES (2); COMMIT;")
+            .unwrap();
+        holder.join().unwrap();
+        let n: i64 = writer
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+
+    /// `$n` is a named parameter to SQLite: arguments bind by name, whatever order and however
+    /// often the names appear in the text.
+    #[test]
+    fn arguments_bind_by_their_placeholder_names() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let rows = run_lite(
+            &conn,
+            &Stmt::new("SELECT $3 AS c, $1 AS a, $2 AS b, $1 AS a2")
+                .text("one")
+                .int(2)
+                .opt_text(None),
+        )
+        .unwrap();
+        let row = &rows[0];
+        assert_eq!(row.text_at("a").unwrap().as_deref(), Some("one"));
+        assert_eq!(row.text_at("a2").unwrap().as_deref(), Some("one"));
+        assert_eq!(row.int_at("b").unwrap(), Some(2));
+        assert_eq!(row.text_at("c").unwrap(), None);
+        assert!(row.text_at("b").is_err(), "an integer is not read as text");
+        assert!(row.text_at("missing").is_err());
     }
 }
