@@ -117,7 +117,17 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
             })}
         }
         .into_any(),
-        (None, _) => view! { <span class="no-undo">"No undo"</span> }.into_any(),
+        // A write without a card whose reply offers "undo that" (DESIGN §4 keeps `undo` on
+        // destructive tools; this is what the owner is told after it ran).
+        (None, _) => match &tool.reply_undo {
+            Some(undo) => view! {
+                <span class="reply-undo" data-testid="reply-undo">
+                    "in its reply ("<code class="undo-tool">{undo.clone()}</code>")"
+                </span>
+            }
+            .into_any(),
+            None => view! { <span class="no-undo">"No undo"</span> }.into_any(),
+        },
     };
     let aliases = (!tool.aliases.is_empty()).then(|| {
         view! {
@@ -176,6 +186,7 @@ mod tests {
             approved_per_call: gate == ToolGate::Approval,
             undo: None,
             undo_window_days: None,
+            reply_undo: None,
             aliases: Vec::new(),
         }
     }
@@ -185,6 +196,8 @@ mod tests {
         trash.undo = Some("restore_email".into());
         trash.undo_window_days = Some(30);
         trash.aliases = vec!["delete_email".into(), "remove_email".into()];
+        let mut category = tool("trash_category", Effect::Write, ToolGate::None);
+        category.reply_undo = Some("restore_email".into());
         PluginList {
             plugins: vec![
                 PluginInfo {
@@ -192,6 +205,7 @@ mod tests {
                     tools: vec![
                         tool("search_inbox", Effect::Read, ToolGate::None),
                         trash,
+                        category,
                         tool("restore_email", Effect::Write, ToolGate::None),
                     ],
                 },
@@ -223,7 +237,7 @@ mod tests {
         assert_eq!(html.matches("class=\"tools-table\"").count(), 2, "{html}");
         assert!(html.contains("data-testid=\"plugin-email\""), "{html}");
         assert!(html.contains("data-testid=\"plugin-notes\""), "{html}");
-        assert!(html.contains("3 tools"), "{html}");
+        assert!(html.contains("4 tools"), "{html}");
         assert!(html.contains("1 tool<"), "{html}");
 
         let trash = row(&html, "trash_email");
@@ -243,6 +257,13 @@ mod tests {
         assert!(search.contains("No undo"), "{search}");
         assert!(!search.contains("Approved per call"), "{search}");
         assert!(!search.contains("per-call"), "{search}");
+
+        let category = row(&html, "trash_category");
+        assert!(
+            category.contains("in its reply (<code class=\"undo-tool\">restore_email</code>)"),
+            "{category}"
+        );
+        assert!(!category.contains("No undo"), "{category}");
 
         let draft = row(&html, "draft_note");
         assert!(draft.contains("Confirm once"), "{draft}");

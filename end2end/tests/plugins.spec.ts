@@ -47,6 +47,12 @@ test('the Plugins page shows each tool with its effect, gate and undo', async ({
   await expect(search.getByTestId('tool-gate')).toHaveText('Runs without asking');
   await expect(search).toContainText('No undo');
 
+  // The category clean-up runs without a card; its reply offers "undo that", and says so here.
+  const category = table.getByTestId('tool-trash_category');
+  await expect(category.getByTestId('tool-effect')).toHaveText('Write');
+  await expect(category.getByTestId('reply-undo')).toHaveText('in its reply (restore_email)');
+  await expect(category).not.toContainText('No undo');
+
   const restore = table.getByTestId('tool-restore_email');
   await expect(restore.getByTestId('tool-effect')).toHaveText('Write');
   await expect(restore.getByTestId('tool-gate')).toHaveText('Runs without asking');

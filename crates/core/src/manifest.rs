@@ -61,6 +61,10 @@ pub struct ToolSpec {
     pub undo: Option<String>,
     /// Days the undo stays possible (needs `undo`).
     pub undo_window_days: Option<u32>,
+    /// The tool a write's reply offers to reverse it ("undo that"), for a write without a card
+    /// (shown on the Plugins page; nothing runs it but the model on the owner's word: DESIGN §4
+    /// keeps `undo` itself on destructive tools).
+    pub reply_undo: Option<String>,
     /// Whether the tool's result is shown to the owner as the answer (never on destructive).
     pub answers_directly: bool,
     /// Other spellings that resolve to this tool.
@@ -121,6 +125,13 @@ pub enum ManifestError {
     /// `undo` on a tool that is not destructive.
     #[error("tool `{tool}`: `undo` is only allowed on a destructive tool (DESIGN §4)")]
     UndoNotOnDestructive {
+        /// The tool.
+        tool: String,
+    },
+    /// `reply_undo` on a tool that is not a write without a card of its own (a destructive tool
+    /// declares `undo`; a pinned write's card has none).
+    #[error("tool `{tool}`: `reply_undo` is only allowed on a write tool that is not pinned; a destructive tool declares `undo` (DESIGN §4)")]
+    ReplyUndoNotOnPlainWrite {
         /// The tool.
         tool: String,
     },
@@ -207,6 +218,8 @@ struct RawTool {
     #[serde(default)]
     undo_window_days: Option<i64>,
     #[serde(default)]
+    reply_undo: Option<String>,
+    #[serde(default)]
     answers_directly: bool,
     #[serde(default)]
     aliases: Vec<String>,
@@ -253,6 +266,7 @@ impl Manifest {
                 approval: t.approval,
                 undo: t.undo,
                 undo_window_days,
+                reply_undo: t.reply_undo,
                 answers_directly: t.answers_directly,
                 aliases: t.aliases,
                 parameters,
@@ -308,25 +322,38 @@ impl Manifest {
                 if t.effect != Effect::Destructive {
                     return Err(ManifestError::UndoNotOnDestructive { tool });
                 }
-                let Some(u) = self.tool(undo) else {
-                    return Err(ManifestError::UndoUnknown {
-                        tool,
-                        undo: undo.clone(),
-                    });
-                };
-                if u.approval.is_some() {
-                    return Err(ManifestError::UndoIsPinned {
-                        tool,
-                        undo: undo.clone(),
-                    });
-                }
-                if u.effect != Effect::Write || u.confirm != Some(Confirm::Never) {
-                    return Err(ManifestError::UndoNotPlainWrite {
-                        tool,
-                        undo: undo.clone(),
-                    });
-                }
+                self.check_undo_tool(&tool, undo)?;
             }
+            if let Some(undo) = &t.reply_undo {
+                if t.effect != Effect::Write || t.approval.is_some() {
+                    return Err(ManifestError::ReplyUndoNotOnPlainWrite { tool });
+                }
+                self.check_undo_tool(&tool, undo)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `undo` (from `tool`'s `undo` or `reply_undo`) names a tool of this manifest that is a
+    /// plain write: `effect: write`, `confirm: never`, not pinned.
+    fn check_undo_tool(&self, tool: &str, undo: &str) -> Result<(), ManifestError> {
+        let Some(u) = self.tool(undo) else {
+            return Err(ManifestError::UndoUnknown {
+                tool: tool.to_owned(),
+                undo: undo.to_owned(),
+            });
+        };
+        if u.approval.is_some() {
+            return Err(ManifestError::UndoIsPinned {
+                tool: tool.to_owned(),
+                undo: undo.to_owned(),
+            });
+        }
+        if u.effect != Effect::Write || u.confirm != Some(Confirm::Never) {
+            return Err(ManifestError::UndoNotPlainWrite {
+                tool: tool.to_owned(),
+                undo: undo.to_owned(),
+            });
         }
         Ok(())
     }
@@ -451,6 +478,7 @@ impl ToolSpec {
             approved_per_call: self.approved_per_call(),
             undo: self.undo.clone(),
             undo_window_days: self.undo_window_days,
+            reply_undo: self.reply_undo.clone(),
             aliases: self.aliases.clone(),
         }
     }
@@ -519,6 +547,46 @@ mod tests {
         assert_eq!(
             err.unwrap_err(),
             ManifestError::UndoNotOnDestructive { tool: "a".into() }
+        );
+    }
+
+    #[test]
+    fn reply_undo_only_on_a_write_without_a_card_of_its_own() {
+        let ok = one(&format!(
+            "  - name: a\n    effect: write\n    confirm: never\n    reply_undo: restore\n{RESTORE}"
+        ))
+        .unwrap();
+        assert_eq!(ok.tools[0].reply_undo.as_deref(), Some("restore"));
+        assert_eq!(ok.tools[0].to_wire().reply_undo.as_deref(), Some("restore"));
+        for tool in [
+            "  - name: a\n    effect: destructive\n    reply_undo: restore\n",
+            "  - name: a\n    effect: read\n    reply_undo: restore\n",
+            "  - name: a\n    effect: write\n    approval: pinned\n    reply_undo: restore\n",
+        ] {
+            assert_eq!(
+                one(&format!("{tool}{RESTORE}")).unwrap_err(),
+                ManifestError::ReplyUndoNotOnPlainWrite { tool: "a".into() },
+                "{tool}"
+            );
+        }
+    }
+
+    #[test]
+    fn reply_undo_names_a_plain_write_of_the_same_manifest() {
+        assert_eq!(
+            one("  - name: a\n    effect: write\n    reply_undo: nowhere\n").unwrap_err(),
+            ManifestError::UndoUnknown {
+                tool: "a".into(),
+                undo: "nowhere".into()
+            }
+        );
+        assert_eq!(
+            one("  - name: a\n    effect: write\n    reply_undo: restore\n  - name: restore\n    effect: write\n    confirm: once\n")
+                .unwrap_err(),
+            ManifestError::UndoNotPlainWrite {
+                tool: "a".into(),
+                undo: "restore".into()
+            }
         );
     }
 

@@ -499,6 +499,10 @@ pub struct PluginTool {
     pub undo: Option<String>,
     /// For how many days the undo stays possible, if declared.
     pub undo_window_days: Option<u32>,
+    /// A write without a card: the tool its reply offers for "undo that" (`reply_undo` in the
+    /// manifest), if declared.
+    #[serde(default)]
+    pub reply_undo: Option<String>,
     /// Other spellings that resolve to this tool.
     pub aliases: Vec<String>,
 }

@@ -126,7 +126,7 @@ enum Dispatch {
     /// The call ran (successfully or not).
     Executed {
         observation: Value,
-        spec: ToolSpec,
+        spec: Box<ToolSpec>,
         args: Value,
     },
     /// A gated call was refused because it cannot be governed; nothing ran.
@@ -455,7 +455,7 @@ impl Agent {
         };
         Dispatch::Executed {
             observation,
-            spec: spec.clone(),
+            spec: Box::new(spec.clone()),
             args,
         }
     }
