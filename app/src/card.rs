@@ -309,6 +309,15 @@ pub fn ApprovalCard(
     };
 
     let outcome = (!pending).then(|| outcome_view(&approval, offset));
+    let trail = (!pending).then(|| {
+        view! {
+            <crate::trail::CardTrail
+                approval_id=id.clone()
+                lines=card.lines.clone()
+                items=approval.items.clone()
+            />
+        }
+    });
 
     let dialog = answerable.then(|| {
         let action = card.action.clone();
@@ -374,6 +383,7 @@ pub fn ApprovalCard(
                 state.error.get().map(|e| view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> })
             }}
             {outcome}
+            {trail}
             {dialog}
         </article>
     }

@@ -33,6 +33,7 @@ pub mod history;
 pub mod live;
 pub mod pairing;
 pub mod plugins;
+pub mod trail;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};

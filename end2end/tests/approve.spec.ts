@@ -67,6 +67,21 @@ test('approving runs exactly the call on the card and the chat follows up', asyn
   await shotBothWidths(page, () => card, 'approve-outcome');
   await expect(card.getByTestId('card-undo')).toContainText('restore');
 
+  // The card tells its story: the decision, then each item's outcome, from the audit log.
+  const trail = card.getByTestId('card-trail');
+  await expect(trail.getByTestId('trail')).toBeHidden();
+  await trail.locator('summary').click();
+  const entries = trail.getByTestId('trail-entry');
+  await expect(entries).toHaveCount(1 + WEEK_PROMOS.length);
+  await expect(entries.first()).toHaveAttribute('data-kind', 'decision');
+  await expect(entries.first()).toContainText('Approved by demo-owner-browser via web');
+  for (const promo of WEEK_PROMOS) {
+    await expect(
+      trail.locator('[data-testid=trail-entry][data-kind=execution]', { hasText: promo }),
+    ).toContainText(': trashed');
+  }
+  await shotBothWidths(page, () => card, 'approve-trail');
+
   // The resumed run's reply arrives in the chat.
   await expect(page.getByTestId('chat-line').last()).toContainText(
     `moved ${WEEK_PROMOS.length} emails to Trash`,

@@ -45,6 +45,13 @@ async fn reply_flow(world: &World, server_url: &str, delivered: impl Fn() -> usi
         .await;
     assert_eq!(s, StatusCode::OK, "{halted}");
     assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let reply = halted["reply"].as_str().unwrap_or_default();
+    assert!(
+        reply.starts_with(
+            "I need your approval to send an email to Anna Weber. Nothing has been changed yet."
+        ),
+        "{halted}"
+    );
     let id = halted["approval_id"].as_str().unwrap().to_string();
     let row = client
         .get(&format!("/governance/approvals/{id}"), &control)

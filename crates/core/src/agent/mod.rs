@@ -339,9 +339,11 @@ impl Agent {
                             &turn.tool_calls[index + 1..],
                             NOT_RUN_WAITING,
                         );
+                        // The card's title says what and for whom ("send an email to Anna
+                        // Weber"); the button's words alone may not ("send email").
                         let reply = format!(
                             "I need your approval to {}. Nothing has been changed yet. Review it on Activity: /activity/{}",
-                            lower_first(&row.card.action),
+                            lower_first(&row.card.title),
                             row.id
                         );
                         let halt = Halt {

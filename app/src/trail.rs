@@ -1,0 +1,252 @@
+//! The card's audit trail, "What happened": the decision, each item's outcome, a lapse or a
+//! refused claim, oldest first, as the append-only audit log holds them (DESIGN §2 "audit
+//! log"). It is fetched in the browser when the owner opens it (a page of fifty cards costs
+//! nothing until then) and again on every live event while it is open, so an outcome recorded
+//! later shows without a reload.
+
+use iris_core::wire::{AuditEntry, AuditKind};
+use leptos::html;
+use leptos::prelude::*;
+
+use crate::api::approval_audit;
+use crate::format::format_time;
+use crate::live::{clock_offset, Live};
+
+/// One entry in words, e.g. "Approved by phone via web: “looks right”" or "Flash sale —
+/// Paperleaf Books: trashed". `lines` and `items` are the card's: an item is named by its line
+/// when the card has one line per item, else by the subject its outcome names, else by its id.
+pub fn trail_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> String {
+    let field = |name: &str| {
+        entry
+            .result
+            .get(name)
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let reason = field("reason");
+    match entry.kind {
+        AuditKind::Decision => {
+            let decision = match field("decision").as_deref() {
+                Some("approved") => "Approved",
+                Some("rejected") => "Rejected",
+                Some("expired") => "Lapsed",
+                _ => "Answered",
+            };
+            let mut text = format!("{decision} by {}", entry.actor);
+            if let Some(surface) = entry.surface.as_deref().filter(|s| !s.is_empty()) {
+                text.push_str(&format!(" via {surface}"));
+            }
+            if let Some(reason) = reason {
+                text.push_str(&format!(": “{reason}”"));
+            }
+            text
+        }
+        AuditKind::Execution => {
+            let item = entry.item.as_deref().unwrap_or_default();
+            let by_line = (lines.len() == items.len())
+                .then(|| items.iter().position(|i| i == item))
+                .flatten()
+                .and_then(|i| lines.get(i).cloned());
+            let name = by_line
+                .or_else(|| field("subject"))
+                .unwrap_or_else(|| item.to_owned());
+            let status = field("status").unwrap_or_else(|| "done".to_owned());
+            match reason {
+                Some(reason) => format!("{name}: {status} ({reason})"),
+                None => format!("{name}: {status}"),
+            }
+        }
+        AuditKind::Denial => match reason.or_else(|| entry.result.as_str().map(str::to_owned)) {
+            Some(reason) => format!("A claim to run it was refused: {reason}"),
+            None => "A claim to run it was refused".to_owned(),
+        },
+        AuditKind::Lapse => "Lapsed unanswered; nothing was changed".to_owned(),
+    }
+}
+
+/// The trail of one answered card (see the module docs): a closed "What happened" until the
+/// owner opens it.
+#[component]
+pub fn CardTrail(
+    /// The row whose entries to show.
+    approval_id: String,
+    /// The card's item lines.
+    lines: Vec<String>,
+    /// The row's items, in the lines' order.
+    items: Vec<String>,
+) -> impl IntoView {
+    let entries: RwSignal<Option<Result<Vec<AuditEntry>, String>>> = RwSignal::new(None);
+    let open = RwSignal::new(false);
+    let details_ref: NodeRef<html::Details> = NodeRef::new();
+    let offset = clock_offset();
+    let live = use_context::<Live>();
+
+    Effect::new(move |_| {
+        if let Some(live) = live {
+            live.tick.track();
+        }
+        if !open.get() {
+            return;
+        }
+        let id = approval_id.clone();
+        leptos::task::spawn_local(async move {
+            let answer = approval_audit(id).await.map_err(|e| e.to_string());
+            entries.try_set(Some(answer));
+        });
+    });
+
+    let list = move || match entries.get() {
+        None => view! { <p class="trail-note">"Loading…"</p> }.into_any(),
+        Some(Err(e)) => view! { <p class="trail-note" role="alert">{e}</p> }.into_any(),
+        Some(Ok(list)) if list.is_empty() => {
+            view! { <p class="trail-note">"Nothing is recorded yet."</p> }.into_any()
+        }
+        Some(Ok(list)) => view! {
+            <ol class="trail" data-testid="trail">
+                {list
+                    .into_iter()
+                    .map(|entry| {
+                        let text = trail_text(&entry, &lines, &items);
+                        let at = entry.at;
+                        let kind = match entry.kind {
+                            AuditKind::Decision => "decision",
+                            AuditKind::Execution => "execution",
+                            AuditKind::Denial => "denial",
+                            AuditKind::Lapse => "lapse",
+                        };
+                        view! {
+                            <li class="trail-entry" data-testid="trail-entry" data-kind=kind>
+                                <span class="trail-text">{text}</span>
+                                " "
+                                <time class="trail-time" datetime=at.to_rfc3339()>
+                                    {move || format_time(at, offset.get())}
+                                </time>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ol>
+        }
+        .into_any(),
+    };
+
+    view! {
+        <details
+            class="card-trail"
+            data-testid="card-trail"
+            node_ref=details_ref
+            on:toggle=move |_| {
+                if let Some(details) = details_ref.get() {
+                    open.set(details.open());
+                }
+            }
+        >
+            <summary>"What happened"</summary>
+            {list}
+        </details>
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use serde_json::json;
+
+    fn entry(kind: AuditKind, item: Option<&str>, result: serde_json::Value) -> AuditEntry {
+        AuditEntry {
+            id: 1,
+            approval_id: "a".into(),
+            kind,
+            item: item.map(str::to_owned),
+            result,
+            undo_available: true,
+            actor: "phone".into(),
+            surface: Some("web".into()),
+            at: Utc.with_ymd_and_hms(2026, 12, 1, 14, 2, 0).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_decision_says_who_where_and_why() {
+        let e = entry(
+            AuditKind::Decision,
+            None,
+            json!({"decision": "approved", "reason": "looks right"}),
+        );
+        assert_eq!(
+            trail_text(&e, &[], &[]),
+            "Approved by phone via web: “looks right”"
+        );
+        let e = entry(
+            AuditKind::Decision,
+            None,
+            json!({"decision": "rejected", "reason": null}),
+        );
+        assert_eq!(trail_text(&e, &[], &[]), "Rejected by phone via web");
+    }
+
+    #[test]
+    fn an_item_is_named_by_its_card_line_then_its_subject_then_its_id() {
+        let lines = vec!["Flash sale — Paperleaf".to_owned(), "Other".to_owned()];
+        let items = vec!["m1".to_owned(), "m2".to_owned()];
+        let done = entry(
+            AuditKind::Execution,
+            Some("m1"),
+            json!({"status": "trashed", "subject": "Flash sale"}),
+        );
+        assert_eq!(
+            trail_text(&done, &lines, &items),
+            "Flash sale — Paperleaf: trashed"
+        );
+        let gone = entry(
+            AuditKind::Execution,
+            Some("m2"),
+            json!({"status": "missing", "reason": "no longer in its folder"}),
+        );
+        assert_eq!(
+            trail_text(&gone, &lines, &items),
+            "Other: missing (no longer in its folder)"
+        );
+        // A card whose lines are not one per item (a mail to send) names it otherwise.
+        let sent = entry(
+            AuditKind::Execution,
+            Some("anna@example.net"),
+            json!({"status": "sent"}),
+        );
+        assert_eq!(
+            trail_text(
+                &sent,
+                &["To: Anna".to_owned()],
+                &["anna@example.net".to_owned(), "b".to_owned()]
+            ),
+            "anna@example.net: sent"
+        );
+        let with_subject = entry(
+            AuditKind::Execution,
+            Some("x"),
+            json!({"status": "failed", "subject": "Hello"}),
+        );
+        assert_eq!(trail_text(&with_subject, &[], &[]), "Hello: failed");
+    }
+
+    #[test]
+    fn a_lapse_and_a_refused_claim_say_so() {
+        let lapse = entry(AuditKind::Lapse, None, json!({}));
+        assert_eq!(
+            trail_text(&lapse, &[], &[]),
+            "Lapsed unanswered; nothing was changed"
+        );
+        let denial = entry(
+            AuditKind::Denial,
+            None,
+            json!({"reason": "the arguments changed"}),
+        );
+        assert_eq!(
+            trail_text(&denial, &[], &[]),
+            "A claim to run it was refused: the arguments changed"
+        );
+    }
+}
