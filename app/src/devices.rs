@@ -32,7 +32,7 @@ pub fn revoke_warning(device: &DeviceInfo, last_control: bool) -> String {
     }
 }
 
-/// What revoking `device` does to that device.
+/// What revoking `device` does to that device (a read device never answered cards).
 fn revoke_consequence(device: &DeviceInfo) -> String {
     if device.this_device {
         format!(
@@ -40,8 +40,12 @@ fn revoke_consequence(device: &DeviceInfo) -> String {
             device.name
         )
     } else {
+        let stops = match device.scope {
+            DeviceScope::Read => "seeing cards",
+            DeviceScope::Control => "seeing and answering cards",
+        };
         format!(
-            "Revoke “{}”? It will stop seeing and answering cards at once; pairing it again needs a new link.",
+            "Revoke “{}”? It will stop {stops} at once; pairing it again needs a new link.",
             device.name
         )
     }
@@ -124,6 +128,9 @@ fn DeviceRow(
         async move { revoke_device(name).await }
     });
     let this_device = device.this_device;
+    // The demo's owner cannot be revoked while the demo runs: say so instead of offering it.
+    let can_revoke = can_manage && !device.demo_owner;
+    let demo_owner = device.demo_owner;
     Effect::new(move |_| {
         if let Some(result) = revoke.value().get() {
             match result {
@@ -158,7 +165,12 @@ fn DeviceRow(
                 " · last used "
                 {move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into())}
             </p>
-            {can_manage.then(|| view! {
+            {demo_owner.then(|| view! {
+                <p class="device-note" data-testid="demo-owner-note">
+                    "The demo’s owner: every browser of the demo signs in as it, so it stays while the demo runs."
+                </p>
+            })}
+            {can_revoke.then(|| view! {
                 <div class="device-actions">
                     <Show
                         when=move || confirming.get()
@@ -233,12 +245,49 @@ fn PairPanel() -> impl IntoView {
                 view! {
                     <div class="pair-offer" data-testid="pair-offer">
                         <p>{format!("{scope_text} link, works once until {}:", format_time(o.expires_at, offset.get()))}</p>
-                        <input class="pair-url" type="text" readonly value=o.url.clone()
-                            aria-label="Pairing link" data-testid="pair-url"/>
+                        <textarea class="pair-url" readonly rows="2" prop:value=o.url.clone()
+                            aria-label="Pairing link" data-testid="pair-url"></textarea>
+                        <CopyButton text=o.url.clone()/>
                     </div>
                 }
             })}
         </section>
+    }
+}
+
+/// Copies `text` to the clipboard, then says so on the button for a moment; when the browser
+/// refuses (no permission, not a secure page), it says to copy by hand.
+#[component]
+fn CopyButton(text: String) -> impl IntoView {
+    let said = RwSignal::new(None::<&'static str>);
+    let copy = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let text = text.clone();
+            leptos::task::spawn_local(async move {
+                let written = match web_sys::window().map(|w| w.navigator().clipboard()) {
+                    Some(clipboard) => {
+                        wasm_bindgen_futures::JsFuture::from(clipboard.write_text(&text))
+                            .await
+                            .is_ok()
+                    }
+                    None => false,
+                };
+                said.try_set(Some(if written {
+                    "Copied"
+                } else {
+                    "Select the link and copy it"
+                }));
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &text;
+    };
+    view! {
+        <button class="btn" type="button" data-testid="pair-copy" on:click=copy>
+            "Copy link"
+        </button>
+        <span class="pair-copied" data-testid="pair-copied" role="status">{move || said.get()}</span>
     }
 }
 
@@ -253,6 +302,7 @@ mod tests {
             created_at: "2026-11-30T10:00:00Z".parse().unwrap(),
             last_used_at: None,
             this_device,
+            demo_owner: false,
         }
     }
 
@@ -261,6 +311,18 @@ mod tests {
         assert!(revoke_warning(&device(true), false).contains("signed out"));
         assert!(!revoke_warning(&device(false), false).contains("signed out"));
         assert!(revoke_warning(&device(false), false).contains("kitchen tablet"));
+    }
+
+    #[test]
+    fn a_read_device_is_not_said_to_stop_answering() {
+        let read = revoke_warning(&device(false), false);
+        assert!(read.contains("stop seeing cards"), "{read}");
+        assert!(!read.contains("answering"), "{read}");
+        let control = DeviceInfo {
+            scope: DeviceScope::Control,
+            ..device(false)
+        };
+        assert!(revoke_warning(&control, false).contains("stop seeing and answering cards"));
     }
 
     #[test]

@@ -65,6 +65,10 @@ test('a browser pairs through the link, shows on Devices, and is signed out when
     await expect(row).toContainText('Read');
     await expect(row).not.toContainText('last used never');
     await expect(page.locator('[data-device="demo-owner-browser"]')).toContainText('This device');
+    // The demo's owner cannot be revoked while the demo runs: no Revoke, a line saying why.
+    const owner = page.locator('[data-device="demo-owner-browser"]');
+    await expect(owner.getByRole('button', { name: 'Revoke' })).toHaveCount(0);
+    await expect(owner.getByTestId('demo-owner-note')).toContainText('every browser of the demo signs in as it');
     await shot(page, 'devices-page-desktop');
     await page.setViewportSize(PHONE);
     await shot(page, 'devices-page-phone', true);
@@ -76,7 +80,9 @@ test('a browser pairs through the link, shows on Devices, and is signed out when
 
     // Revoke takes a second tap that says what it does.
     await row.getByRole('button', { name: 'Revoke' }).click();
-    await expect(row.locator('.device-confirm')).toContainText('stop seeing and answering cards');
+    // A read device never answered cards: revoking it stops it seeing them.
+    await expect(row.locator('.device-confirm')).toContainText('stop seeing cards at once');
+    await expect(row.locator('.device-confirm')).not.toContainText('answering');
     await row.getByTestId('confirm-revoke').click();
     await expect(page.locator('[data-device="kitchen tablet"]')).toHaveCount(0);
 
@@ -101,6 +107,18 @@ test('a control device makes a pairing link on the Devices page', async ({ page,
   await expect(url).toHaveValue(/\/pair\/[0-9a-f]{64}$/);
   await expect(page.getByTestId('pair-offer')).toContainText('Control link, works once until');
   const link = await url.inputValue();
+  // The whole link shows on a phone (wrapped, never cut), and Copy puts it on the clipboard.
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  await page.setViewportSize({ width: 320, height: 640 });
+  const box = (await url.boundingBox())!;
+  expect(box.x + box.width).toBeLessThanOrEqual(320);
+  expect(await url.evaluate((el) => el.scrollWidth <= el.clientWidth)).toBe(true);
+  expect(await url.evaluate((el) => el.scrollHeight <= el.clientHeight)).toBe(true);
+  await shot(page.getByTestId('pair-offer'), 'pairing-link-320');
+  await page.getByTestId('pair-copy').click();
+  await expect(page.getByTestId('pair-copied')).toHaveText('Copied');
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   const context = await browser.newContext({ baseURL });
   try {

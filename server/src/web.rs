@@ -179,6 +179,7 @@ impl AppBackend for WebBackend {
             .into_iter()
             .map(|d| DeviceInfo {
                 this_device: d.name == viewer.name,
+                demo_owner: self.state.demo_token.is_some() && d.name == crate::state::DEMO_DEVICE,
                 scope: pairing::device_scope(d.scope),
                 name: d.name,
                 created_at: d.created_at,

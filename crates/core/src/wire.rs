@@ -548,6 +548,10 @@ pub struct DeviceInfo {
     pub last_used_at: Option<DateTime<Utc>>,
     /// The device the page is looked at from.
     pub this_device: bool,
+    /// The demo's owner (`iris serve --demo`): every browser of the demo signs in as it, so it
+    /// cannot be revoked while the demo runs.
+    #[serde(default)]
+    pub demo_owner: bool,
 }
 
 /// A fresh one-time pairing link: open `url` in the browser to pair within 10 minutes.
