@@ -7,7 +7,7 @@
 //! runs to its end on the server whatever the page does, DESIGN §3), its reply or its card. A
 //! resumed run's reply arrives live.
 
-use iris_core::wire::{ChatLine, RunMessage, MAX_MESSAGE_CHARS};
+use iris_core::wire::{ApprovalStatus, ChatLine, RunMessage, MAX_MESSAGE_CHARS};
 use leptos::html;
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -122,6 +122,7 @@ impl ChatState {
                 role: "owner".into(),
                 text: waiting.text,
                 approval_id: None,
+                approval_status: None,
             });
         }
         all
@@ -256,6 +257,7 @@ impl ChatState {
                     role: "assistant".into(),
                     text: message.text,
                     approval_id: message.approval_id,
+                    approval_status: None,
                 });
             });
         }
@@ -281,6 +283,7 @@ impl ChatState {
                 role: "owner".into(),
                 text: text.clone(),
                 approval_id: None,
+                approval_status: None,
             });
         });
         let state = *self;
@@ -326,6 +329,7 @@ impl ChatState {
                             role: "assistant".into(),
                             text: reply.reply.clone(),
                             approval_id: reply.approval_id.clone(),
+                            approval_status: None,
                         });
                     });
                     if conversation.as_deref() == Some(reply.conversation_id.as_str()) {
@@ -395,6 +399,13 @@ fn new_conversation_id() -> Option<String> {
     {
         None
     }
+}
+
+/// Whether `line` is a halt message whose card still waits (amber): a linked line whose
+/// row is pending, or whose status the page does not know yet (a reply just received).
+fn waits_for_answer(line: &ChatLine) -> bool {
+    line.approval_id.is_some()
+        && matches!(line.approval_status, None | Some(ApprovalStatus::Pending))
 }
 
 /// One line's words, with the link to the card (if any) as an in-app link.
@@ -471,7 +482,7 @@ pub fn ChatPanel() -> impl IntoView {
                                     class="chat-line"
                                     class:owner=owner
                                     class:assistant=!owner
-                                    class:halt=line.approval_id.is_some()
+                                    class:halt=waits_for_answer(&line)
                                     data-testid="chat-line"
                                     data-role=role
                                 >

@@ -87,6 +87,10 @@ test('approving runs exactly the call on the card and the chat follows up', asyn
     `moved ${WEEK_PROMOS.length} emails to Trash`,
   );
   await expect(page.getByTestId('chat-line').last()).toHaveAttribute('data-role', 'assistant');
+  // The halt message was amber while the card waited; answered, it is an ordinary line.
+  const haltLine = page.getByTestId('chat-line').filter({ hasText: 'I need your approval' });
+  await expect(haltLine).toHaveCount(1);
+  await expect(haltLine).not.toHaveClass(/\bhalt\b/);
 
   // A reload keeps the conversation and the answered card.
   await page.reload();

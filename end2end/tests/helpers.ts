@@ -88,6 +88,8 @@ export async function askAndOpenCard(page: Page): Promise<{ id: string; card: Lo
     .last();
   await expect(halt).toContainText('I need your approval to trash');
   await expect(halt).toContainText('Nothing has been changed yet');
+  // Amber while its card waits.
+  await expect(halt).toHaveClass(/\bhalt\b/);
   const link = halt.getByTestId('chat-approval-link');
   const href = await link.getAttribute('href');
   expect(href).toMatch(/^\/activity\/[A-Za-z0-9-]+$/);

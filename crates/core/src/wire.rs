@@ -388,6 +388,10 @@ pub struct ChatLine {
     pub text: String,
     /// The row a halt message links to, if any.
     pub approval_id: Option<String>,
+    /// That row's status when the conversation was read (absent on lines not read from the
+    /// store): the app marks a halt message only while its card waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_status: Option<ApprovalStatus>,
 }
 
 /// `GET /api/conversations/{id}` body: what was said, oldest first.

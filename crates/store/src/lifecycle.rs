@@ -687,8 +687,9 @@ impl ApprovalStore for Store {
 
     async fn lines(&self, conversation_id: &str) -> Result<Vec<ChatLine>, StoreError> {
         let rows = sqlx::query(
-            "SELECT seq, role, text, approval_id FROM conversation_lines \
-             WHERE conversation_id = $1 ORDER BY seq",
+            "SELECT l.seq, l.role, l.text, l.approval_id, a.status AS approval_status \
+             FROM conversation_lines l LEFT JOIN approvals a ON a.id = l.approval_id \
+             WHERE l.conversation_id = $1 ORDER BY l.seq",
         )
         .bind(conversation_id)
         .fetch_all(&self.pool)
@@ -838,9 +839,17 @@ fn line_from_row(row: &AnyRow, conversation_id: &str) -> Result<ChatLine, StoreE
         table: "conversation_lines",
         id: format!("line {seq} of conversation {conversation_id}"),
     };
+    let approval_status = match c.opt_text("approval_status")? {
+        None => None,
+        Some(text) => Some(
+            ApprovalStatus::parse(&text)
+                .ok_or_else(|| c.corrupt("approval_status", format!("unknown status `{text}`")))?,
+        ),
+    };
     Ok(ChatLine {
         role: c.text("role")?,
         text: c.text("text")?,
         approval_id: c.opt_text("approval_id")?,
+        approval_status,
     })
 }

@@ -101,6 +101,7 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
         role: "assistant".into(),
         text: text.into(),
         approval_id: Some("a1".into()),
+        approval_status: None,
     };
     let turn = TurnCommit {
         conversation_id: "c1".into(),
@@ -122,7 +123,15 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
         Some("cp-a1")
     );
     assert_eq!(store.transcript("c1").await.unwrap(), turn.transcript);
-    assert_eq!(store.lines("c1").await.unwrap().len(), 2);
+    let lines = store.lines("c1").await.unwrap();
+    assert_eq!(lines.len(), 2);
+    // Each line says its card's status as the store reads it (the app's amber halt line).
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.approval_status == Some(ApprovalStatus::Pending)),
+        "{lines:?}"
+    );
     if engine == Engine::Sqlite {
         // PostgreSQL delivers through its listener (tested with servers in the server suite).
         match events.try_recv() {
@@ -736,6 +745,7 @@ async fn a_resumed_turn_and_its_lines_land_with_the_job_end(engine: Engine) {
                 role: "assistant".into(),
                 text: "Done.".into(),
                 approval_id: None,
+                approval_status: None,
             }],
             halt: None,
             events: Vec::new(),

@@ -204,6 +204,7 @@ pub(crate) fn told(approval_id: &str, text: &str) -> ChatLine {
         role: "assistant".into(),
         text: text.to_string(),
         approval_id: Some(approval_id.to_string()),
+        approval_status: None,
     }
 }
 

@@ -89,6 +89,7 @@ impl Turns {
             role: "owner".into(),
             text: message.to_string(),
             approval_id: None,
+            approval_status: None,
         };
         self.store
             .commit_turn(&turn_commit(&end, vec![owner], None))
@@ -131,6 +132,7 @@ pub(crate) fn turn_commit(
             .as_ref()
             .map(|h| h.approval.id.clone())
             .or_else(|| about.map(str::to_string)),
+        approval_status: None,
     });
     let events = halt
         .iter()
