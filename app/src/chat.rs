@@ -93,6 +93,8 @@ pub struct ChatState {
     /// A message sent before this page loaded, whose reply the server has not written yet
     /// (shown as sent, with a waiting note; Send stays off until it ends).
     pub waiting: RwSignal<Option<PendingTurn>>,
+    /// The words of the turn this page has in flight (sent, no answer yet).
+    in_flight: RwSignal<Option<String>>,
     /// Orders reloads: only the newest one's answer is applied.
     generation: RwSignal<u64>,
 }
@@ -109,6 +111,7 @@ impl ChatState {
             error: RwSignal::new(None),
             can_answer: RwSignal::new(None),
             waiting: RwSignal::new(None),
+            in_flight: RwSignal::new(None),
             generation: RwSignal::new(0),
         }
     }
@@ -206,6 +209,17 @@ impl ChatState {
         });
     }
 
+    /// Whether this page asked for `approval`: its card quotes the turn this page has in
+    /// flight, or the one it waits for after a reload (that page needs no banner for it).
+    pub fn asked_here(&self, approval: &iris_core::wire::Approval) -> bool {
+        let request = approval.card.request.trim();
+        self.in_flight
+            .with_untracked(|t| t.as_deref() == Some(request))
+            || self
+                .waiting
+                .with_untracked(|w| w.as_ref().is_some_and(|w| w.text == request))
+    }
+
     /// Whether the box is shut because this device can only view.
     pub fn view_only(&self) -> bool {
         self.can_answer.get() == Some(false)
@@ -286,6 +300,7 @@ impl ChatState {
                 approval_status: None,
             });
         });
+        self.in_flight.set(Some(text.clone()));
         let state = *self;
         let conversation = self.conversation_id.get_untracked();
         // The id is known before the message leaves, and the message is kept, so a reload
@@ -303,6 +318,7 @@ impl ChatState {
         }
         leptos::task::spawn_local(async move {
             let answer = send_chat(text.clone(), sent_in).await;
+            state.in_flight.try_set(None);
             if let (Err(AppError::Transport(_)), Some(pending)) = (&answer, pending) {
                 // The message may have reached the server, where the turn runs to its end
                 // whatever the page hears: wait for its end as after a reload, rather than

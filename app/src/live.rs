@@ -131,7 +131,10 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
                     });
                     if let Some(approval) = approval {
                         if name == "approval.requested" {
-                            banner.on_requested(&approval);
+                            // The tab that asked shows the card in its chat already.
+                            if !chat.asked_here(&approval) {
+                                banner.on_requested(&approval);
+                            }
                         } else {
                             banner.on_settled(&approval.id);
                         }

@@ -140,6 +140,8 @@ test('a second browser shows the banner when a card is requested, and it opens t
     await expect(banner).toHaveAttribute('data-approval-id', id);
     await expect(banner).toContainText(`Trash ${WEEK_PROMOS.length} emails`);
     await shot(other, 'surfaces-banner-desktop');
+    // The tab that asked has the card in its chat and on its page: no banner there.
+    await expect(page.getByTestId('request-banner')).toHaveCount(0);
 
     await banner.getByTestId('request-banner-open').click();
     await expect(other).toHaveURL(new RegExp(`/activity/${id}$`));
