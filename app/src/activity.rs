@@ -225,10 +225,14 @@ fn activity_view(
         })}
         <section class="card-section" aria-labelledby="pending-title">
             <h2 id="pending-title" class="section-title">
-                "Waiting for you"
+                {if can_answer { "Waiting for you" } else { "Waiting for an answer" }}
                 <span class="count" aria-label=format!("{pending_count} waiting")>{pending_count}</span>
             </h2>
-            {(pending_count == 0).then(|| view! { <p class="empty">"Nothing is waiting for you."</p> })}
+            {(pending_count == 0).then(|| view! {
+                <p class="empty">
+                    {if can_answer { "Nothing is waiting for you." } else { "Nothing is waiting for an answer." }}
+                </p>
+            })}
             <div class="card-list" data-testid="pending-list">{list.clone()(pending)}</div>
         </section>
         <section class="card-section" aria-labelledby="answered-title">

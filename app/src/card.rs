@@ -109,7 +109,12 @@ pub fn ApprovalCard(
     let status = approval.status.as_str();
     // A failed, stale or unknown execution must not look like a success.
     let tone = outcome_tone(&approval);
-    let badge_label = crate::format::badge_label(&approval);
+    // A read device only watches: the card waits for the owner's answer, not for it.
+    let badge_label = if pending && !viewer.can_answer {
+        "Waiting for an answer"
+    } else {
+        crate::format::badge_label(&approval)
+    };
     let title_id = format!("card-{id}-title");
     let dialog_id = format!("card-{id}-dialog");
 

@@ -515,7 +515,7 @@ pub fn ChatPanel() -> impl IntoView {
             </Show>
             <Show when=move || {
                 chat.lines.with(Vec::is_empty) && chat.extra.with(Vec::is_empty)
-                    && chat.waiting.with(Option::is_none)
+                    && chat.waiting.with(Option::is_none) && !chat.view_only()
             }>
                 <p class="chat-empty">"Ask for something, e.g. “trash the promo emails from this week”. Anything that deletes data waits for your approval."</p>
             </Show>
@@ -531,7 +531,7 @@ pub fn ChatPanel() -> impl IntoView {
                     id="chat-input"
                     data-testid="chat-input"
                     rows="2"
-                    placeholder="Ask IRIS…"
+                    placeholder=move || if chat.view_only() { "" } else { "Ask IRIS…" }
                     node_ref=input_ref
                     readonly=move || !live.get()
                     disabled=move || chat.view_only()

@@ -85,6 +85,12 @@ test('a read browser sees the card, no buttons, and its answer is refused (403)'
     await expect(wall.getByTestId('chat-view-only')).toHaveText('This device can only view.');
     await expect(wall.getByTestId('chat-input')).toBeDisabled();
     await expect(wall.getByTestId('chat-send')).toBeDisabled();
+    // Nothing speaks to it as the one who answers: the card waits for an answer, not for it,
+    // and the chat does not invite it to ask.
+    await expect(wallCard.getByTestId('card-status')).toHaveText('Waiting for an answer');
+    await expect(wall.locator('#pending-title')).toContainText('Waiting for an answer');
+    await expect(wall.getByTestId('chat-input')).not.toHaveAttribute('placeholder', /Ask/);
+    await expect(wall.locator('.chat-empty')).toHaveCount(0);
     // No hydration mismatch or panic (checked before the refused fetch logs its 403).
     expect(problems).toEqual([]);
 
@@ -98,7 +104,7 @@ test('a read browser sees the card, no buttons, and its answer is refused (403)'
       return response.status;
     }, id);
     expect(status).toBe(403);
-    await expect(wallCard.getByTestId('card-status')).toHaveText('Waiting for you');
+    await expect(wallCard.getByTestId('card-status')).toHaveText('Waiting for an answer');
 
     // (d) The card as a phone shows it: 375 px wide, nothing wider than the screen.
     await wall.setViewportSize(PHONE);

@@ -196,7 +196,7 @@ fn refusal(why: &Redemption) -> Response {
         _ => closed(
             StatusCode::NOT_FOUND,
             "This pairing link is not valid",
-            "Check that the whole link was copied, or make a new one with `iris pair --scope read|control` on the server or from the Devices page of a paired control device.".into(),
+            "Check that the whole link was copied, or make a new one: on the Devices page of a paired control device, or on the server with iris pair --scope read (or --scope control).".into(),
         ),
     }
 }

@@ -226,7 +226,14 @@ async fn a_lapsed_or_unknown_link_pairs_nobody() {
 
     let resp = post_form(&server.url, "/pair/nonsense", "x", Some(&server.url)).await;
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
-    assert!(resp.text().await.unwrap().contains("not valid"));
+    let page = resp.text().await.unwrap();
+    assert!(page.contains("not valid"), "{page}");
+    // Plain words for a person: no Markdown backticks on the page.
+    assert!(
+        page.contains("iris pair --scope read (or --scope control)"),
+        "{page}"
+    );
+    assert!(!page.contains('`'), "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
