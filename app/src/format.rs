@@ -19,10 +19,11 @@ pub fn undo_sentence(card: &Card) -> Option<String> {
     })
 }
 
-/// The exact arguments as the row pins them: the server sends them canonical (keys sorted), so
-/// plain compact serialisation shows the very bytes that were hashed.
+/// The exact arguments as the row pins them (the server sends them canonical, keys sorted),
+/// indented one value per line: the same values and order that were hashed, laid out so a
+/// narrow card wraps between values, never inside an id.
 pub fn exact_args(approval: &Approval) -> String {
-    serde_json::to_string(&approval.args).unwrap_or_else(|_| approval.args.to_string())
+    serde_json::to_string_pretty(&approval.args).unwrap_or_else(|_| approval.args.to_string())
 }
 
 /// "1 email" / "3 emails".

@@ -40,6 +40,26 @@ for (const scheme of ['light', 'dark'] as const) {
 
     await page.goto(`/activity/${id}`);
     const opened = page.getByTestId(`card-${id}`);
+    // The exact call wraps between its values: no id is split over two lines.
+    await opened.getByTestId('exact-call-toggle').click();
+    const split = await opened.locator('.exact-args').evaluate((pre) => {
+      const text = pre.textContent ?? '';
+      const ids = [...text.matchAll(/"(m[0-9a-f]+)"/g)].map((m) => m[1]);
+      const node = pre.querySelector('code')!.firstChild!;
+      return {
+        ids: ids.length,
+        split: ids.filter((id) => {
+          const start = text.indexOf(id);
+          const range = document.createRange();
+          range.setStart(node, start);
+          range.setEnd(node, start + id.length);
+          return range.getClientRects().length > 1;
+        }),
+      };
+    });
+    expect(split.ids).toBeGreaterThan(0);
+    expect(split.split, 'ids split over two lines').toEqual([]);
+    await shot(opened.getByTestId('exact-call'), `narrow-320-${scheme}-exact-call`);
     await opened.getByTestId('action-button').click();
     const dialog = page.getByRole('dialog');
     await expect(dialog).toBeVisible();
