@@ -12,8 +12,9 @@ use leptos::prelude::*;
 use crate::api::respond_approval;
 use crate::backend::Viewer;
 use crate::format::{
-    approved_headline, exact_args, execution_sentence, format_time, lapse_notice, outcome_problem,
-    outcome_tone, pretty_json, result_summary, status_label, undo_sentence, who_and_where,
+    approved_headline, card_parts, exact_args, execution_sentence, format_time, lapse_notice,
+    outcome_problem, outcome_tone, pretty_json, result_summary, status_label, undo_sentence,
+    who_and_where, CardPart,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -208,6 +209,9 @@ pub fn ApprovalCard(
     });
 
     let undo = undo_sentence(&card);
+    // A call with no undo tool that acts for the owner (a mail to send) cannot be taken back:
+    // the card and its dialog say so, as a destructive one says it deletes data.
+    let irreversible = acts_for_you && card.undo_tool.is_none();
     // The undo sentence matters while the call may still run or after it ran, not after a "no".
     let undo_applies = pending
         || (approval.status == ApprovalStatus::Approved && approval.execution != Execution::Failed);
@@ -230,7 +234,7 @@ pub fn ApprovalCard(
     let lines = (!card.lines.is_empty()).then(|| {
         view! {
             <ul class="card-lines" data-testid="card-lines">
-                {card.lines.iter().map(|line| view! { <li>{line.clone()}</li> }).collect_view()}
+                {card_parts(&card.lines).into_iter().map(part_view).collect_view()}
             </ul>
         }
     });
@@ -336,6 +340,7 @@ pub fn ApprovalCard(
                         action=action.clone()
                         lines=lines.clone()
                         destructive=destructive
+                        irreversible=irreversible
                         undo=undo.clone()
                         busy=state.busy.into()
                         on_cancel=close_dialog
@@ -377,6 +382,9 @@ pub fn ApprovalCard(
             </header>
             {lines}
             {undo.clone().filter(|_| undo_applies).map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
+            {(irreversible && pending).then(|| view! {
+                <p class="card-no-undo" data-testid="card-no-undo">"Once it runs, this cannot be taken back."</p>
+            })}
             <p class="card-asked" data-testid="card-asked">
                 <span class="label">"You asked: "</span>
                 <q>{card.request.clone()}</q>
@@ -428,6 +436,19 @@ fn refocus(card: &leptos::web_sys::HtmlElement, target: Option<&leptos::web_sys:
 
 /// What happened to an answered card: status, who answered via which surface and when, what
 /// ran, and a failed resume if any.
+/// One part of a card's lines: a row, or a quoted block (a mail's body) drawn as text.
+fn part_view(part: CardPart) -> AnyView {
+    match part {
+        CardPart::Line(line) => view! { <li>{line}</li> }.into_any(),
+        CardPart::Quote(text) => view! {
+            <li class="card-quote" data-testid="card-quote">
+                <div class="quoted-body">{text}</div>
+            </li>
+        }
+        .into_any(),
+    }
+}
+
 fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoView {
     let status = approval.status;
     let who = who_and_where(approval);
@@ -548,6 +569,7 @@ fn ConfirmDialog(
     action: String,
     lines: Vec<String>,
     destructive: bool,
+    irreversible: bool,
     undo: Option<String>,
     busy: Signal<bool>,
     on_cancel: Callback<()>,
@@ -640,9 +662,10 @@ fn ConfirmDialog(
                 <h2 class="dialog-title" id=title_id>{title}</h2>
                 <div id=desc_id class="dialog-desc">
                     {destructive.then(|| view! { <p class="dialog-warning">"This deletes data."</p> })}
+                    {irreversible.then(|| view! { <p class="dialog-warning" data-testid="dialog-no-undo">"This cannot be taken back once it runs."</p> })}
                     {(count > 0).then(|| view! {
                         <ul class="dialog-lines">
-                            {shown.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}
+                            {card_parts(&shown).into_iter().map(part_view).collect_view()}
                             {(more > 0).then(|| view! { <li class="more">{format!("and {more} more")}</li> })}
                         </ul>
                     })}
@@ -750,11 +773,9 @@ mod tests {
         assert!(html.contains("data-testid=\"reject-button\""), "{html}");
         assert!(html.contains("btn btn-danger"), "{html}");
         assert!(html.contains("trash_email"), "{html}");
-        // The exact call is the canonical JSON as sent.
-        assert!(
-            html.contains(r#"<code>{"ids":["m1","m2","m3"]}</code>"#),
-            "{html}"
-        );
+        // The exact call: the canonical values in their order, one per line.
+        let args = "{\n  \"ids\": [\n    \"m1\",\n    \"m2\",\n    \"m3\"\n  ]\n}";
+        assert!(html.contains(&format!("<code>{args}</code>")), "{html}");
         // Card text is escaped, never markup.
         assert!(html.contains("Shop &lt;deals@shop.example&gt;"), "{html}");
         assert!(

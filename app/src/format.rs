@@ -299,6 +299,39 @@ pub fn find_card_link(text: &str, approval_id: &str) -> Option<(usize, usize)> {
     Some((start, at + path.len()))
 }
 
+/// The mark a plugin puts before each line of quoted text on a card (a mail's body): `│ `.
+pub const QUOTE_MARK: char = '│';
+
+/// A card's lines as the card draws them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CardPart {
+    /// One row (an item, a header such as "To: …").
+    Line(String),
+    /// A run of quoted lines ([`QUOTE_MARK`] first) as one block of text, blank lines kept,
+    /// the marks gone: a mail reads as a mail.
+    Quote(String),
+}
+
+/// `lines` grouped into [`CardPart`]s, in order.
+pub fn card_parts(lines: &[String]) -> Vec<CardPart> {
+    let mut parts: Vec<CardPart> = Vec::new();
+    for line in lines {
+        match line.strip_prefix(QUOTE_MARK) {
+            Some(rest) => {
+                let text = rest.strip_prefix(' ').unwrap_or(rest);
+                if let Some(CardPart::Quote(block)) = parts.last_mut() {
+                    block.push('\n');
+                    block.push_str(text);
+                } else {
+                    parts.push(CardPart::Quote(text.to_owned()));
+                }
+            }
+            None => parts.push(CardPart::Line(line.clone())),
+        }
+    }
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,5 +497,37 @@ mod tests {
             .with_timezone(&Utc);
         assert_eq!(format_time(at, None), "30 Nov, 14:05 UTC");
         assert_eq!(format_time(at, Some(60)), "30 Nov, 15:05");
+    }
+
+    #[test]
+    fn quoted_lines_are_one_block_with_their_blank_lines() {
+        let lines: Vec<String> = [
+            "To: Anna",
+            "Subject: Re: Dinner",
+            "│ Hi Anna,",
+            "│ ",
+            "│ Thursday works for me.",
+            "│",
+            "│ Robin",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            card_parts(&lines),
+            vec![
+                CardPart::Line("To: Anna".into()),
+                CardPart::Line("Subject: Re: Dinner".into()),
+                CardPart::Quote("Hi Anna,\n\nThursday works for me.\n\nRobin".into()),
+            ]
+        );
+        let items = vec!["Flash sale".to_owned(), "Black Friday".to_owned()];
+        assert_eq!(
+            card_parts(&items),
+            vec![
+                CardPart::Line("Flash sale".into()),
+                CardPart::Line("Black Friday".into())
+            ]
+        );
     }
 }

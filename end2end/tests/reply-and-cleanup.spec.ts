@@ -67,6 +67,16 @@ test('the reply card acts for you, shows the whole mail, and approving sends it 
   await expect(lines).toContainText('Subject: Re: Dinner on Saturday?');
   await expect(lines).toContainText('Thursday works for me.');
   await expect(lines).toContainText('Robin');
+  // The body reads as a mail: one block with its blank lines, no row marks.
+  const body = card.getByTestId('card-quote');
+  await expect(body).toHaveCount(1);
+  await expect(body).toContainText('Thursday works for me.');
+  await expect(lines).not.toContainText('│');
+  expect(await body.innerText()).toMatch(/\n\s*\n/);
+  // A sent mail cannot be taken back, and the card says so before anything goes out.
+  await expect(card.getByTestId('card-no-undo')).toHaveText(
+    'Once it runs, this cannot be taken back.',
+  );
   await shotBothWidths(page, () => card, 'send-card');
 
   const outbox = path.join(process.env.IRIS_E2E_RUN_DIR!, 'demo-outbox');
@@ -78,6 +88,12 @@ test('the reply card acts for you, shows the whole mail, and approving sends it 
   // The dialog repeats every line of the mail: nothing that goes out is hidden.
   await expect(dialog).toContainText('Robin');
   await expect(dialog.getByText(/and \d+ more/)).toHaveCount(0);
+  await expect(dialog.getByTestId('dialog-no-undo')).toHaveText(
+    'This cannot be taken back once it runs.',
+  );
+  // The body is one block there too, not a bullet per line.
+  await expect(dialog.getByTestId('card-quote')).toHaveCount(1);
+  await expect(dialog).not.toContainText('│');
   await shotBothWidths(page, () => page, 'send-dialog');
   await dialog.getByTestId('dialog-confirm').click();
 
