@@ -144,12 +144,58 @@ pub async fn serve(demo: bool) -> anyhow::Result<()> {
         println!("demo: open http://{addr}/ and ask \"trash the promo emails from this week\"");
         println!("demo: or \"reply to Anna that Thursday works\" (saved to data/demo-outbox/, not sent, unless IRIS_SMTP_URL is set)");
     }
+    let stop = state.shutdown.clone();
+    tokio::spawn(async move {
+        stop_requested().await;
+        tracing::info!("stopping: no new resume jobs; running ones finish first");
+        stop.cancel();
+    });
     axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(state.shutdown.clone().cancelled_owned())
         .await?;
+    // Every job a worker runs now records its outcome before the process exits; one that
+    // cannot in time is left to the next start, which marks it `unknown` (DESIGN §8).
+    state.workers.close();
+    if tokio::time::timeout(STOP_GRACE, state.workers.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            secs = STOP_GRACE.as_secs(),
+            "stopping with resume jobs still running; the next start marks them unknown"
+        );
+    }
     Ok(())
+}
+
+/// How long a stop waits for running resume jobs to record their outcome.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Ctrl-C (SIGINT) or SIGTERM (what systemd and container runtimes send).
+async fn stop_requested() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM; Ctrl-C still stops");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            () = interrupt => {}
+            () = terminate => {}
+        }
+    }
+    #[cfg(not(unix))]
+    interrupt.await;
 }
 
 /// IRIS approvals: destructive calls run only after the owner approves that exact call.

@@ -47,6 +47,11 @@ pub struct AppState {
     pub email: Arc<EmailPlugin>,
     /// Browser sessions, in the same database.
     pub sessions: crate::session::SessionRecords,
+    /// Cancelled when the server is asked to stop (SIGINT, SIGTERM): job workers claim no new
+    /// job, event streams end, so the HTTP server can finish and the process exit.
+    pub shutdown: tokio_util::sync::CancellationToken,
+    /// The job workers: a stop waits for the job each one runs to record its outcome.
+    pub workers: tokio_util::task::TaskTracker,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -253,5 +258,7 @@ pub async fn build(
         leptos,
         settings: Arc::new(settings),
         sessions,
+        shutdown: tokio_util::sync::CancellationToken::new(),
+        workers: tokio_util::task::TaskTracker::new(),
     })
 }

@@ -10,18 +10,21 @@ use crate::state::AppState;
 /// How many jobs this server runs at once (one slow model call does not hold up the others).
 pub const WORKERS: usize = 4;
 
-/// Starts [`WORKERS`] job workers. Each waits for a job to become ready on this server (or the
-/// sweep's tick, for jobs of other servers and lapsed leases) and runs jobs until none is left.
+/// Starts [`WORKERS`] job workers on `state.workers`. Each waits for a job to become ready on
+/// this server (or the sweep's tick, for jobs of other servers and lapsed leases) and runs jobs
+/// until none is left, until the server stops: then it claims no new job, and the one it runs
+/// finishes and records its outcome (DESIGN §8: a stop must not leave an `unknown` it could
+/// have avoided).
 pub fn spawn_workers(state: &AppState) {
     for _ in 0..WORKERS {
         let state = state.clone();
-        tokio::spawn(async move { work(state).await });
+        state.workers.clone().spawn(async move { work(state).await });
     }
 }
 
 async fn work(state: AppState) {
     let tick = Duration::from_secs(state.settings.sweep_secs.max(1));
-    loop {
+    while !state.shutdown.is_cancelled() {
         // Registered before draining, so a job made ready while this worker drains is not missed.
         let ready = state.jobs.ready.notified();
         tokio::pin!(ready);
@@ -30,13 +33,15 @@ async fn work(state: AppState) {
         tokio::select! {
             () = &mut ready => {}
             () = tokio::time::sleep(tick) => {}
+            () = state.shutdown.cancelled() => {}
         }
     }
 }
 
-/// Runs jobs until none is claimable; a failure is logged and waits for the next wake-up.
+/// Runs jobs until none is claimable (or the server stops); a failure is logged and waits for
+/// the next wake-up.
 pub async fn drain(state: &AppState) {
-    loop {
+    while !state.shutdown.is_cancelled() {
         match state.service.run_next_job().await {
             Ok(Some(report)) => {
                 tracing::info!(approval = %report.approval_id, resumed = report.run.is_some(), "resume job done");

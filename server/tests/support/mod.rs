@@ -299,6 +299,34 @@ impl Iris {
     }
 }
 
+impl Iris {
+    /// Sends `signal` (`TERM`, `INT`) to the server, as `kill -SIGNAL PID` would.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal}: {status}");
+    }
+
+    /// Waits for the server to exit by itself, at most `limit` (it is killed and the test
+    /// fails past that): its exit status.
+    pub fn wait_exit(mut self, limit: std::time::Duration) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll the server") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not exit within {limit:?} of being asked to stop"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 impl Drop for Iris {
     fn drop(&mut self) {
         let _ = self.child.kill();
