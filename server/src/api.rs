@@ -506,8 +506,7 @@ pub(crate) async fn events(
     );
     // A stop ends every stream, so the server's graceful shutdown is not held open by them
     // (the browser's EventSource reconnects to the next server).
-    let stream =
-        futures::StreamExt::take_until(stream, state.shutdown.clone().cancelled_owned());
+    let stream = futures::StreamExt::take_until(stream, state.shutdown.clone().cancelled_owned());
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 

@@ -18,7 +18,10 @@ pub const WORKERS: usize = 4;
 pub fn spawn_workers(state: &AppState) {
     for _ in 0..WORKERS {
         let state = state.clone();
-        state.workers.clone().spawn(async move { work(state).await });
+        state
+            .workers
+            .clone()
+            .spawn(async move { work(state).await });
     }
 }
 

@@ -59,7 +59,9 @@ async fn a_stop_ends_the_event_streams_exits_and_frees_the_database() {
     }
     // The file is free at once: a new server starts on it.
     let again = world.start();
-    let health = reqwest::get(format!("{}/api/health", again.url)).await.unwrap();
+    let health = reqwest::get(format!("{}/api/health", again.url))
+        .await
+        .unwrap();
     assert_eq!(health.status(), StatusCode::OK);
 }
 
@@ -108,7 +110,9 @@ async fn a_resume_running_at_the_stop_finishes_before_the_exit() {
     assert!(status.success(), "{status}");
 
     // Read before any restart: the job is done and the reply written by the stopped server.
-    let store = iris_store::Store::connect(&world.database_url).await.unwrap();
+    let store = iris_store::Store::connect(&world.database_url)
+        .await
+        .unwrap();
     let job: String = sqlx::query_scalar("SELECT state FROM resume_jobs WHERE approval_id = $1")
         .bind(&id)
         .fetch_one(store.pool())

@@ -5,6 +5,9 @@ use iris_core::ports::{DeviceStore, PairingStore};
 
 use crate::Store;
 
+/// How often a device's last use is recorded at most (the Devices page shows it to the minute).
+const LAST_USED_EVERY: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 #[async_trait::async_trait]
 impl DeviceStore for Store {
     /// [`StoreError::Backend`] naming the rule when a live device already has the name or
@@ -35,17 +38,40 @@ impl DeviceStore for Store {
         token_hash: &str,
         at: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<iris_core::ports::Device>, iris_core::ports::StoreError> {
+        // A read decides: a request is never refused because the database is busy writing.
         let rows = sqlx::query(
-            "UPDATE devices SET last_used_at = $1 \
-             WHERE token_hash = $2 AND revoked_at IS NULL \
-             RETURNING name, scope, created_at, last_used_at",
+            "SELECT name, scope, created_at, last_used_at FROM devices \
+             WHERE token_hash = $1 AND revoked_at IS NULL",
         )
-        .bind(crate::timestamp_text(at))
         .bind(token_hash)
         .fetch_all(&self.pool)
         .await
         .map_err(crate::rows::backend("authenticating a device"))?;
-        rows.first().map(crate::rows::device_from_row).transpose()
+        let Some(mut device) = rows.first().map(crate::rows::device_from_row).transpose()? else {
+            return Ok(None);
+        };
+        // The use is recorded at most once a minute per device, and only as a courtesy: a write
+        // that cannot get the lock (a long mail sync) is skipped, not an error.
+        let stale = device
+            .last_used_at
+            .is_none_or(|last| at - last >= LAST_USED_EVERY);
+        if stale {
+            let touched = sqlx::query(
+                "UPDATE devices SET last_used_at = $1 \
+                 WHERE token_hash = $2 AND revoked_at IS NULL",
+            )
+            .bind(crate::timestamp_text(at))
+            .bind(token_hash)
+            .execute(&self.pool)
+            .await;
+            match touched {
+                Ok(_) => device.last_used_at = Some(at),
+                Err(e) => {
+                    tracing::debug!(device = %device.name, error = %e, "recording a device's last use skipped")
+                }
+            }
+        }
+        Ok(Some(device))
     }
 
     async fn is_live(&self, token_hash: &str) -> Result<bool, iris_core::ports::StoreError> {

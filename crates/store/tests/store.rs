@@ -742,6 +742,23 @@ async fn devices_add_authenticate_list_revoke(engine: Engine) {
     );
     assert_eq!(listed[0].last_used_at, Some(used));
     assert_eq!(listed[1].scope, Scope::Read);
+    // Recorded at most once a minute: a use 30 s later is not a write; one a minute later is.
+    let soon = used + Duration::seconds(30);
+    let again = store
+        .authenticate("hash-phone", soon)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.last_used_at, Some(used));
+    let later = used + Duration::seconds(60);
+    let again = store
+        .authenticate("hash-phone", later)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.last_used_at, Some(later));
+    let listed = DeviceStore::list(&store).await.expect("list");
+    assert_eq!(listed[0].last_used_at, Some(later));
 
     assert!(store.is_live("hash-phone").await.expect("live"));
     assert!(!store.is_live("hash-nobody").await.expect("live"));

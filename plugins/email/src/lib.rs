@@ -40,6 +40,7 @@ pub mod outbox;
 pub mod parse;
 mod selection;
 mod store;
+pub use store::SYNC_CHUNK;
 mod sync;
 mod sync_state;
 pub mod tools;

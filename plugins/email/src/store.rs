@@ -256,6 +256,10 @@ pub(crate) struct LocalStore {
 
 const ACTIVE_STATES: &str = "('trashing', 'trashed')";
 
+/// Statements per transaction when a sync writes the local store (a few milliseconds of the
+/// write lock each).
+pub const SYNC_CHUNK: usize = 500;
+
 impl LocalStore {
     pub fn new(db: Db) -> Self {
         LocalStore { db }
@@ -292,23 +296,31 @@ impl LocalStore {
         Ok(ids.into_iter().collect())
     }
 
-    /// Applies one account's sync in one transaction.
+    /// Applies one account's sync: removes, then moves, then inserts, in that order, each in
+    /// transactions of at most [`SYNC_CHUNK`] statements. A sync of a large mailbox must not
+    /// hold SQLite's one write lock for seconds (every other write, the approvals' included,
+    /// would wait behind it); a sync cut off midway leaves a store the next sync completes (it
+    /// compares the mailbox with the store again).
     pub async fn apply_sync(
         &self,
         inserts: &[MessageRow],
         removes: &[String],
         moves: &[(String, String, String)],
     ) -> Result<(), sqlx::Error> {
-        {
-            let pool = &self.db.pool;
+        let pool = &self.db.pool;
+        for chunk in removes.chunks(SYNC_CHUNK) {
             let mut tx = pool.begin().await?;
-            for id in removes {
+            for id in chunk {
                 sqlx::query("DELETE FROM email_messages WHERE id = $1")
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
             }
-            for (id, folder, location) in moves {
+            tx.commit().await?;
+        }
+        for chunk in moves.chunks(SYNC_CHUNK) {
+            let mut tx = pool.begin().await?;
+            for (id, folder, location) in chunk {
                 sqlx::query("UPDATE email_messages SET folder = $1, location = $2 WHERE id = $3")
                     .bind(folder)
                     .bind(location)
@@ -316,30 +328,34 @@ impl LocalStore {
                     .execute(&mut *tx)
                     .await?;
             }
-            for r in inserts {
+            tx.commit().await?;
+        }
+        for chunk in inserts.chunks(SYNC_CHUNK) {
+            let mut tx = pool.begin().await?;
+            for r in chunk {
                 insert_message!(&mut *tx, r)?;
             }
-            tx.commit().await
+            tx.commit().await?;
         }
+        Ok(())
     }
 
-    /// Records where a listing found messages that did not change otherwise (new/ → cur/).
+    /// Records where a listing found messages that did not change otherwise (new/ → cur/), in
+    /// transactions of at most [`SYNC_CHUNK`] statements (see [`LocalStore::apply_sync`]).
     pub async fn update_locations(&self, locs: &[(String, String)]) -> Result<(), sqlx::Error> {
-        if locs.is_empty() {
-            return Ok(());
-        }
-        {
-            let pool = &self.db.pool;
+        let pool = &self.db.pool;
+        for chunk in locs.chunks(SYNC_CHUNK) {
             let mut tx = pool.begin().await?;
-            for (id, location) in locs {
+            for (id, location) in chunk {
                 sqlx::query("UPDATE email_messages SET location = $1 WHERE id = $2")
                     .bind(location)
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
             }
-            tx.commit().await
+            tx.commit().await?;
         }
+        Ok(())
     }
 
     /// Recomputes an account's thread ids.
@@ -405,18 +421,20 @@ impl LocalStore {
         if changes.is_empty() {
             return Ok(());
         }
-        {
-            let pool = &self.db.pool;
+        // In chunks, as a sync writes (see [`LocalStore::apply_sync`]).
+        let pool = &self.db.pool;
+        for chunk in changes.chunks(SYNC_CHUNK) {
             let mut tx = pool.begin().await?;
-            for (id, tid) in &changes {
+            for (id, tid) in chunk {
                 sqlx::query("UPDATE email_messages SET thread_id = $1 WHERE id = $2")
                     .bind(tid)
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
             }
-            tx.commit().await
+            tx.commit().await?;
         }
+        Ok(())
     }
 
     /// Number of messages an account has in the store.

@@ -57,7 +57,8 @@ pub trait DeviceStore: Send + Sync {
     /// [`StoreError::Backend`] when the name is taken.
     async fn add(&self, device: &Device, token_hash: &str) -> Result<(), StoreError>;
 
-    /// The live device whose token hashes to `token_hash`; records the use.
+    /// The live device whose token hashes to `token_hash`; records the use (at most once a
+    /// minute, and never failing the request when the write must wait).
     ///
     /// # Errors
     /// [`StoreError`].
