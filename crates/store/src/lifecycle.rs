@@ -312,7 +312,17 @@ impl Store {
         owner: &str,
         secs: u32,
     ) -> Result<Option<(JobOrigin, i64, Record)>, StoreError> {
-        let claimable = "(state = 'ready' OR (state = 'running' AND lease_until <= {now}))";
+        // A lapsed lease is taken over by another server only: this one's own lapsed lease
+        // belongs to a worker that still runs the job here (its heartbeat could not write), and
+        // a live server never calls its own running call interrupted. (`owner` is this
+        // process's, new at every start, so a restarted server takes its old jobs over.)
+        let claimable = "(state = 'ready' OR (state = 'running' AND lease_until <= {now} \
+                         AND substr(lease_owner, 1, length($5)) <> $5))";
+        // Every claim's holder is `OWNER#CLAIM`: this server's claims share `OWNER#`.
+        let own_prefix = match owner.rsplit_once('#') {
+            Some((server, _)) => format!("{server}#"),
+            None => format!("{owner}#"),
+        };
         let (condition, id) = match pick {
             JobPick::Next => (claimable.to_string(), None),
             JobPick::Approval(id) => (format!("{claimable} AND approval_id = $4"), Some(id)),
@@ -337,6 +347,7 @@ impl Store {
             // Keep `$4` bound so both spellings take the same arguments.
             take = take.opt_text(None);
         }
+        take = take.text(&own_prefix);
         tx.exec(take, "leasing a resume job").await?;
         let rows = tx
             .fetch(

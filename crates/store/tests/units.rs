@@ -286,8 +286,18 @@ async fn a_lapsed_lease_is_taken_over_and_the_old_holder_writes_nothing(engine: 
         .await
         .is_none());
 
-    // A stalls past its lease: B takes the job over, finds `executing` and marks it unknown.
+    // A stalls past its lease. A itself never takes its own job over (its worker still holds
+    // it; a live server must not call its own running call interrupted)...
     db.clock.advance(Duration::seconds(2));
+    assert!(claim(&store, JobPick::Next, "server-a", lease_only)
+        .await
+        .is_none());
+    assert!(
+        claim(&store, JobPick::Approval("a1"), "server-a", lease_only)
+            .await
+            .is_none()
+    );
+    // ...B does: it finds `executing` and marks it unknown.
     let b = claim(&store, JobPick::Next, "server-b", |s| {
         assert_eq!(s.origin, JobOrigin::TakenOver);
         assert_eq!(s.approval.as_ref().unwrap().execution, Execution::Executing);
