@@ -30,6 +30,22 @@ pub fn sqlite_path(url: &str) -> Option<PathBuf> {
     Some(PathBuf::from(path))
 }
 
+/// `db` with every symlink and `..` resolved: the file's own path when it exists, else its
+/// folder's resolved path and its name (the folder exists by then).
+fn real_path(db: &std::path::Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(db) {
+        return real;
+    }
+    let folder = match db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => parent.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    match (std::fs::canonicalize(&folder), db.file_name()) {
+        (Ok(folder), Some(name)) => folder.join(name),
+        _ => db.to_path_buf(),
+    }
+}
+
 /// Claims the server's SQLite file (the demo's, `data/demo.db`, when `demo` and no database is
 /// set), or nothing on PostgreSQL.
 ///
@@ -49,6 +65,9 @@ pub fn claim(settings: &Settings, demo: bool) -> anyhow::Result<Option<Claim>> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating the database directory {}", parent.display()))?;
     }
+    // The lock sits beside the real file, so a symlink or another spelling of the same path
+    // names the same lock.
+    let db = real_path(&db);
     let mut lock_path = db.clone().into_os_string();
     lock_path.push(".serve-lock");
     let lock_path = PathBuf::from(lock_path);
@@ -103,5 +122,27 @@ mod tests {
         assert!(second.contains("use PostgreSQL"), "{second}");
         drop(first);
         assert!(claim(&settings, false).unwrap().is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_to_the_file_is_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("iris.db");
+        std::fs::write(&real, b"").unwrap();
+        let alias_dir = dir.path().join("alias");
+        std::fs::create_dir(&alias_dir).unwrap();
+        std::os::unix::fs::symlink(&real, alias_dir.join("iris.db")).unwrap();
+        let by = |path: &std::path::Path| Settings {
+            database_url: format!("sqlite://{}", path.display()),
+            ..crate::config::Settings::defaults()
+        };
+        let first = claim(&by(&real), false).unwrap();
+        assert!(first.is_some());
+        let second = claim(&by(&alias_dir.join("iris.db")), false).unwrap_err();
+        assert!(second.to_string().contains("use PostgreSQL"), "{second}");
+        // And through `..`.
+        let dotted = alias_dir.join("..").join("iris.db");
+        assert!(claim(&by(&dotted), false).is_err());
     }
 }
