@@ -58,6 +58,27 @@ impl<S: Send + Sync> FromRequest<S> for Body {
     }
 }
 
+/// A query string parsed into `T`; one that does not parse (a repeated or unknown-typed
+/// parameter) is refused with the API's JSON error shape, like a bad body.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::BadRequest(format!(
+                "the query string does not parse ({}); nothing was changed",
+                rejection.body_text()
+            ))),
+        }
+    }
+}
+
 /// The routes of DESIGN §7 (the web app's pages and server functions are added in `web`), built
 /// from [`API_ROUTES`]: the table gives path and method, [`handler`] the handler, so every
 /// served route is one the OpenAPI document must list (`server/tests/openapi.rs` checks it).
@@ -277,7 +298,7 @@ impl ListQuery {
 pub(crate) async fn list_approvals(
     State(state): State<AppState>,
     _authed: Authed,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     let query = q.parse().map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let page = state.store.approval_page(&query).await?;
@@ -415,7 +436,7 @@ pub(crate) struct AuditQuery {
 pub(crate) async fn audit(
     State(state): State<AppState>,
     _authed: Authed,
-    Query(q): Query<AuditQuery>,
+    ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> Result<Json<AuditList>, ApiError> {
     Ok(Json(AuditList {
         entries: state.store.audit(q.approval_id.as_deref()).await?,

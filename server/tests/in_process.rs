@@ -169,6 +169,20 @@ async fn an_oversized_body_gets_the_json_error_shape_and_every_response_a_reques
         body["error"].as_str().unwrap().contains("at most 4000"),
         "{body}"
     );
+    // A conversation id the app could not show or link to is refused the same way.
+    for (id, says) in [
+        (String::new(), "leave it out"),
+        ("c".repeat(129), "at most 128"),
+        ("c\u{1b}[31m".to_owned(), "control characters"),
+    ] {
+        let body = json!({"message": "hello", "conversation_id": id})
+            .to_string()
+            .into_bytes();
+        let (status, _, body) = app.call("POST", "/api/chat", Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body["error"].as_str().unwrap().contains(says), "{body}");
+    }
+    assert_eq!(model.received(), 0, "nothing reached the model");
     // Two requests, two ids; a client's own id is kept.
     let (_, a, _) = app.call("GET", "/api/health", None).await;
     let (_, b, _) = app.call("GET", "/api/health", None).await;
@@ -401,6 +415,7 @@ async fn the_approvals_list_pages_by_cursor_filters_and_refuses_bad_values() {
         ("before=not-a-cursor", "cursor"),
         ("since=yesterday", "`since`"),
         ("status=done", "status `done`"),
+        ("status=pending&status=all", "duplicate field `status`"),
     ] {
         let (status, _, error) = app
             .call("GET", &format!("/governance/approvals?{query}"), None)

@@ -35,6 +35,34 @@ pub fn chat_message(message: &str) -> Result<&str, String> {
     Ok(message)
 }
 
+/// The longest conversation id a surface may give, in characters (a UUID has 36).
+pub const MAX_CONVERSATION_ID_CHARS: usize = 128;
+
+/// The one check of a conversation id a chat surface gives: not empty, at most
+/// [`MAX_CONVERSATION_ID_CHARS`] characters, no control characters (it is shown and used in
+/// links).
+///
+/// # Errors
+/// A sentence saying what is wrong and that nothing was done.
+pub fn conversation_id(id: &str) -> Result<&str, String> {
+    if id.is_empty() {
+        return Err(
+            "The conversation id is empty: leave it out to start a new conversation. Nothing was done."
+                .into(),
+        );
+    }
+    let count = id.chars().count();
+    if count > MAX_CONVERSATION_ID_CHARS {
+        return Err(format!(
+            "The conversation id is {count} characters long; at most {MAX_CONVERSATION_ID_CHARS} are accepted, so nothing was done."
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("The conversation id holds control characters; nothing was done.".into());
+    }
+    Ok(id)
+}
+
 /// Why a chat turn did not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
@@ -156,8 +184,8 @@ impl ApprovalService {
     /// must run to its end whatever the client does.
     ///
     /// # Errors
-    /// [`ChatError::Forbidden`] for read scope, [`ChatError::Invalid`] for a bad message (both
-    /// change nothing), [`ChatError::Store`].
+    /// [`ChatError::Forbidden`] for read scope, [`ChatError::Invalid`] for a bad message or
+    /// conversation id (both change nothing), [`ChatError::Store`].
     pub async fn chat(
         &self,
         actor: &Actor,
@@ -168,6 +196,9 @@ impl ApprovalService {
             return Err(ChatError::Forbidden(actor.name.clone()));
         }
         let message = chat_message(message).map_err(ChatError::Invalid)?;
+        if let Some(id) = &conversation_id {
+            self::conversation_id(id).map_err(ChatError::Invalid)?;
+        }
         let response = self.turns.run(conversation_id, message).await?;
         let Some(escalation) = &self.escalation else {
             return Ok(response);
