@@ -154,7 +154,9 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
                     &auth::token_hash(&token),
                 )
                 .await
-                .with_context(|| format!("adding device `{name}` (is the name taken?)"))?;
+                // The store's sentence says why (a name taken, a token paired, a busy
+                // database), so it is the message itself, not a cause below a guess.
+                .map_err(|e| anyhow::anyhow!("adding device `{name}`: {e}"))?;
             println!("added device `{name}` with scope {}", scope.as_str());
             println!("{token}");
         }
