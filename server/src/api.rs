@@ -478,7 +478,12 @@ pub(crate) async fn conversation(
     security(("bearer" = []), ("cookie" = []))
 )]
 pub(crate) async fn plugins(State(state): State<AppState>, _authed: Authed) -> Json<PluginList> {
-    Json(state.service.agent().toolbox().registry().plugin_list())
+    let mut list = state.service.agent().toolbox().registry().plugin_list();
+    // DESIGN §7's tool shape, exactly: `reply_undo` is the web app's Plugins page display.
+    for tool in list.plugins.iter_mut().flat_map(|p| p.tools.iter_mut()) {
+        tool.reply_undo = None;
+    }
+    Json(list)
 }
 
 /// `GET /api/events` (any device): Server-Sent Events; each event's name is `event` and its data

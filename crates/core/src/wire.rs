@@ -504,8 +504,9 @@ pub struct PluginTool {
     /// For how many days the undo stays possible, if declared.
     pub undo_window_days: Option<u32>,
     /// A write without a card: the tool its reply offers for "undo that" (`reply_undo` in the
-    /// manifest), if declared.
-    #[serde(default)]
+    /// manifest), if declared. Shown on the web app's Plugins page; `GET /api/plugins` leaves
+    /// it out (DESIGN §7's tool shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_undo: Option<String>,
     /// Other spellings that resolve to this tool.
     pub aliases: Vec<String>,
