@@ -61,16 +61,25 @@ impl Default for RequestBanner {
     }
 }
 
-/// The banner itself: "New card waiting: <title>", an Open link and a Dismiss button. Renders
-/// nothing while there is no news.
+/// The banner itself: "New card waiting: <title>", an Open link and a Dismiss button; nothing
+/// while there is no news. Beside it, always in the page, a polite live region says the same
+/// words to a screen reader when a card arrives (a region that appears with its words is not
+/// reliably read out; one that is there and changes is).
 #[component]
 pub fn RequestBannerView() -> impl IntoView {
     let banner = use_context::<RequestBanner>().unwrap_or_default();
-    move || {
+    let announcement = move || {
+        banner
+            .announced
+            .get()
+            .map(|a| format!("New card waiting: {}", a.title))
+            .unwrap_or_default()
+    };
+    let shown = move || {
         banner.announced.get().map(|announced| {
             let href = format!("/activity/{}", announced.id);
             view! {
-                <div class="request-banner" role="status" data-testid="request-banner" data-approval-id=announced.id.clone()>
+                <div class="request-banner" data-testid="request-banner" data-approval-id=announced.id.clone()>
                     <p class="banner-text">
                         <strong>"New card waiting: "</strong>
                         {announced.title.clone()}
@@ -85,6 +94,10 @@ pub fn RequestBannerView() -> impl IntoView {
                 </div>
             }
         })
+    };
+    view! {
+        <p class="visually-hidden" aria-live="polite" data-testid="card-announcer">{announcement}</p>
+        {shown}
     }
 }
 

@@ -138,6 +138,10 @@ test('a second browser shows the banner when a card is requested, and it opens t
     // Any page, not only Activity: the banner is app-wide.
     await openLive(other, '/plugins');
     await expect(other.getByTestId('request-banner')).toHaveCount(0);
+    // A polite live region is in the page before any news, so a screen reader reads it out.
+    const announcer = other.getByTestId('card-announcer');
+    await expect(announcer).toHaveAttribute('aria-live', 'polite');
+    await expect(announcer).toHaveText('');
 
     const { id } = await askAndOpenCard(page);
 
@@ -145,6 +149,7 @@ test('a second browser shows the banner when a card is requested, and it opens t
     await expect(banner).toBeVisible();
     await expect(banner).toHaveAttribute('data-approval-id', id);
     await expect(banner).toContainText(`Trash ${WEEK_PROMOS.length} emails`);
+    await expect(announcer).toHaveText(`New card waiting: Trash ${WEEK_PROMOS.length} emails`);
     await shot(other, 'surfaces-banner-desktop');
     // The tab that asked has the card in its chat and on its page: no banner there.
     await expect(page.getByTestId('request-banner')).toHaveCount(0);
