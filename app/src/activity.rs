@@ -26,6 +26,8 @@ pub fn ActivityPage() -> impl IntoView {
     let params = use_params_map();
     let focus = Memo::new(move |_| params.read().get("id"));
     let live = use_context::<Live>().unwrap_or_default();
+    // A card answered here takes the highlight from the one in the URL.
+    provide_context(crate::card::AnsweredHere(RwSignal::new(None)));
     let poll = RwSignal::new(0_u32);
 
     let data = Resource::new(

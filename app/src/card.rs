@@ -83,6 +83,11 @@ pub fn card_key(approval: &Approval) -> String {
 
 /// One approval card. `focused` highlights it (the `/activity/:id` target); `state` defaults
 /// to a fresh [`CardState`].
+/// The card the owner last answered on this page (provided by the page): it takes the
+/// highlight from the card the page was opened on.
+#[derive(Clone, Copy, Debug)]
+pub struct AnsweredHere(pub RwSignal<Option<String>>);
+
 #[component]
 pub fn ApprovalCard(
     /// The row to show.
@@ -120,6 +125,16 @@ pub fn ApprovalCard(
     let dialog_id = format!("card-{id}-dialog");
 
     let live_ctx = use_context::<Live>();
+    let answered_here = use_context::<AnsweredHere>();
+    // Its dialog was open when the card was answered elsewhere (this card is drawn anew with
+    // its outcome, and the dialog goes): say so rather than close it without a word.
+    if !pending && state.dialog_open.get_untracked() {
+        state.dialog_open.set(false);
+        state.error.set(Some(
+            "While you were confirming, this card was answered elsewhere (see below); nothing more was done here."
+                .into(),
+        ));
+    }
     let respond = {
         let id = id.clone();
         Callback::new(move |decision: Decision| {
@@ -130,11 +145,18 @@ pub fn ApprovalCard(
             state.error.set(None);
             let id = id.clone();
             leptos::task::spawn_local(async move {
-                let answer = respond_approval(id, decision, None).await;
+                let answer = respond_approval(id.clone(), decision, None).await;
                 state.busy.try_set(false);
                 state.dialog_open.try_set(false);
-                if let Err(error) = answer {
-                    state.error.try_set(Some(error.to_string()));
+                match answer {
+                    Ok(_) => {
+                        if let Some(answered) = answered_here {
+                            answered.0.try_set(Some(id));
+                        }
+                    }
+                    Err(error) => {
+                        state.error.try_set(Some(error.to_string()));
+                    }
                 }
                 if let Some(live) = live_ctx {
                     live.bump();
@@ -351,16 +373,30 @@ pub fn ApprovalCard(
         }
     });
 
-    let class = format!(
-        "card status-{status} tone-{}{}{}",
+    // The highlight: the card the page was opened on, until the owner answers another here.
+    let highlighted = {
+        let id = id.clone();
+        move || match answered_here.map(|a| a.0.get()) {
+            Some(Some(answered)) => answered == id,
+            _ => focused,
+        }
+    };
+    let class_base = format!(
+        "card status-{status} tone-{}{}",
         tone.as_str(),
         if destructive {
             " card-destructive"
         } else {
             " card-write"
         },
-        if focused { " focused" } else { "" }
     );
+    let class = move || {
+        if highlighted() {
+            format!("{class_base} focused")
+        } else {
+            class_base.clone()
+        }
+    };
 
     let labelled_by = title_id.clone();
     view! {
