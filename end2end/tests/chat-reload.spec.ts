@@ -70,7 +70,7 @@ test('a reload or a lost answer keeps the conversation: the request and its repl
   await expect(page.getByTestId('chat-input')).toHaveValue('');
   await expect(ownerLines(page, 'hello there')).toHaveCount(1);
   await expect(page.locator('[data-testid=chat-line][data-role=assistant]').last()).toContainText(
-    "I'm the demo model",
+    'I’m the demo model',
   );
   await expect(ownerLines(page, REQUEST)).toHaveCount(1);
   await expect(page.getByTestId('chat-line')).toHaveCount(4);
@@ -128,7 +128,7 @@ test('a message still waiting after a reload shows as sent until its turn ends',
   expect(sent.status()).toBe(200);
   await expect(page.getByTestId('chat-waiting')).toBeHidden();
   await expect(page.locator('[data-testid=chat-line][data-role=assistant]')).toContainText(
-    "I'm the demo model",
+    'I’m the demo model',
   );
   await expect(ownerLines(page, 'hello there')).toHaveCount(1);
   await expect(page.getByTestId('chat-send')).toBeEnabled();

@@ -191,7 +191,7 @@ impl AppBackend for WebBackend {
     async fn revoke_device(&self, viewer: &Viewer, name: &str) -> Result<(), String> {
         if !viewer.can_answer {
             return Err(format!(
-                "device `{}` has read scope; only a control device may revoke devices",
+                "“{}” is a read device; only a control device may revoke devices",
                 viewer.name
             ));
         }
@@ -220,7 +220,7 @@ impl AppBackend for WebBackend {
     ) -> Result<PairingOffer, String> {
         if !viewer.can_answer {
             return Err(format!(
-                "device `{}` has read scope; only a control device may pair devices",
+                "“{}” is a read device; only a control device may pair devices",
                 viewer.name
             ));
         }
