@@ -899,3 +899,46 @@ async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_postgres() {
     world.database_url = url;
     race_across_surfaces(world).await;
 }
+
+/// `iris approvals list` follows `next` through every page: more rows than one page (200)
+/// are all listed, each once, and the last line says how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_follows_every_page_and_counts_them() {
+    let model = ModelServer::start(SCRIPT).await;
+    let world = World::new(&model.base_url);
+    let rows = 450;
+    {
+        let store = iris_store::Store::connect(&world.database_url)
+            .await
+            .unwrap();
+        let t = chrono::Utc::now() - chrono::Duration::minutes(30);
+        for i in 0..rows {
+            support::seed_card(&store, &format!("card-{i:03}"), t, 0, &format!("Mail {i}")).await;
+        }
+    }
+    let laptop = world.add_device("laptop", "control");
+    let server = world.start();
+
+    let list = iris(&server.url, Some(&laptop), &["approvals", "list"]).await;
+    assert_eq!(list.code, exit::DONE, "{list}");
+    let listed: Vec<&str> = list
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("card-"))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(listed.len(), rows, "every row once");
+    let distinct: std::collections::BTreeSet<&str> = listed.iter().copied().collect();
+    assert_eq!(distinct.len(), rows, "no row twice");
+    assert_eq!(
+        list.stdout.lines().last(),
+        Some("450 approvals."),
+        "{}",
+        list.stdout.lines().last().unwrap_or_default()
+    );
+
+    let json = iris(&server.url, Some(&laptop), &["approvals", "list", "--json"]).await;
+    let parsed: Value = serde_json::from_str(&json.stdout).expect("list --json parses");
+    assert_eq!(parsed["approvals"].as_array().unwrap().len(), rows);
+    assert_eq!(parsed["next"], Value::Null);
+}

@@ -12,7 +12,7 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use iris_core::ports::{ApprovalStore, Device, DeviceStore, Scope};
 use serde_json::{json, Value};
-use support::{ModelServer, CATEGORY_TRASH_SCRIPT};
+use support::{seed_card, ModelServer, CATEGORY_TRASH_SCRIPT};
 use tower::ServiceExt;
 
 struct App {
@@ -276,73 +276,6 @@ async fn an_approved_card_whose_mail_account_went_away_says_so_and_changes_nothi
     assert_eq!(support::snapshot(&maildir), before, "a mail was moved");
 }
 
-/// Writes a pending card for `tool` created `minutes` after `t`, its item line `line`, as a
-/// halt would (row, checkpoint, link in one commit).
-async fn seed_card(
-    app: &App,
-    id: &str,
-    t: chrono::DateTime<chrono::Utc>,
-    minutes: i64,
-    line: &str,
-) {
-    use iris_core::ports::{Checkpoint, HaltRecord, NewApproval, TurnCommit};
-    use iris_core::wire::{ApprovalKind, Card, Effect};
-    let args = json!({"ids": [id]});
-    let created_at = t + chrono::Duration::minutes(minutes);
-    let approval = NewApproval {
-        id: id.into(),
-        kind: ApprovalKind::Destructive,
-        tool: "trash_email".into(),
-        args_canonical: iris_core::canonical::canonical_json(&args),
-        call_hash: iris_core::canonical::call_hash("trash_email", &args),
-        args: args.clone(),
-        items: vec![id.into()],
-        card: Card {
-            title: "Trash 1 email".into(),
-            action: "Trash 1 email".into(),
-            effect: Effect::Destructive,
-            lines: vec![line.into()],
-            undo_tool: Some("restore_email".into()),
-            undo_window_days: Some(30),
-            request: "tidy up".into(),
-            undo_note: None,
-        },
-        run_id: format!("run-{id}"),
-        context_summary: "tidy up".into(),
-        created_at,
-        expires_at: created_at + chrono::Duration::hours(1),
-        preconditions: vec![],
-    };
-    let checkpoint = Checkpoint {
-        id: format!("cp-{id}"),
-        run_id: approval.run_id.clone(),
-        conversation_id: format!("c-{id}"),
-        request: "tidy up".into(),
-        messages: vec![],
-        pending_call: iris_core::model::ToolCall {
-            id: "call".into(),
-            name: "trash_email".into(),
-            arguments: args,
-        },
-        approval_id: id.into(),
-        effects_executed: vec![],
-    };
-    app.state
-        .store
-        .commit_turn(&TurnCommit {
-            conversation_id: format!("c-{id}"),
-            transcript: vec![],
-            lines: vec![],
-            events: vec![],
-            halt: Some(HaltRecord {
-                approval,
-                checkpoint,
-            }),
-        })
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_approvals_list_pages_by_cursor_filters_and_refuses_bad_values() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
@@ -350,7 +283,7 @@ async fn the_approvals_list_pages_by_cursor_filters_and_refuses_bad_values() {
     let t = chrono::Utc::now() - chrono::Duration::minutes(30);
     for i in 0..7 {
         seed_card(
-            &app,
+            &app.state.store,
             &format!("card-{i}"),
             t,
             i,
@@ -433,7 +366,14 @@ async fn activity_shows_every_pending_card_and_one_page_of_answered_ones() {
     let t = chrono::Utc::now() - chrono::Duration::minutes(59);
     let answered = 55;
     for i in 0..answered + 3 {
-        seed_card(&app, &format!("card-{i:02}"), t, 0, &format!("Mail {i}")).await;
+        seed_card(
+            &app.state.store,
+            &format!("card-{i:02}"),
+            t,
+            0,
+            &format!("Mail {i}"),
+        )
+        .await;
     }
     for i in 0..answered {
         let (status, _, body) = app

@@ -777,3 +777,69 @@ rules:
         on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
 fallback: "?"
 "#;
+
+/// Writes a pending `trash_email` card `id` for item `id` into `store`, created `minutes` after
+/// `t`, its item line `line`, as a halt would (row, checkpoint, link in one commit).
+pub async fn seed_card(
+    store: &iris_store::Store,
+    id: &str,
+    t: chrono::DateTime<chrono::Utc>,
+    minutes: i64,
+    line: &str,
+) {
+    use iris_core::ports::{ApprovalStore, Checkpoint, HaltRecord, NewApproval, TurnCommit};
+    use iris_core::wire::{ApprovalKind, Card, Effect};
+    let args = json!({"ids": [id]});
+    let created_at = t + chrono::Duration::minutes(minutes);
+    let approval = NewApproval {
+        id: id.into(),
+        kind: ApprovalKind::Destructive,
+        tool: "trash_email".into(),
+        args_canonical: iris_core::canonical::canonical_json(&args),
+        call_hash: iris_core::canonical::call_hash("trash_email", &args),
+        args: args.clone(),
+        items: vec![id.into()],
+        card: Card {
+            title: "Trash 1 email".into(),
+            action: "Trash 1 email".into(),
+            effect: Effect::Destructive,
+            lines: vec![line.into()],
+            undo_tool: Some("restore_email".into()),
+            undo_window_days: Some(30),
+            request: "tidy up".into(),
+            undo_note: None,
+        },
+        run_id: format!("run-{id}"),
+        context_summary: "tidy up".into(),
+        created_at,
+        expires_at: created_at + chrono::Duration::hours(1),
+        preconditions: vec![],
+    };
+    let checkpoint = Checkpoint {
+        id: format!("cp-{id}"),
+        run_id: approval.run_id.clone(),
+        conversation_id: format!("c-{id}"),
+        request: "tidy up".into(),
+        messages: vec![],
+        pending_call: iris_core::model::ToolCall {
+            id: "call".into(),
+            name: "trash_email".into(),
+            arguments: args,
+        },
+        approval_id: id.into(),
+        effects_executed: vec![],
+    };
+    store
+        .commit_turn(&TurnCommit {
+            conversation_id: format!("c-{id}"),
+            transcript: vec![],
+            lines: vec![],
+            events: vec![],
+            halt: Some(HaltRecord {
+                approval,
+                checkpoint,
+            }),
+        })
+        .await
+        .unwrap();
+}
