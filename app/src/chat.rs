@@ -551,7 +551,7 @@ pub fn ChatPanel() -> impl IntoView {
                     data-testid="chat-send"
                     disabled=move || {
                         chat.sending.get() || !live.get() || chat.can_answer.get() != Some(true)
-                            || too_long()
+                            || too_long() || length() == 0
                     }
                 >
                     {move || if chat.sending.get() { "Sending…" } else { "Send" }}

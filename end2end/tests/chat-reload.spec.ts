@@ -59,7 +59,7 @@ test('a reload or a lost answer keeps the conversation: the request and its repl
   const halt = page.getByTestId('chat-line').filter({ has: page.getByTestId('chat-approval-link') });
   await expect(halt).toHaveCount(1);
   await expect(page.getByTestId('chat-waiting')).toBeHidden();
-  await expect(page.getByTestId('chat-send')).toBeEnabled();
+  await expect(page.getByTestId('chat-send')).toHaveText('Send');
 
   // The same conversation goes on: a plain reply whose answer is lost on the way. The page
   // cannot know whether the message arrived, so it does not offer to send it again: it waits
@@ -115,6 +115,7 @@ test('a message still waiting after a reload shows as sent until its turn ends',
   const problems = watchConsole(page);
   await expect(ownerLines(page, 'hello there')).toHaveCount(1);
   await expect(page.getByTestId('chat-waiting')).toHaveText('Sent. Waiting for IRIS to answer…');
+  await expect(page.getByTestId('chat-send')).toHaveText('Sending…');
   await expect(page.getByTestId('chat-send')).toBeDisabled();
   await shotBothWidths(page, () => page.locator('.chat'), 'chat-waiting');
 
@@ -131,7 +132,7 @@ test('a message still waiting after a reload shows as sent until its turn ends',
     'I’m the demo model',
   );
   await expect(ownerLines(page, 'hello there')).toHaveCount(1);
-  await expect(page.getByTestId('chat-send')).toBeEnabled();
+  await expect(page.getByTestId('chat-send')).toHaveText('Send');
   expect(await page.evaluate(() => localStorage.getItem('iris.pending_turn'))).toBeNull();
   expect(problems, 'no console errors or warnings').toEqual([]);
 });

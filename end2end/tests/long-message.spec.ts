@@ -16,6 +16,10 @@ test('the chat counts down to its limit and refuses a longer message plainly', a
   const count = page.getByTestId('chat-count');
   const send = page.getByTestId('chat-send');
   await expect(input).toBeEditable();
+  // Nothing to send: Send is off (spaces are nothing).
+  await expect(send).toBeDisabled();
+  await input.fill('   ');
+  await expect(send).toBeDisabled();
 
   await input.fill('a'.repeat(100));
   await expect(count).toBeHidden();

@@ -52,6 +52,16 @@ test('the Plugins page shows each tool with its effect, gate and undo', async ({
   await expect(category.getByTestId('tool-effect')).toHaveText('Write');
   await expect(category.getByTestId('reply-undo')).toHaveText('in its reply (restore_email)');
   await expect(category).not.toContainText('No undo');
+  // At 320 px it stays beside its label, on the label's line.
+  await page.setViewportSize({ width: 320, height: 640 });
+  const labelTop = await category
+    .locator('.undo-cell')
+    .evaluate((cell) => cell.getBoundingClientRect().top);
+  const valueTop = await category
+    .getByTestId('reply-undo')
+    .evaluate((value) => value.getBoundingClientRect().top);
+  expect(Math.abs(valueTop - labelTop)).toBeLessThan(8);
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   const restore = table.getByTestId('tool-restore_email');
   await expect(restore.getByTestId('tool-effect')).toHaveText('Write');
