@@ -15,6 +15,12 @@ use serde_json::{json, Value};
 use support::{seed_card, ModelServer, CATEGORY_TRASH_SCRIPT};
 use tower::ServiceExt;
 
+/// These tests take turns: the Activity page's server render was seen to hang (about 1 run in
+/// 20–60) while another test's tokio runtime in this same process ran or shut down beside it.
+/// A server has one runtime; the cause (in the render's task spawning across runtimes) is not
+/// found yet, and taking turns keeps the suite honest meanwhile.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 struct App {
     router: Router,
     state: iris::AppState,
@@ -112,6 +118,7 @@ impl App {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_with_a_duplicated_key_is_refused_and_changes_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let app = app(&model, true).await;
     let halted = app.chat("trash the promo emails").await;
@@ -146,6 +153,7 @@ async fn a_body_with_a_duplicated_key_is_refused_and_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_body_gets_the_json_error_shape_and_every_response_a_request_id() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let app = app(&model, true).await;
     let big = json!({"message": "x".repeat(iris::api::MAX_BODY_BYTES + 1)})
@@ -198,6 +206,7 @@ async fn an_oversized_body_gets_the_json_error_shape_and_every_response_a_reques
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_mail_account_no_mail_tool_is_offered_and_no_card_is_made() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let app = app(&model, false).await;
     let turn = app.chat("trash the promo emails").await;
@@ -235,6 +244,7 @@ async fn without_a_mail_account_no_mail_tool_is_offered_and_no_card_is_made() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_card_whose_mail_account_went_away_says_so_and_changes_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let with_mail = app(&model, true).await;
     let turn = with_mail
@@ -278,6 +288,7 @@ async fn an_approved_card_whose_mail_account_went_away_says_so_and_changes_nothi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_approvals_list_pages_by_cursor_filters_and_refuses_bad_values() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let app = app(&model, false).await;
     let t = chrono::Utc::now() - chrono::Duration::minutes(30);
@@ -361,6 +372,7 @@ async fn the_approvals_list_pages_by_cursor_filters_and_refuses_bad_values() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activity_shows_every_pending_card_and_one_page_of_answered_ones() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let app = app(&model, false).await;
     let t = chrono::Utc::now() - chrono::Duration::minutes(59);

@@ -5,10 +5,10 @@
 //!   upgraded mid-way) and runs each statement as it comes, from SQLite's prepared-statement
 //!   cache. Nothing crosses a thread: a hand-off to a database thread and back costs more than a
 //!   statement here (two wake-ups of an idle CPU per round trip, BENCHMARKS.md), so a unit
-//!   costs its statements' own time. What can wait long leaves the async worker first
-//!   ([`blocking`]): a `BEGIN` that finds another connection writing (its busy wait), and at
-//!   `synchronous = FULL` the commit's flush. A unit dropped midway (a cancelled future) rolls
-//!   back in its `Drop`, at once.
+//!   costs its statements' own time. What can wait long moves to tokio's blocking pool with the
+//!   writer ([`off_the_worker`]): a `BEGIN` that finds another connection writing (its busy
+//!   wait), and at `synchronous = FULL` the commit's flush. A unit dropped midway (a cancelled
+//!   future) rolls back in its `Drop`, at once.
 //! - PostgreSQL, and an in-memory SQLite database (the pool's one connection): a sqlx
 //!   transaction; statements run one by one (the extended protocol takes one statement per
 //!   round trip); dropping it rolls it back.
@@ -129,16 +129,28 @@ fn run_lite(conn: &rusqlite::Connection, stmt: &Stmt) -> rusqlite::Result<Vec<Li
     Ok(out)
 }
 
-/// Runs `work`, which may block for a while (a busy wait, a disk flush), off the async worker
-/// when the runtime has others to carry on (multi-threaded); inline otherwise.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    let multi = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi {
-        tokio::task::block_in_place(work)
-    } else {
-        work()
-    }
+/// The held writer: the store's writer connection, locked for one unit.
+type WriterGuard = tokio::sync::OwnedMutexGuard<Writer>;
+
+/// Runs `work` on the writer where it may block for a while (a busy wait, a disk flush): on
+/// tokio's blocking pool, the writer moved there and back, so no async worker waits. (The
+/// writer stays locked throughout; if the caller goes away meanwhile, the work still ends and
+/// the lock is released when the guard drops there.)
+async fn off_the_worker<T: Send + 'static>(
+    writer: WriterGuard,
+    work: impl FnOnce(&rusqlite::Connection) -> T + Send + 'static,
+) -> Result<(WriterGuard, T), StoreError> {
+    tokio::task::spawn_blocking(move || {
+        let done = work(
+            writer
+                .conn
+                .as_ref()
+                .expect("a file's writer has a connection"),
+        );
+        (writer, done)
+    })
+    .await
+    .map_err(|e| StoreError::Backend(format!("the SQLite writer's work stopped: {e}")))
 }
 
 /// Maps a SQLite writer error to [`StoreError::Backend`], saying what was being done.
@@ -183,9 +195,9 @@ impl Writer {
         }
     }
 
-    /// Begins `IMMEDIATE` on `conn`: without waiting when no other connection writes (the
-    /// usual case), else off the async worker with the busy timeout.
-    fn begin(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    /// Begins `IMMEDIATE` on `conn` without waiting: `Ok(false)` when another connection
+    /// writes (the caller then waits for it off the async worker, [`Writer::begin_waiting`]).
+    fn begin(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
         if !conn.is_autocommit() {
             // Cannot happen (a dropped unit rolls back), but a transaction left open would
             // fold this unit into it.
@@ -195,13 +207,19 @@ impl Writer {
         let first = conn.execute_batch("BEGIN IMMEDIATE");
         conn.busy_timeout(WRITER_BUSY_TIMEOUT)?;
         match first {
+            Ok(()) => Ok(true),
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::DatabaseBusy =>
             {
-                blocking(|| conn.execute_batch("BEGIN IMMEDIATE"))
+                Ok(false)
             }
-            other => other,
+            Err(e) => Err(e),
         }
+    }
+
+    /// Begins `IMMEDIATE` on `conn`, waiting up to the busy timeout for another writer.
+    fn begin_waiting(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+        conn.execute_batch("BEGIN IMMEDIATE")
     }
 }
 
@@ -260,8 +278,14 @@ impl Store {
                 let writer = self.writer.clone().lock_owned().await;
                 match &writer.conn {
                     Some(conn) => {
-                        Writer::begin(conn).map_err(lite_backend("starting a transaction"))?;
-                        Held::Lite(writer)
+                        if Writer::begin(conn).map_err(lite_backend("starting a transaction"))? {
+                            Held::Lite(writer)
+                        } else {
+                            let (writer, begun) =
+                                off_the_worker(writer, Writer::begin_waiting).await?;
+                            begun.map_err(lite_backend("starting a transaction"))?;
+                            Held::Lite(writer)
+                        }
                     }
                     None => Held::Tx(
                         self.pool
@@ -362,15 +386,20 @@ impl WriteTx {
     pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
         match self.held.take().expect("a unit is held until it ends") {
             Held::Lite(writer) => {
+                let (writer, committed) = if writer.flushes {
+                    off_the_worker(writer, |conn| conn.execute_batch("COMMIT")).await?
+                } else {
+                    let committed = writer
+                        .conn
+                        .as_ref()
+                        .expect("a file's writer has a connection")
+                        .execute_batch("COMMIT");
+                    (writer, committed)
+                };
                 let conn = writer
                     .conn
                     .as_ref()
                     .expect("a file's writer has a connection");
-                let committed = if writer.flushes {
-                    blocking(|| conn.execute_batch("COMMIT"))
-                } else {
-                    conn.execute_batch("COMMIT")
-                };
                 if let Err(e) = committed {
                     if !conn.is_autocommit() {
                         let _ = conn.execute_batch("ROLLBACK");
@@ -457,7 +486,7 @@ mod tests {
     }
 
     /// The writer's first try at the write lock does not wait; when another connection holds
-    /// it, the writer waits for it (the busy timeout) instead of failing at once.
+    /// it, the writer then waits for it (the busy timeout) instead of failing at once.
     #[test]
     fn a_begin_waits_for_another_writer_instead_of_failing() {
         let dir = tempfile::tempdir().unwrap();
@@ -481,7 +510,9 @@ mod tests {
             other.execute_batch("COMMIT").unwrap();
         });
         held_rx.recv().unwrap();
-        Writer::begin(&writer).expect("the begin waits for the other writer");
+        // The first try does not wait; the second waits for the other writer.
+        assert!(!Writer::begin(&writer).expect("a busy database is not an error"));
+        Writer::begin_waiting(&writer).expect("the begin waits for the other writer");
         writer
             .execute_batch("INSERT INTO t VALUES (2); COMMIT;")
             .unwrap();
@@ -512,5 +543,51 @@ mod tests {
         assert_eq!(row.text_at("c").unwrap(), None);
         assert!(row.text_at("b").is_err(), "an integer is not read as text");
         assert!(row.text_at("missing").is_err());
+    }
+
+    /// Through the store: a unit that finds another connection writing waits for it off the
+    /// async worker and then runs; the other connection's write and the unit's both land.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_unit_waits_for_another_connection_then_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy-store.db");
+        let store = Store::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let other = rusqlite::Connection::open(path).unwrap();
+            other
+                .execute_batch(
+                    "BEGIN IMMEDIATE; INSERT INTO conversations (id, transcript, created_at, \
+                     updated_at) VALUES ('held', '[]', 'x', 'x');",
+                )
+                .unwrap();
+            held_tx.send(()).unwrap();
+            // The window in which the unit must wait (far shorter than its 5 s).
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            other.execute_batch("COMMIT").unwrap();
+        });
+        held_rx.recv().unwrap();
+        let mut tx = store
+            .begin_write()
+            .await
+            .expect("the unit waits, then begins");
+        tx.exec(
+            Stmt::new(
+                "INSERT INTO conversations (id, transcript, created_at, updated_at) \
+                 VALUES ('mine', '[]', 'x', 'x')",
+            ),
+            "a write",
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        holder.join().unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM conversations")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(n, 2);
     }
 }
