@@ -27,6 +27,7 @@ pub mod banner;
 pub mod card;
 pub mod chat;
 pub mod devices;
+pub mod dialog;
 pub mod error;
 pub mod format;
 pub mod history;
