@@ -57,7 +57,7 @@ step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 # the HTTP suites already run on both engines inside `cargo test`.
 kernel_on_postgres() {
   IRIS_KERNEL_ENGINE=postgres cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" \
-    --test loop_rules --test lifecycle
+    --test loop_rules --test lifecycle --test undo
 }
 step "kernel suites on PostgreSQL" kernel_on_postgres || true
 

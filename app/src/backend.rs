@@ -44,6 +44,10 @@ pub trait AppBackend: Send + Sync + 'static {
         decision: Decision,
         reason: Option<String>,
     ) -> Result<Approval, String>;
+    /// Runs the card's undo through the approvals service (DESIGN §9 "Undo from the card");
+    /// returns the row with its `undo`. The `Err` text is shown on the card (already undone by
+    /// whom, window closed, nothing to undo).
+    async fn undo(&self, viewer: &Viewer, id: &str) -> Result<Approval, String>;
     /// One chat turn (DESIGN §7 `POST /api/chat`).
     async fn chat(
         &self,

@@ -72,13 +72,14 @@ impl Default for CardState {
 /// A key that changes whenever what a card shows changes (for keyed lists).
 pub fn card_key(approval: &Approval) -> String {
     format!(
-        "{}|{}|{}|{:?}|{:?}|{:?}",
+        "{}|{}|{}|{:?}|{:?}|{:?}|{:?}",
         approval.id,
         approval.status.as_str(),
         approval.execution.as_str(),
         approval.responded_at,
         approval.resume_error,
         approval.result,
+        approval.undo.as_ref().map(|u| u.state),
     )
 }
 
@@ -236,8 +237,11 @@ pub fn ApprovalCard(
     // the card and its dialog say so, as a destructive one says it deletes data.
     let irreversible = acts_for_you && card.undo_tool.is_none();
     // The undo sentence matters while the call may still run or after it ran, not after a "no".
-    let undo_applies = pending
-        || (approval.status == ApprovalStatus::Approved && approval.execution != Execution::Failed);
+    // Once the card's undo was asked for, its own line says what came back instead.
+    let undo_applies = approval.undo.is_none()
+        && (pending
+            || (approval.status == ApprovalStatus::Approved
+                && approval.execution != Execution::Failed));
     let args = exact_args(&approval);
     let expires_at = approval.expires_at;
     let created_at = approval.created_at;
@@ -341,6 +345,9 @@ pub fn ApprovalCard(
     };
 
     let outcome = (!pending).then(|| outcome_view(&approval, offset));
+    let undo_part = (!pending).then(|| {
+        view! { <crate::undo::CardUndo approval=approval.clone() viewer=viewer.clone() state=state /> }
+    });
     let trail = (!pending).then(|| {
         view! {
             <crate::trail::CardTrail
@@ -433,6 +440,7 @@ pub fn ApprovalCard(
                 state.error.get().map(|e| view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> })
             }}
             {outcome}
+            {undo_part}
             {trail}
             {dialog}
         </article>
@@ -611,6 +619,7 @@ mod tests {
                 undo_window_days: Some(30),
                 request: "trash the promo emails from this week".into(),
                 undo_note: None,
+                undo_action: None,
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
@@ -622,6 +631,7 @@ mod tests {
             execution: Execution::None,
             result: None,
             resume_error: None,
+            undo: None,
         }
     }
 

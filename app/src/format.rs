@@ -348,6 +348,7 @@ mod tests {
             undo_window_days: Some(30),
             request: "trash".into(),
             undo_note: None,
+            undo_action: None,
         }
     }
 
@@ -422,6 +423,7 @@ mod tests {
             execution: Execution::Executing,
             result: None,
             resume_error: None,
+            undo: None,
         };
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
         approval.execution = Execution::Executed;

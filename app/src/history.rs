@@ -30,6 +30,11 @@ pub fn HistoryLine(
     let id = approval.id.clone();
     let title = approval.card.title.clone();
     let outcome = badge_label(&approval);
+    // An undone card says so on its line too (the card itself says what came back).
+    let undone = approval
+        .undo
+        .as_ref()
+        .is_some_and(|u| u.state == iris_core::wire::UndoState::Done);
     let tone = outcome_tone(&approval).as_str();
     let status = approval.status.as_str();
     let at = approval.responded_at.unwrap_or(approval.created_at);
@@ -55,6 +60,9 @@ pub fn HistoryLine(
                         <span class=format!("badge badge-status status-{status} tone-{tone}")>
                             {outcome}
                         </span>
+                        {undone.then(|| view! {
+                            <span class="badge badge-undone" data-testid="line-undone">"Undone"</span>
+                        })}
                         <span class="history-meta">{move || format!("{}{who}", when())}</span>
                     </button>
                 }

@@ -35,6 +35,7 @@ pub mod live;
 pub mod pairing;
 pub mod plugins;
 pub mod trail;
+pub mod undo;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};

@@ -63,6 +63,48 @@ pub fn trail_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> Str
             None => "A claim to run it was refused".to_owned(),
         },
         AuditKind::Lapse => "Lapsed unanswered; nothing was changed".to_owned(),
+        AuditKind::Undo => undo_text(entry, lines, items),
+    }
+}
+
+/// An undo entry in words: the request ("Undo asked by phone via web: Restore 5 emails"), each
+/// item's outcome ("Undo: Flash sale — Paperleaf: restored") and its end ("Undo done:
+/// Restored 5 emails from Trash to where they were.").
+fn undo_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> String {
+    let field = |name: &str| {
+        entry
+            .result
+            .get(name)
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    if entry.item.is_some() {
+        let as_execution = AuditEntry {
+            kind: AuditKind::Execution,
+            ..entry.clone()
+        };
+        return format!("Undo: {}", trail_text(&as_execution, lines, items));
+    }
+    match field("status").as_deref() {
+        Some("requested") => {
+            let mut text = format!("Undo asked by {}", entry.actor);
+            if let Some(surface) = entry.surface.as_deref().filter(|s| !s.is_empty()) {
+                text.push_str(&format!(" via {surface}"));
+            }
+            if let Some(action) = field("action") {
+                text.push_str(&format!(": {action}"));
+            }
+            text
+        }
+        status => {
+            let status = status.unwrap_or("ended");
+            match field("summary").or_else(|| field("message")) {
+                Some(said) => format!("Undo {status}: {said}"),
+                None => format!("Undo {status}"),
+            }
+        }
     }
 }
 
@@ -115,6 +157,7 @@ pub fn CardTrail(
                             AuditKind::Execution => "execution",
                             AuditKind::Denial => "denial",
                             AuditKind::Lapse => "lapse",
+                            AuditKind::Undo => "undo",
                         };
                         view! {
                             <li class="trail-entry" data-testid="trail-entry" data-kind=kind>
@@ -230,6 +273,35 @@ mod tests {
             json!({"status": "failed", "subject": "Hello"}),
         );
         assert_eq!(trail_text(&with_subject, &[], &[]), "Hello: failed");
+    }
+
+    #[test]
+    fn an_undo_says_who_asked_each_item_and_its_end() {
+        let lines = vec!["Flash sale — Paperleaf".to_owned()];
+        let items = vec!["m1".to_owned()];
+        let asked = entry(
+            AuditKind::Undo,
+            None,
+            json!({"status": "requested", "action": "Restore 1 email"}),
+        );
+        assert_eq!(
+            trail_text(&asked, &lines, &items),
+            "Undo asked by phone via web: Restore 1 email"
+        );
+        let item = entry(AuditKind::Undo, Some("m1"), json!({"status": "restored"}));
+        assert_eq!(
+            trail_text(&item, &lines, &items),
+            "Undo: Flash sale — Paperleaf: restored"
+        );
+        let end = entry(
+            AuditKind::Undo,
+            None,
+            json!({"status": "done", "summary": "Restored 1 email from Trash to where it was."}),
+        );
+        assert_eq!(
+            trail_text(&end, &lines, &items),
+            "Undo done: Restored 1 email from Trash to where it was."
+        );
     }
 
     #[test]

@@ -60,6 +60,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
             undo_window_days: Some(30),
             request: format!("trash the promo emails from week {n}"),
             undo_note: Some("You can restore these from Trash for 30 days.".into()),
+            undo_action: None,
         },
         run_id: format!("run-{id}"),
         context_summary: "trash the promo emails".into(),

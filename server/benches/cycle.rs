@@ -613,6 +613,7 @@ async fn event_delay(url: &str, rounds: usize) {
                 undo_window_days: None,
                 request: "drop".into(),
                 undo_note: None,
+                undo_action: None,
             },
             run_id: format!("run-{i}"),
             context_summary: "drop".into(),

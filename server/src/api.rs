@@ -106,6 +106,7 @@ fn handler(endpoint: Endpoint, method: MethodFilter) -> MethodRouter<AppState> {
         Endpoint::GetApproval => on(method, get_approval),
         Endpoint::Respond => on(method, respond),
         Endpoint::RetryResume => on(method, retry_resume),
+        Endpoint::Undo => on(method, undo),
     }
 }
 
@@ -412,6 +413,42 @@ pub(crate) async fn retry_resume(
     })
     .await?;
     Ok(Json(ResumeResponse { approval, run }))
+}
+
+/// `POST /governance/approvals/{id}/undo` (control only): runs the card's `undo_tool` for
+/// exactly the items its call executed, once whatever the taps, within the card's undo window,
+/// through the approvals service; answers with the row, whose `undo` says what came back item by
+/// item (DESIGN §9 "Undo from the card").
+#[utoipa::path(
+    post,
+    path = "/governance/approvals/{id}/undo",
+    tag = "governance",
+    params(("id" = String, Path, description = "The approval id.")),
+    responses(
+        (status = 200, description = "The undo ran (or failed, or its outcome is unknown): `approval.undo` says which, item by item.", body = RespondResponse),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
+        (status = 404, description = "No approval has this id.", body = ErrorBody),
+        (status = 409, description = "Already undone (`approval` says by whom, where and when), or nothing to undo (no undo declared, the call did not run, no item of it ran).", body = ErrorBody),
+        (status = 410, description = "The card's undo window has closed; nothing changed.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing ran.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn undo(
+    State(state): State<AppState>,
+    Controller(actor): Controller,
+    Path(id): Path<String>,
+) -> Result<Json<RespondResponse>, ApiError> {
+    let approval = to_the_end(async move {
+        state
+            .service
+            .undo(&id, &actor)
+            .await
+            .map_err(ApiError::from)
+    })
+    .await?;
+    Ok(Json(RespondResponse { approval }))
 }
 
 /// `?approval_id=` of `GET /api/audit`.

@@ -32,6 +32,8 @@ pub enum Endpoint {
     Respond,
     /// `POST /governance/approvals/{id}/resume`: retry a failed resume.
     RetryResume,
+    /// `POST /governance/approvals/{id}/undo`: the card's undo, once.
+    Undo,
 }
 
 /// Who may call a route (DESIGN §2 "device, scope": every state-changing route is control only).
@@ -115,6 +117,12 @@ pub const API_ROUTES: &[ApiRoute] = &[
         Endpoint::RetryResume,
         "POST",
         "/governance/approvals/{id}/resume",
+        Access::Control,
+    ),
+    route(
+        Endpoint::Undo,
+        "POST",
+        "/governance/approvals/{id}/undo",
         Access::Control,
     ),
 ];

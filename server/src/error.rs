@@ -1,11 +1,12 @@
 //! Domain errors mapped to HTTP in one place (DESIGN §7: 401 no credentials, 403 read scope or
 //! cross-site, 404 unknown, 409 already decided with who/where/when, 410 expired; for the
-//! resume retry, 409 still pending or nothing to retry; 413 a body too large).
+//! resume retry, 409 still pending or nothing to retry; for the undo, 409 already undone or
+//! nothing to undo and 410 its window closed; 413 a body too large).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use iris_core::approvals::{ChatError, RespondError, RetryError};
+use iris_core::approvals::{ChatError, RespondError, RetryError, UndoError};
 use iris_core::ports::StoreError;
 use iris_core::wire::{Approval, ErrorBody};
 
@@ -67,6 +68,21 @@ impl From<RetryError> for ApiError {
                 ApiError::Conflict(text, row)
             }
             RetryError::Store(e) => ApiError::from(e),
+        }
+    }
+}
+
+impl From<UndoError> for ApiError {
+    fn from(e: UndoError) -> Self {
+        let text = e.to_string();
+        match e {
+            UndoError::Forbidden(_) => ApiError::Forbidden(text),
+            UndoError::NotFound(_) => ApiError::NotFound(text),
+            UndoError::AlreadyUndone(row) | UndoError::NothingToUndo(row, _) => {
+                ApiError::Conflict(text, row)
+            }
+            UndoError::WindowClosed(row, _) => ApiError::Gone(text, row),
+            UndoError::Store(e) => ApiError::from(e),
         }
     }
 }

@@ -37,6 +37,7 @@ use crate::api;
         api::get_approval,
         api::respond,
         api::retry_resume,
+        api::undo,
     ),
     modifiers(&SecuritySchemes),
     tags(

@@ -61,8 +61,8 @@ pub async fn drain(state: &AppState) {
     }
 }
 
-/// One expiry sweep: expires every lapsed row (each then has a resume job) and prunes the
-/// event log.
+/// One expiry sweep: expires every lapsed row (each then has a resume job), marks undos whose
+/// server stopped while they ran `unknown` (never run again), and prunes the event log.
 pub async fn sweep_once(state: &AppState) {
     match state.service.expire_lapsed().await {
         Ok(rows) => {
@@ -71,6 +71,14 @@ pub async fn sweep_once(state: &AppState) {
             }
         }
         Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
+    }
+    match state.service.lapse_undos().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            undos = n,
+            "undos whose server stopped while they ran are now unknown; they will not run again"
+        ),
+        Err(e) => tracing::error!(error = %e, "marking stopped undos unknown failed"),
     }
     if let Err(e) = state.store.prune_events().await {
         tracing::warn!(error = %e, "pruning the event log failed");

@@ -126,6 +126,20 @@ impl AppBackend for WebBackend {
         .map_err(answer_with_status)
     }
 
+    async fn undo(&self, viewer: &Viewer, id: &str) -> Result<Approval, String> {
+        let actor = self.actor(viewer);
+        let (state, id) = (self.state.clone(), id.to_string());
+        crate::api::to_the_end(async move {
+            state
+                .service
+                .undo(&id, &actor)
+                .await
+                .map_err(ApiError::from)
+        })
+        .await
+        .map_err(answer_with_status)
+    }
+
     async fn chat(
         &self,
         viewer: &Viewer,

@@ -2,7 +2,9 @@
 //! SQLite database and a real Maildir, the chat driven through a scripted OpenAI-compatible
 //! server on loopback. A trash request halts, nothing moves, a read device gets 403, reject moves
 //! nothing, the pending approval survives a restart, approve moves exactly the pinned files to
-//! `.Trash` once, the audit has one entry per item, and a second answer is 409.
+//! `.Trash` once, the audit has one entry per item, and a second answer is 409; the card's undo
+//! then restores exactly those files once (403 read, 404 unknown, 409 a rejected card or a second
+//! tap).
 
 mod support;
 
@@ -266,6 +268,76 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     .await;
     assert_eq!(reply, format!("Done: moved {n} emails to Trash."));
     assert_eq!(snapshot(&world.maildir), after, "something ran twice");
+
+    // --- Undo from the card: the card's undo tool for exactly the items that executed, once.
+    let undo_path = format!("/governance/approvals/{id}/undo");
+    let (s, _) = client.post(&undo_path, Some(&read), json!({})).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, _) = client.post(&undo_path, None, json!({})).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post(
+            "/governance/approvals/no-such-card/undo",
+            Some(&control),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{rejected_id}/undo"),
+            Some(&control),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert!(body["approval"]["undo"].is_null(), "{body}");
+    assert_eq!(snapshot(&world.maildir), after, "a refused undo moved mail");
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(row["card"]["undo_action"], format!("Restore {n} emails"));
+    assert!(row["undo"].is_null(), "{row}");
+    let (s, body) = client.post(&undo_path, Some(&control), json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let undo = &body["approval"]["undo"];
+    assert_eq!(undo["state"], "done", "{body}");
+    assert_eq!(undo["by"], "phone");
+    assert_eq!(undo["surface"], "api");
+    let mut undone: Vec<String> = serde_json::from_value(undo["items"].clone()).unwrap();
+    undone.sort();
+    assert_eq!(undone, pinned, "the undo names exactly the executed items");
+    assert_eq!(
+        undo["result"]["summary"],
+        format!("Restored {n} emails from Trash to where they were.")
+    );
+    // Every file is back where it was, byte for byte.
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "the undo did not restore the mail"
+    );
+    // Once whatever the taps: 409 naming who undid it; nothing moves again.
+    let (s, body) = client.post(&undo_path, Some(&control), json!({})).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("already undone by phone via api"),
+        "{body}"
+    );
+    assert_eq!(snapshot(&world.maildir), original);
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &control)
+        .await;
+    let undo_entries: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "undo")
+        .collect();
+    assert_eq!(undo_entries.len(), n + 2, "request, one per item, end");
 
     // The model saw the manifests' tools as functions and JSON-object tool results.
     let requests = model.requests.lock().unwrap().clone();

@@ -80,6 +80,7 @@ impl Plugin for Files {
             lines: vec![format!("{tool} {path}")],
             items: vec![path],
             undo_note: None,
+            undo_action: None,
             preconditions: vec![],
         })
     }

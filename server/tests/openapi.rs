@@ -320,8 +320,8 @@ async fn every_documented_route_is_gated() {
         .await;
     assert_eq!(row["status"], "pending", "{row}");
 
-    // A control device answering an unknown id: 404 (respond and resume).
-    for action in ["respond", "resume"] {
+    // A control device answering an unknown id: 404 (respond, resume and undo).
+    for action in ["respond", "resume", "undo"] {
         let (s, body) = client
             .post(
                 &format!("/governance/approvals/no-such-approval/{action}"),

@@ -129,6 +129,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
                 undo_window_days: spec.undo_window_days,
                 request: call.ctx.request.clone(),
                 undo_note: description.undo_note,
+                undo_action: description.undo_action,
             },
             run_id: call.ctx.run_id.clone(),
             context_summary: call.ctx.request.clone(),

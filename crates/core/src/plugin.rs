@@ -47,6 +47,10 @@ pub struct Description {
     /// call pins none. Otherwise its length must equal `items`' or the call is refused.
     #[serde(default)]
     pub preconditions: Vec<Value>,
+    /// The undo button's words for the whole call (e.g. "Restore 5 emails"), frozen into the
+    /// card; `None` for a tool without an undo.
+    #[serde(default)]
+    pub undo_action: Option<String>,
 }
 
 /// One item's outcome of an executed call (one audit entry each).
@@ -75,6 +79,16 @@ impl ToolOutput {
             items: Vec::new(),
         }
     }
+}
+
+/// The call that undoes an executed one (DESIGN §9 "Undo from the card"): arguments for the
+/// tool's manifest `undo` tool, acting on exactly `items`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoCall {
+    /// Arguments for the undo tool (validated against its schema and normalised before it runs).
+    pub args: Value,
+    /// The items it acts on: those of the executed call that can be undone, in the call's order.
+    pub items: Vec<String>,
 }
 
 /// Why a tool verb failed.
@@ -156,6 +170,16 @@ pub trait Plugin: Send + Sync {
     ) -> bool {
         let _ = (tool, item, precondition, ctx);
         true
+    }
+
+    /// The undo of an executed call of `tool` (one whose manifest declares `undo`), built from
+    /// the per-item `outcomes` its execution recorded, in the call's order: arguments for the
+    /// undo tool that reverse exactly the items that ran. `None` when nothing that ran can be
+    /// undone. The core never builds these itself: it knows the undo tool's name, not its
+    /// arguments. The default, for plugins whose tools declare no undo: `None`.
+    fn undo_call(&self, tool: &str, outcomes: &[ItemOutcome]) -> Option<UndoCall> {
+        let _ = (tool, outcomes);
+        None
     }
 
     /// Whether `tool` can run here now: `Err` with a sentence naming what is missing (for mail:

@@ -190,6 +190,11 @@ pub struct Card {
     /// days"); extends DESIGN §7's card.
     #[serde(default)]
     pub undo_note: Option<String>,
+    /// The undo button's words in the plugin's terms (e.g. "Restore 5 emails"), shown on an
+    /// executed card within its undo window; `None` on cards written before it existed (the
+    /// button then says "Undo").
+    #[serde(default)]
+    pub undo_action: Option<String>,
 }
 
 /// One approval row as the API returns it (DESIGN §7 "Approval").
@@ -237,6 +242,102 @@ pub struct Approval {
     /// Why resuming the run failed, if it did (shown on the card).
     #[serde(default)]
     pub resume_error: Option<String>,
+    /// The undo run from the card, once asked for (DESIGN §9 "Undo from the card"); `None`
+    /// while nobody has asked.
+    #[serde(default)]
+    pub undo: Option<UndoRecord>,
+}
+
+impl Approval {
+    /// Until when the card's undo stays possible: `undo_window_days` after the answer that let
+    /// the call run (it executes right after). `None` when the card declares no window.
+    pub fn undo_until(&self) -> Option<DateTime<Utc>> {
+        let days = self.card.undo_window_days?;
+        let from = self.responded_at.unwrap_or(self.created_at);
+        Some(from + chrono::Duration::days(i64::from(days)))
+    }
+
+    /// The undo button's words: the card's `undo_action`, else "Undo".
+    pub fn undo_label(&self) -> String {
+        self.card
+            .undo_action
+            .clone()
+            .unwrap_or_else(|| "Undo".to_string())
+    }
+
+    /// Whether the card offers its undo at `now`: approved, its call executed, its tool
+    /// declares an undo, nobody asked for it yet, and its window is open. (The plugin may still
+    /// find nothing to undo, e.g. when no item ran; the service then says so.)
+    pub fn undo_offered(&self, now: DateTime<Utc>) -> bool {
+        self.status == ApprovalStatus::Approved
+            && self.execution == Execution::Executed
+            && self.card.undo_tool.is_some()
+            && self.undo.is_none()
+            && self.undo_until().is_none_or(|until| now < until)
+    }
+}
+
+/// Where an undo from the card stands. It runs once: none of these goes back to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum UndoState {
+    /// Written before the undo tool runs (write-ahead); no outcome yet.
+    Running,
+    /// The undo tool ran; `result` says what came back, item by item.
+    Done,
+    /// The undo tool failed; `result` says why.
+    Failed,
+    /// It was running when its server stopped or it overran its time: it may or may not have
+    /// run, and it is never run again (fail closed).
+    Unknown,
+}
+
+impl UndoState {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UndoState::Running => "running",
+            UndoState::Done => "done",
+            UndoState::Failed => "failed",
+            UndoState::Unknown => "unknown",
+        }
+    }
+
+    /// Parses the stored spelling; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "running" => Some(UndoState::Running),
+            "done" => Some(UndoState::Done),
+            "failed" => Some(UndoState::Failed),
+            "unknown" => Some(UndoState::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// The undo of an executed card: the card's `undo_tool` run once for exactly the items that
+/// executed (`POST /governance/approvals/{id}/undo`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UndoRecord {
+    /// Where it stands.
+    pub state: UndoState,
+    /// The items it acts on (those the pinned call executed), in the call's order.
+    pub items: Vec<String>,
+    /// Who asked (device name).
+    pub by: String,
+    /// Through which surface (`web`, `cli`, `api`, …).
+    pub surface: String,
+    /// When it was asked for (and written, before it ran).
+    pub at: DateTime<Utc>,
+    /// When its outcome was recorded.
+    #[serde(default)]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The undo tool's result (its `summary` in the plugin's words, and each item's outcome),
+    /// or `{"message"}` when it failed or its outcome is unknown.
+    #[serde(default)]
+    pub result: Option<Value>,
 }
 
 /// The longest chat message accepted, in characters (a request is shown on every card it
@@ -344,6 +445,8 @@ pub enum AuditKind {
     Denial,
     /// A row lapsed.
     Lapse,
+    /// The card's undo: one entry when asked for (item `None`), then one per item undone.
+    Undo,
 }
 
 /// One append-only audit entry (`GET /api/audit`).

@@ -34,6 +34,7 @@ mod locks;
 mod open;
 mod rows;
 mod telegram;
+mod undo;
 mod unit;
 
 use std::sync::Arc;

@@ -41,7 +41,7 @@ const SNAPSHOT_SELECT: &str = "SELECT j.approval_id AS job_id, j.lease_epoch AS 
 impl Store {
     /// A statement with the time source bound as `$1` (its SQL says `{now}` where "now" goes,
     /// and `{until}` for "now plus `$2` seconds").
-    fn timed(&self, sql: &str) -> Stmt {
+    pub(crate) fn timed(&self, sql: &str) -> Stmt {
         let sql = sql
             .replace("{until}", &self.engine.now_plus("$1", "$2"))
             .replace("{now}", &self.now_sql());
@@ -186,7 +186,7 @@ impl Store {
         .await
     }
 
-    async fn write_audit(
+    pub(crate) async fn write_audit(
         &self,
         tx: &mut WriteTx,
         entries: &[NewAuditEntry],
@@ -828,7 +828,10 @@ impl Store {
 
 /// Ends a unit whose writes `written` began with a compare-and-set: commits it, `Ok(true)`;
 /// when the compare-and-set changed nothing (a failed assertion), rolls it back, `Ok(false)`; any other failure rolls back and is the error.
-async fn finish_cas(tx: WriteTx, written: Result<(), StoreError>) -> Result<bool, StoreError> {
+pub(crate) async fn finish_cas(
+    tx: WriteTx,
+    written: Result<(), StoreError>,
+) -> Result<bool, StoreError> {
     let outcome = match written {
         Ok(()) => tx.commit().await,
         Err(e) => {

@@ -7,7 +7,9 @@
 use chrono::{DateTime, Utc};
 use iris_core::canonical::{call_hash, canonical_json};
 use iris_core::ports::{Device, NewApproval, Scope, StoreError, TelegramCard, TelegramView};
-use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Execution};
+use iris_core::wire::{
+    Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Execution, UndoRecord, UndoState,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sqlx::any::AnyRow;
@@ -236,21 +238,35 @@ impl<'r> Cols<'r> {
     }
 }
 
-/// The columns an [`Approval`] is read from (with [`APPROVAL_FROM`]).
-pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.kind, a.status, a.tool, a.args, \
-     a.call_hash, a.items, a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, \
-     a.responded_by, a.surface, a.reason, a.resume_error, a.preconditions, l.state AS execution, \
-     l.result AS result";
+/// The column list of an [`Approval`] (a macro, so the constants below are built from one text).
+macro_rules! approval_columns {
+    () => {
+        "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
+         a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
+         a.resume_error, a.preconditions, l.state AS execution, l.result AS result, \
+         u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
+         u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
+         u.result AS undo_result"
+    };
+}
 
-/// The row joined with its ledger entry.
-pub(crate) const APPROVAL_FROM: &str =
-    "FROM approvals a LEFT JOIN ledger l ON l.approval_id = a.id";
+/// The tables an [`Approval`] is read from: the row, its ledger entry and its undo.
+macro_rules! approval_from {
+    () => {
+        "FROM approvals a LEFT JOIN ledger l ON l.approval_id = a.id \
+         LEFT JOIN undos u ON u.approval_id = a.id"
+    };
+}
 
-/// The columns an [`Approval`] is read from: the row joined with its ledger entry.
-pub(crate) const APPROVAL_SELECT: &str = "SELECT a.id, a.kind, a.status, a.tool, a.args, \
-     a.call_hash, a.items, a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, \
-     a.responded_by, a.surface, a.reason, a.resume_error, a.preconditions, l.state AS execution, \
-     l.result AS result FROM approvals a LEFT JOIN ledger l ON l.approval_id = a.id";
+/// The columns an [`Approval`] is read from (see [`approval_from_row`]).
+pub(crate) const APPROVAL_COLUMNS: &str = approval_columns!();
+
+/// The row joined with its ledger entry and its undo.
+pub(crate) const APPROVAL_FROM: &str = approval_from!();
+
+/// `SELECT` [`APPROVAL_COLUMNS`] [`APPROVAL_FROM`].
+pub(crate) const APPROVAL_SELECT: &str =
+    concat!("SELECT ", approval_columns!(), " ", approval_from!());
 
 /// Decodes one row of [`APPROVAL_SELECT`]. Unknown kind, status or ledger state, unparseable
 /// JSON or times: [`StoreError::Corrupt`] (a corrupt row is never executed, DESIGN §8).
@@ -289,8 +305,28 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         execution,
         result: c.opt_json("result")?,
         resume_error: c.opt_text("resume_error")?,
+        undo: undo_from_row(&c)?,
         id: c.id,
     })
+}
+
+/// The undo columns of [`APPROVAL_SELECT`]; `None` when no undo was asked for (or the select
+/// does not join undos).
+fn undo_from_row(c: &Cols<'_>) -> Result<Option<UndoRecord>, StoreError> {
+    let Some(state_text) = c.row.text_at("undo_state").ok().flatten() else {
+        return Ok(None);
+    };
+    let state = UndoState::parse(&state_text)
+        .ok_or_else(|| c.corrupt("undo_state", format!("unknown undo state `{state_text}`")))?;
+    Ok(Some(UndoRecord {
+        state,
+        items: c.json("undo_items")?,
+        by: c.text("undo_by")?,
+        surface: c.text("undo_surface")?,
+        at: c.time("undo_at")?,
+        finished_at: c.opt_time("undo_finished_at")?,
+        result: c.opt_json("undo_result")?,
+    }))
 }
 
 /// The stored spelling of an audit kind.
@@ -300,6 +336,7 @@ pub(crate) fn audit_kind_text(kind: AuditKind) -> &'static str {
         AuditKind::Execution => "execution",
         AuditKind::Denial => "denial",
         AuditKind::Lapse => "lapse",
+        AuditKind::Undo => "undo",
     }
 }
 
@@ -310,6 +347,7 @@ fn parse_audit_kind(text: &str) -> Option<AuditKind> {
         "execution" => Some(AuditKind::Execution),
         "denial" => Some(AuditKind::Denial),
         "lapse" => Some(AuditKind::Lapse),
+        "undo" => Some(AuditKind::Undo),
         _ => None,
     }
 }

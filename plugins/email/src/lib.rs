@@ -27,7 +27,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use iris_core::manifest::{Manifest, ManifestError};
-use iris_core::plugin::{CallContext, Description, Plugin, ToolError, ToolOutput};
+use iris_core::plugin::{
+    CallContext, Description, ItemOutcome, Plugin, ToolError, ToolOutput, UndoCall,
+};
 use iris_core::ports::{Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -381,6 +383,14 @@ impl Plugin for EmailPlugin {
             tools::trash_category::NAME => tools::trash_category::execute(self, args).await,
             tools::send_email::NAME => tools::send_email::execute(self, args).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
+        }
+    }
+
+    /// `trash_email`'s undo: `restore_email` for the ids it trashed; other tools have none.
+    fn undo_call(&self, tool: &str, outcomes: &[ItemOutcome]) -> Option<UndoCall> {
+        match tool {
+            tools::trash_email::NAME => tools::trash_email::undo_call(outcomes),
+            _ => None,
         }
     }
 

@@ -163,6 +163,27 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
             printable(&canonical_json(result))
         );
     }
+    if let Some(undo) = &approval.undo {
+        let (head, detail) = app::undo::undo_words(undo);
+        let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
+        let at = when(undo.finished_at.unwrap_or(undo.at));
+        let _ = writeln!(
+            out,
+            "Undo:      {}",
+            printable(&format!("{head} at {at}{detail}"))
+        );
+    } else if approval.undo_offered(now) {
+        let until = approval
+            .undo_until()
+            .map(|u| format!(" until {}", when(u)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Undo:      {} possible{until} (POST /governance/approvals/{}/undo)",
+            printable(&approval.undo_label()),
+            approval.id
+        );
+    }
     if let Some(error) = approval.resume_error.as_deref() {
         let _ = writeln!(
             out,
@@ -260,6 +281,7 @@ mod tests {
                 undo_window_days: Some(30),
                 request: "trash the promo emails".into(),
                 undo_note: Some("You can restore these from Trash for 30 days.".into()),
+                undo_action: None,
             },
             run_id: "r1".into(),
             created_at: created,
@@ -271,6 +293,7 @@ mod tests {
             execution: Execution::None,
             result: None,
             resume_error: None,
+            undo: None,
         }
     }
 
@@ -324,6 +347,10 @@ mod tests {
         assert!(
             text.contains("Status:    approved by laptop via cli at 2026-11-30 14:02:00 UTC"),
             "{text}"
+        );
+        assert!(
+            text.contains("Undo:      Undo possible until"),
+            "an executed card with an undo tool offers it: {text}"
         );
         assert!(
             text.contains("Execution: Moved 2 emails to Trash (executed)"),

@@ -834,6 +834,7 @@ mod tests {
                 undo_window_days: None,
                 request: "trash it".into(),
                 undo_note: None,
+                undo_action: None,
             },
             run_id: "r1".into(),
             created_at: at,
@@ -845,6 +846,7 @@ mod tests {
             execution: Execution::None,
             result: None,
             resume_error: None,
+            undo: None,
         };
         assert!(!settled(&row));
         row.status = ApprovalStatus::Approved;

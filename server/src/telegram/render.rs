@@ -216,6 +216,7 @@ mod tests {
                 undo_window_days: Some(30),
                 request: "trash the promo mails (all of them) - thanks!".into(),
                 undo_note: Some("You can restore these from Trash for 30 days.".into()),
+                undo_action: None,
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),
@@ -227,6 +228,7 @@ mod tests {
             execution: Execution::None,
             result: None,
             resume_error: None,
+            undo: None,
         }
     }
 

@@ -808,6 +808,7 @@ pub async fn seed_card(
             undo_window_days: Some(30),
             request: "tidy up".into(),
             undo_note: None,
+            undo_action: None,
         },
         run_id: format!("run-{id}"),
         context_summary: "tidy up".into(),

@@ -516,6 +516,7 @@ fn evaluator_row(
             undo_window_days: None,
             request: ctx.request.clone(),
             undo_note: None,
+            undo_action: None,
         },
         run_id: ctx.run_id.clone(),
         context_summary: ctx.request.clone(),

@@ -10,6 +10,7 @@
 //! | execute | [`execute`]: claim under a lease, the side effect, its outcome | `claim_job` (lease + ledger `executing`), `record_outcome` |
 //! | resume | [`resume`]: the run continues from the real result | `finish_job` |
 //! | retry, recover | [`resume`]: a failed job on the owner's request; a lapsed lease by any server | `claim_job` |
+//! | undo | [`undo`]: the card's undo tool for the items that ran, once | `claim_undo`, `record_undo` |
 //!
 //! A decided row is a durable resume job. Any server claims it under a lease (owner, epoch,
 //! until), keeps it by heartbeats, and every write under it is fenced by the epoch, so a server
@@ -24,6 +25,7 @@ pub mod plan;
 pub mod respond;
 pub mod resume;
 pub mod turn;
+pub mod undo;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +40,7 @@ use crate::wire::Approval;
 pub use respond::RespondError;
 pub use resume::RetryError;
 pub use turn::{chat_message, ChatError, Turns, MAX_MESSAGE_CHARS};
+pub use undo::UndoError;
 
 /// The paused call's observation when its approval lapsed (DESIGN §3 step 9).
 pub const LAPSED: &str = "the approval lapsed; nothing was changed";

@@ -23,7 +23,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Checkpoint, NewApproval, NewAuditEntry, Response, StoreError};
+use super::{Checkpoint, NewApproval, NewAuditEntry, Response, StoreError, UndoStore};
 use crate::model::Message;
 use crate::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
 
@@ -286,10 +286,10 @@ pub struct ApprovalFilter {
     pub status: Option<ApprovalStatus>,
 }
 
-/// The approval lifecycle's storage (DESIGN §6, §9). Implemented by `crates/store` for SQLite
-/// and PostgreSQL.
+/// The approval lifecycle's storage (DESIGN §6, §9), with the undo from the card's
+/// ([`UndoStore`]). Implemented by `crates/store` for SQLite and PostgreSQL.
 #[async_trait]
-pub trait ApprovalStore: Send + Sync {
+pub trait ApprovalStore: UndoStore + Send + Sync {
     /// Ends a turn in one commit ([`TurnCommit`]); with a halt, the row, its checkpoint and
     /// their link are written together, so a card is never without its paused run.
     ///

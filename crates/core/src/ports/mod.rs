@@ -7,6 +7,7 @@
 //! - [`listing`]: a page of approvals (cursor, filters, search);
 //! - [`devices`]: paired devices and pairing links;
 //! - [`telegram`]: which Telegram message shows which approval;
+//! - [`undo`]: the undo from the card (claim, outcome);
 //! - [`clock`]: the time source.
 //!
 //! The shared records of a row's life live here: [`NewApproval`] (request terms), [`Response`],
@@ -24,6 +25,7 @@ pub mod devices;
 pub mod lifecycle;
 pub mod listing;
 pub mod telegram;
+pub mod undo;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use devices::{Device, DeviceStore, PairingStore, Scope};
@@ -33,6 +35,7 @@ pub use listing::{
     PageLimit, SearchText, StatusFilter,
 };
 pub use telegram::{TelegramCard, TelegramCardStore, TelegramView};
+pub use undo::{UndoClaim, UndoOutcome, UndoStore};
 
 /// Why storage failed. Every variant fails closed: the caller runs nothing destructive.
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +117,7 @@ impl NewApproval {
             execution: crate::wire::Execution::None,
             result: None,
             resume_error: None,
+            undo: None,
         }
     }
 }

@@ -4,7 +4,8 @@
 //! With `ids`: each id's most recent trash that is not yet restored. Without: every message of
 //! the last trashed batch not yet restored ("undo that"). A restored message comes back into the
 //! local store with the same id. The result's `summary` says it in plain words ("Restored 5
-//! emails from Trash to where they were.", or "Nothing to restore: …"). Per item: `restored`, `missing` (no longer in Trash),
+//! emails from Trash to where they were.", "Restored 3 of 5 emails to where they were; 2 no longer
+//! in Trash.", or "Nothing to restore: …"). Per item: `restored`, `missing` (no longer in Trash),
 //! `not_in_trash` (IRIS did not trash it, or it was restored already) or `failed`.
 
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
@@ -121,6 +122,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         lines,
         items: p.order,
         undo_note: None,
+        undo_action: None,
         preconditions: Vec::new(),
     })
 }
@@ -248,16 +250,39 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         "Nothing to restore: no trashed batch is waiting.".to_string()
     } else {
         let not_back = outcomes.len() - restored;
-        format!(
-            "Restored {restored} email{} from Trash to where {} were.{}",
-            if restored == 1 { "" } else { "s" },
-            if restored == 1 { "it" } else { "they" },
-            if not_back == 0 {
-                String::new()
-            } else {
-                format!(" {not_back} could not be restored (see each item).")
+        if not_back == 0 {
+            format!(
+                "Restored {restored} email{} from Trash to where {} were.",
+                if restored == 1 { "" } else { "s" },
+                if restored == 1 { "it" } else { "they" },
+            )
+        } else {
+            let counted = |status: &str| {
+                outcomes
+                    .iter()
+                    .filter(|(_, v)| v["status"] == status)
+                    .count()
+            };
+            let mut why = Vec::new();
+            for (status, words) in [
+                ("missing", "no longer in Trash"),
+                (
+                    "not_in_trash",
+                    "not waiting in Trash (restored already, or not trashed by IRIS)",
+                ),
+                ("failed", "could not be restored (see each item)"),
+            ] {
+                let n = counted(status);
+                if n > 0 {
+                    why.push(format!("{n} {words}"));
+                }
             }
-        )
+            format!(
+                "Restored {restored} of {} emails to where they were; {}.",
+                outcomes.len(),
+                why.join(", ")
+            )
+        }
     };
     result["summary"] = json!(summary);
     Ok(ToolOutput {

@@ -111,6 +111,7 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
         lines: vec![summary(&args)],
         items: Vec::new(),
         undo_note: None,
+        undo_action: None,
         preconditions: Vec::new(),
     })
 }

@@ -611,6 +611,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         lines,
         items: p.to.iter().chain(&p.cc).cloned().collect(),
         undo_note: None,
+        undo_action: None,
         preconditions: Vec::new(),
     })
 }

@@ -17,7 +17,7 @@
 //! mailbox alike) with the same Message-ID; a stale id is left out ([`execute_skipping`]) and the
 //! core reports it "stale: nothing done".
 
-use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
+use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput, UndoCall};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -113,7 +113,8 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
     if problems.len() == ids.len() {
         return Err(invalid(NAME, problems.join("; ")));
     }
-    let title = count_phrase("Trash", ids.len() - problems.len());
+    let found = ids.len() - problems.len();
+    let title = count_phrase("Trash", found);
     let undo_note = format!(
         "You can restore {} from Trash for {UNDO_WINDOW_DAYS} days.",
         if ids.len() - problems.len() == 1 {
@@ -128,6 +129,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         lines,
         items: ids,
         undo_note: Some(undo_note),
+        undo_action: Some(count_phrase("Restore", found)),
         preconditions,
     })
 }
@@ -344,6 +346,21 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
     })
 }
 
+/// The undo of an executed call (DESIGN §9 "Undo from the card"): `restore_email` for exactly
+/// the ids whose outcome was `trashed` (not a missing, failed or stale one), in the call's
+/// order; `None` when none was.
+pub fn undo_call(outcomes: &[ItemOutcome]) -> Option<UndoCall> {
+    let items: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.outcome["status"] == "trashed")
+        .map(|o| o.item.clone())
+        .collect();
+    (!items.is_empty()).then(|| UndoCall {
+        args: json!({ "ids": items }),
+        items,
+    })
+}
+
 fn count(outcomes: &[(String, Value)], status: &str) -> usize {
     outcomes
         .iter()
@@ -363,5 +380,24 @@ mod tests {
         assert!(normalise(&json!({"ids": []})).is_err());
         assert!(normalise(&json!({})).is_err());
         assert!(normalise(&json!({"ids": ["ma"], "force": true})).is_err());
+    }
+
+    #[test]
+    fn the_undo_restores_only_what_was_trashed() {
+        let outcome = |id: &str, status: &str| ItemOutcome {
+            item: id.into(),
+            outcome: json!({"status": status}),
+        };
+        let call = undo_call(&[
+            outcome("m1", "trashed"),
+            outcome("m2", "missing"),
+            outcome("m3", "stale"),
+            outcome("m4", "trashed"),
+            outcome("m5", "failed"),
+        ])
+        .unwrap();
+        assert_eq!(call.args, json!({"ids": ["m1", "m4"]}));
+        assert_eq!(call.items, vec!["m1", "m4"]);
+        assert_eq!(undo_call(&[outcome("m2", "missing")]), None);
     }
 }

@@ -1,0 +1,174 @@
+//! The card's undo (DESIGN §9 "Undo from the card"): on an executed card whose tool declares an
+//! undo, within its window, a button named by the card ("Restore 5 emails") that runs the
+//! card's undo tool for exactly the items that executed, once; afterwards a line that says what
+//! came back, by whom, where and when ("Undone by phone via web at 14:02: Restored 5 emails
+//! from Trash to where they were.").
+
+use chrono::{DateTime, Utc};
+use iris_core::wire::{Approval, UndoRecord, UndoState};
+use leptos::prelude::*;
+
+use crate::api::undo_approval;
+use crate::backend::Viewer;
+use crate::card::CardState;
+use crate::format::format_time;
+use crate::live::{clock_offset, is_live, Live};
+
+/// Now, by this machine's clock (the browser's `Date.now()` once hydrated).
+pub fn now_utc() -> DateTime<Utc> {
+    #[cfg(feature = "hydrate")]
+    {
+        DateTime::from_timestamp_millis(js_sys::Date::now() as i64).unwrap_or_default()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        Utc::now()
+    }
+}
+
+/// What an undo's record says, without its time: "Undone by phone via web", then the undo
+/// tool's own summary, or why it did not (fully) happen.
+pub fn undo_words(undo: &UndoRecord) -> (String, Option<String>) {
+    let said = |key: &str| {
+        undo.result
+            .as_ref()
+            .and_then(|r| r.get(key))
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let head = match undo.state {
+        UndoState::Running => "Undoing, asked",
+        UndoState::Done => "Undone",
+        UndoState::Failed => "The undo failed, asked",
+        UndoState::Unknown => "The undo's outcome is unknown, asked",
+    };
+    let detail = match undo.state {
+        UndoState::Running => None,
+        UndoState::Done => said("summary").or_else(|| said("message")),
+        UndoState::Failed | UndoState::Unknown => said("message"),
+    };
+    (
+        format!("{head} by {} via {}", undo.by, undo.surface),
+        detail,
+    )
+}
+
+/// The undo part of an answered card: the record's line once asked, else the button while
+/// the card offers its undo to a device that may answer.
+#[component]
+pub fn CardUndo(
+    /// The row.
+    approval: Approval,
+    /// Who is looking; only a control device gets the button.
+    viewer: Viewer,
+    /// The card's interaction state (busy, error).
+    state: CardState,
+) -> impl IntoView {
+    let offset = clock_offset();
+    if let Some(undo) = approval.undo.clone() {
+        let (head, detail) = undo_words(&undo);
+        let at = undo.finished_at.unwrap_or(undo.at);
+        return view! {
+            <p class=format!("card-undone undo-{}", undo.state.as_str()) data-testid="card-undone" data-undo=undo.state.as_str() role="status">
+                <strong>{head}</strong>
+                " at "
+                <time datetime=at.to_rfc3339()>{move || format_time(at, offset.get())}</time>
+                {detail.map(|d| format!(": {d}")).unwrap_or_else(|| ".".into())}
+            </p>
+        }
+        .into_any();
+    }
+    if !viewer.can_answer || !approval.undo_offered(now_utc()) {
+        return ().into_any();
+    }
+    let live = is_live();
+    let live_ctx = use_context::<Live>();
+    let id = approval.id.clone();
+    let run = move |_| {
+        if state.busy.get_untracked() {
+            return;
+        }
+        state.busy.set(true);
+        state.error.set(None);
+        let id = id.clone();
+        leptos::task::spawn_local(async move {
+            let answer = undo_approval(id).await;
+            state.busy.try_set(false);
+            if let Err(error) = answer {
+                state.error.try_set(Some(error.to_string()));
+            }
+            if let Some(live) = live_ctx {
+                live.bump();
+            }
+        });
+    };
+    let until = approval.undo_until();
+    view! {
+        <div class="card-undo-action">
+            <button
+                type="button"
+                class="btn btn-quiet"
+                data-testid="undo-button"
+                disabled=move || state.busy.get() || !live.get()
+                on:click=run
+            >
+                {approval.undo_label()}
+            </button>
+            {until.map(|until| view! {
+                <span class="undo-until">
+                    "Possible until "
+                    <time datetime=until.to_rfc3339()>{move || format_time(until, offset.get())}</time>
+                </span>
+            })}
+        </div>
+    }
+    .into_any()
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    fn record(state: UndoState, result: Option<serde_json::Value>) -> UndoRecord {
+        UndoRecord {
+            state,
+            items: vec!["m1".into()],
+            by: "phone".into(),
+            surface: "web".into(),
+            at: Utc.with_ymd_and_hms(2026, 12, 1, 14, 2, 0).unwrap(),
+            finished_at: None,
+            result,
+        }
+    }
+
+    #[test]
+    fn an_undo_says_who_where_and_what_came_back() {
+        let done = record(
+            UndoState::Done,
+            Some(json!({"summary": "Restored 3 of 5 emails; 2 no longer in Trash."})),
+        );
+        assert_eq!(
+            undo_words(&done),
+            (
+                "Undone by phone via web".to_owned(),
+                Some("Restored 3 of 5 emails; 2 no longer in Trash.".to_owned())
+            )
+        );
+        let failed = record(
+            UndoState::Failed,
+            Some(json!({"message": "the mailbox refused"})),
+        );
+        assert_eq!(
+            undo_words(&failed),
+            (
+                "The undo failed, asked by phone via web".to_owned(),
+                Some("the mailbox refused".to_owned())
+            )
+        );
+        assert_eq!(undo_words(&record(UndoState::Running, None)).1, None);
+    }
+}

@@ -1,0 +1,295 @@
+//! Undo from the card (DESIGN §9 "Undo from the card"): an executed card whose tool declares
+//! an undo runs the card's `undo_tool` for exactly the items that executed, once whatever the
+//! taps, within the card's undo window.
+//!
+//! The core knows only the card's undo tool, never its vocabulary: the plugin turns the
+//! execution's per-item outcomes into the undo tool's arguments ([`crate::plugin::Plugin::undo_call`]),
+//! and those arguments go through the undo tool's schema and `normalise` like any call. Two
+//! commits, like execute: the undo `running` before the tool runs (write-ahead; its primary key
+//! makes once), then its outcome with one audit entry per item. An undo that overruns its time
+//! or whose server stops is `unknown` and never runs again (fail closed).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::future::Either;
+use serde_json::{json, Value};
+
+use super::{Actor, ApprovalService};
+use crate::agent::as_object;
+use crate::canonical::canonical_json;
+use crate::plugin::{CallContext, ItemOutcome, Plugin, UndoCall};
+use crate::ports::{NewAuditEntry, Scope, StoreError, UndoClaim, UndoOutcome};
+use crate::wire::{Approval, ApprovalStatus, AuditKind, Event, Execution, UndoRecord, UndoState};
+
+/// Why an undo was not run. Each maps to one HTTP status in the server.
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    /// A device without control scope asked (403).
+    #[error("device `{0}` has read scope; only a control device may undo a card")]
+    Forbidden(String),
+    /// No such row (404).
+    #[error("approval `{0}` does not exist")]
+    NotFound(String),
+    /// It was undone (or asked to be) already (409); carries the row as it stands.
+    #[error("This card was already undone by {} via {} at {}; an undo runs once.",
+        .0.undo.as_ref().map_or("someone", |u| u.by.as_str()),
+        .0.undo.as_ref().map_or("an unknown surface", |u| u.surface.as_str()),
+        .0.undo.as_ref().map(|u| u.at.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default())]
+    AlreadyUndone(Box<Approval>),
+    /// The card has nothing to undo (409): its tool declares no undo, its call did not run, or
+    /// nothing that ran can be undone. The sentence says which.
+    #[error("{1}")]
+    NothingToUndo(Box<Approval>, String),
+    /// The card's undo window has closed (410): nothing was changed.
+    #[error("The undo window of this card closed at {}; nothing was changed.", .1.format("%Y-%m-%d %H:%M:%S UTC"))]
+    WindowClosed(Box<Approval>, DateTime<Utc>),
+    /// Storage failed; nothing ran (500).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an undo's result says when its outcome cannot be known.
+pub const UNDO_UNKNOWN: &str =
+    "unknown: the undo may or may not have run (it overran its time); it will not be run again";
+
+impl ApprovalService {
+    /// Runs the card's undo for approval `id` as `actor` (see the module docs) and returns the
+    /// row as it stands afterwards (its `undo` says what happened, item by item).
+    ///
+    /// # Errors
+    /// [`UndoError::Forbidden`] without control scope, `NotFound`, `AlreadyUndone` (who,
+    /// where, when), `NothingToUndo`, `WindowClosed`, `Store` (nothing ran).
+    pub async fn undo(&self, id: &str, actor: &Actor) -> Result<Approval, UndoError> {
+        if actor.scope != Scope::Control {
+            return Err(UndoError::Forbidden(actor.name.clone()));
+        }
+        let row = self
+            .store
+            .approval(id)
+            .await?
+            .ok_or_else(|| UndoError::NotFound(id.to_string()))?;
+        if row.undo.is_some() {
+            return Err(UndoError::AlreadyUndone(Box::new(row)));
+        }
+        let planned = self.plan_undo(&row).await?;
+        let now = self.clock.now();
+        let mut after = row.clone();
+        after.undo = Some(UndoRecord {
+            state: UndoState::Running,
+            items: planned.call.items.clone(),
+            by: actor.name.clone(),
+            surface: actor.surface.clone(),
+            at: now,
+            finished_at: None,
+            result: None,
+        });
+        let asked = json!({
+            "status": "requested",
+            "action": row.undo_label(),
+            "tool": planned.tool,
+            "items": planned.call.items.len(),
+        });
+        let claim = UndoClaim {
+            approval_id: row.id.clone(),
+            tool: planned.tool.clone(),
+            args_canonical: canonical_json(&planned.args),
+            items: planned.call.items.clone(),
+            by: actor.name.clone(),
+            surface: actor.surface.clone(),
+            at: now,
+            // Twice the run's own deadline, so the sweep never calls a live undo unknown.
+            lease_secs: self.leases.secs.saturating_mul(2),
+            audit: undo_entry(&row, actor, None, asked, now),
+            events: vec![Event::ApprovalResponded(after.clone())],
+        };
+        if !self.store.claim_undo(&claim).await? {
+            let now_row = self.store.approval(id).await?.unwrap_or(row);
+            return Err(UndoError::AlreadyUndone(Box::new(now_row)));
+        }
+        self.run_undo(&row, actor, planned, after).await
+    }
+
+    /// What the undo of `row` will run, refused with the reason when there is nothing to undo
+    /// or its window has closed: the card's undo tool, the plugin's call for the items that
+    /// executed, its arguments through the tool's schema and `normalise`.
+    async fn plan_undo(&self, row: &Approval) -> Result<PlannedUndo, UndoError> {
+        let nothing = |why: String| UndoError::NothingToUndo(Box::new(row.clone()), why);
+        let Some(tool) = row.card.undo_tool.clone() else {
+            return Err(nothing(
+                "This card's tool declares no undo, so there is nothing to undo here.".into(),
+            ));
+        };
+        if row.status != ApprovalStatus::Approved || row.execution != Execution::Executed {
+            return Err(nothing(
+                "This card's call did not run, so there is nothing to undo.".into(),
+            ));
+        }
+        if let Some(until) = row.undo_until().filter(|until| self.clock.now() >= *until) {
+            return Err(UndoError::WindowClosed(Box::new(row.clone()), until));
+        }
+        let call = self.undo_call(row).await?.ok_or_else(|| {
+            nothing("Nothing this card's call changed can be undone (no item of it ran), so nothing was changed.".into())
+        })?;
+        let toolbox = self.agent.toolbox();
+        let spec = toolbox.registry().get(&tool);
+        let Some((spec, plugin)) = spec.and_then(|s| Some((s, toolbox.plugin(s)?.clone()))) else {
+            return Err(nothing(format!(
+                "The undo tool `{tool}` is not loaded, so this card cannot be undone here; nothing was changed."
+            )));
+        };
+        if let Some(why) = toolbox.unavailable(spec) {
+            return Err(nothing(format!(
+                "This card cannot be undone now: {why}; nothing was changed."
+            )));
+        }
+        let ctx = CallContext {
+            run_id: row.run_id.clone(),
+            conversation_id: String::new(),
+            request: format!("{} (from the card)", row.undo_label()),
+        };
+        let args = match toolbox.validate(spec, &call.args) {
+            Ok(args) => plugin
+                .normalise(&tool, args, &ctx)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        }
+        .map_err(|why| {
+            nothing(format!(
+                "The plugin's undo of this card does not fit `{tool}` ({why}); nothing was changed."
+            ))
+        })?;
+        Ok(PlannedUndo {
+            tool,
+            plugin,
+            args,
+            call,
+            ctx,
+        })
+    }
+
+    /// Runs a claimed undo under a deadline of the lease's length and records its outcome;
+    /// `after` is the row as the claim left it.
+    async fn run_undo(
+        &self,
+        row: &Approval,
+        actor: &Actor,
+        planned: PlannedUndo,
+        mut after: Approval,
+    ) -> Result<Approval, UndoError> {
+        let deadline = self
+            .runtime
+            .sleep(Duration::from_secs(u64::from(self.leases.secs)));
+        let run = planned
+            .plugin
+            .execute(&planned.tool, &planned.args, &planned.ctx);
+        futures::pin_mut!(run);
+        let (state, result, items) = match futures::future::select(run, deadline).await {
+            Either::Left((Ok(out), _)) => (UndoState::Done, as_object(out.result), out.items),
+            Either::Left((Err(e), _)) => (
+                UndoState::Failed,
+                json!({"status": "failed", "message": e.to_string()}),
+                Vec::new(),
+            ),
+            Either::Right(_) => (
+                UndoState::Unknown,
+                json!({"status": "unknown", "message": UNDO_UNKNOWN}),
+                Vec::new(),
+            ),
+        };
+        let done = self.clock.now();
+        let mut audit: Vec<NewAuditEntry> = items
+            .into_iter()
+            .map(|o| undo_entry(row, actor, Some(o.item), o.outcome, done))
+            .collect();
+        let mut end = json!({"status": state.as_str()});
+        for key in ["summary", "message"] {
+            if let Some(text) = result.get(key) {
+                end[key] = text.clone();
+            }
+        }
+        audit.push(undo_entry(row, actor, None, end, done));
+        if let Some(undo) = after.undo.as_mut() {
+            undo.state = state;
+            undo.finished_at = Some(done);
+            undo.result = Some(result.clone());
+        }
+        let outcome = UndoOutcome {
+            approval_id: row.id.clone(),
+            state,
+            result,
+            at: done,
+            audit,
+            events: vec![Event::ApprovalResponded(after.clone())],
+        };
+        if self.store.record_undo(&outcome).await? {
+            Ok(after)
+        } else {
+            // A sweep called it unknown meanwhile: that is what the row says now.
+            Ok(self.store.approval(&row.id).await?.unwrap_or(after))
+        }
+    }
+
+    /// The plugin's undo of an executed `row`, from its execution's audit entries.
+    async fn undo_call(&self, row: &Approval) -> Result<Option<UndoCall>, UndoError> {
+        let outcomes: Vec<ItemOutcome> = self
+            .store
+            .audit(Some(&row.id))
+            .await?
+            .into_iter()
+            .filter(|e| e.kind == AuditKind::Execution)
+            .filter_map(|e| {
+                e.item.map(|item| ItemOutcome {
+                    item,
+                    outcome: e.result,
+                })
+            })
+            .collect();
+        let toolbox = self.agent.toolbox();
+        Ok(toolbox
+            .registry()
+            .get(&row.tool)
+            .and_then(|spec| toolbox.plugin(spec))
+            .and_then(|p| p.undo_call(&row.tool, &outcomes)))
+    }
+
+    /// Marks undos whose server stopped while they ran `unknown` (the sweep's step; every
+    /// server runs it). Returns how many.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub async fn lapse_undos(&self) -> Result<usize, StoreError> {
+        Ok(self.store.lapse_undos().await?.len())
+    }
+}
+
+/// A planned undo: the tool, its plugin, its arguments and the call the plugin built.
+struct PlannedUndo {
+    tool: String,
+    plugin: Arc<dyn Plugin>,
+    args: Value,
+    call: UndoCall,
+    ctx: CallContext,
+}
+
+/// One audit entry of `row`'s undo by `actor`.
+fn undo_entry(
+    row: &Approval,
+    actor: &Actor,
+    item: Option<String>,
+    result: Value,
+    at: DateTime<Utc>,
+) -> NewAuditEntry {
+    NewAuditEntry {
+        approval_id: row.id.clone(),
+        kind: AuditKind::Undo,
+        item,
+        result,
+        undo_available: false,
+        actor: actor.name.clone(),
+        surface: Some(actor.surface.clone()),
+        at,
+    }
+}

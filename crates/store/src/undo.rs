@@ -1,0 +1,104 @@
+//! [`UndoStore`] on both engines: the undo from the card's two units of work (see
+//! [`iris_core::ports::undo`]). The claim is an insert that does nothing when the approval
+//! already has an undo (its primary key makes once) and that the database's trigger refuses
+//! unless the row is approved with its call executed; the outcome is a compare-and-set from
+//! `running`.
+
+use async_trait::async_trait;
+use iris_core::ports::{StoreError, UndoClaim, UndoOutcome, UndoStore};
+
+use crate::rows::{to_json, ColumnRead, Record};
+use crate::unit::Stmt;
+use crate::{timestamp_text, Store};
+
+#[async_trait]
+impl UndoStore for Store {
+    async fn claim_undo(&self, claim: &UndoClaim) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            tx.exec_cas(
+                self.timed(
+                    "INSERT INTO undos (approval_id, tool, args_canonical, items, state, actor, \
+                     surface, started_at, lease_until) \
+                     VALUES ($3, $4, $5, $6, 'running', $7, $8, $9, {until}) \
+                     ON CONFLICT (approval_id) DO NOTHING",
+                )
+                .int(i64::from(claim.lease_secs))
+                .text(&claim.approval_id)
+                .text(&claim.tool)
+                .text(&claim.args_canonical)
+                .text(&to_json(&claim.items, "an undo's items")?)
+                .text(&claim.by)
+                .text(&claim.surface)
+                .text(&timestamp_text(claim.at)),
+                "claiming an undo (one per approval)",
+            )
+            .await?;
+            self.write_audit(&mut tx, std::slice::from_ref(&claim.audit))
+                .await?;
+            self.stage_events(&mut tx, &claim.events).await
+        }
+        .await;
+        let landed = crate::lifecycle::finish_cas(tx, written).await?;
+        if landed {
+            self.deliver(&claim.events);
+        }
+        Ok(landed)
+    }
+
+    async fn record_undo(&self, outcome: &UndoOutcome) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            tx.exec_cas(
+                Stmt::new(
+                    "UPDATE undos SET state = $1, result = $2, finished_at = $3 \
+                     WHERE approval_id = $4 AND state = 'running'",
+                )
+                .text(outcome.state.as_str())
+                .text(&to_json(&outcome.result, "an undo's result")?)
+                .text(&timestamp_text(outcome.at))
+                .text(&outcome.approval_id),
+                "recording an undo's outcome",
+            )
+            .await?;
+            self.write_audit(&mut tx, &outcome.audit).await?;
+            self.stage_events(&mut tx, &outcome.events).await
+        }
+        .await;
+        let landed = crate::lifecycle::finish_cas(tx, written).await?;
+        if landed {
+            self.deliver(&outcome.events);
+        }
+        Ok(landed)
+    }
+
+    async fn lapse_undos(&self) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let rows = tx
+            .fetch(
+                self.timed(
+                    "UPDATE undos SET state = 'unknown', finished_at = {now}, result = $2 \
+                     WHERE state = 'running' AND lease_until <= {now} RETURNING approval_id",
+                )
+                .text(UNKNOWN_RESULT),
+                "marking undos whose server stopped unknown",
+            )
+            .await;
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) => {
+                tx.rollback().await;
+                return Err(e);
+            }
+        };
+        tx.commit().await?;
+        Ok(rows.iter().filter_map(approval_id).collect())
+    }
+}
+
+/// What an undo marked unknown by the sweep says.
+const UNKNOWN_RESULT: &str = r#"{"message":"unknown: the server stopped while this undo ran, so it may or may not have run; it will not be run again","status":"unknown"}"#;
+
+fn approval_id(row: &Record) -> Option<String> {
+    row.text_at("approval_id").ok().flatten()
+}
