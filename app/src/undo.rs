@@ -12,7 +12,7 @@ use crate::api::undo_approval;
 use crate::backend::Viewer;
 use crate::card::CardState;
 use crate::format::format_time;
-use crate::live::{clock_offset, is_live, Live};
+use crate::live::{clock_offset, Hydrated, Live};
 
 /// Now, by this machine's clock (the browser's `Date.now()` once hydrated).
 pub fn now_utc() -> DateTime<Utc> {
@@ -83,7 +83,10 @@ pub fn CardUndo(
     if !viewer.can_answer || !approval.undo_offered(now_utc()) {
         return ().into_any();
     }
-    let live = is_live();
+    // The app's own "hydrated" flag (no signal of this card's: the page may draw the card
+    // anew, a live event, while the undo is on its way, and a stale button must read nothing
+    // that went with it).
+    let hydrated = use_context::<Hydrated>().map(|h| h.0);
     let live_ctx = use_context::<Live>();
     let id = approval.id.clone();
     let run = move |_| {
@@ -111,7 +114,9 @@ pub fn CardUndo(
                 type="button"
                 class="btn btn-quiet"
                 data-testid="undo-button"
-                disabled=move || state.busy.get() || !live.get()
+                disabled=move || {
+                    state.busy.get() || !hydrated.is_none_or(|h| h.try_get().unwrap_or(false))
+                }
                 on:click=run
             >
                 {approval.undo_label()}

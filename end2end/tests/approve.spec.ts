@@ -105,6 +105,12 @@ test('approving runs exactly the call on the card and the chat follows up', asyn
   await expect(page.getByTestId('chat-line').last()).toContainText(
     `Restored ${WEEK_PROMOS.length} emails`,
   );
+  // The card shows it: what came back, by whom, and no more "you can restore" or undo button.
+  const undone = card.getByTestId('card-undone');
+  await expect(undone).toContainText('Undone by demo-owner-browser via web');
+  await expect(undone).toContainText(`Restored ${WEEK_PROMOS.length} emails`);
+  await expect(card.getByTestId('card-undo')).toHaveCount(0);
+  await expect(card.getByTestId('undo-button')).toHaveCount(0);
 
   expect(problems, 'no console errors or warnings').toEqual([]);
 });

@@ -11,8 +11,12 @@ async function shotsOf(page: Page, id: string, name: string): Promise<void> {
     for (const width of [1280, 375, 320]) {
       await page.setViewportSize({ width, height: 900 });
       const card = page.getByTestId(`card-${id}`);
-      await card.scrollIntoViewIfNeeded();
-      await shot(card, `${name}-${width}-${scheme}`);
+      // A live event (the resumed run's reply, the undo's outcome) redraws the page: a card
+      // that left the document while being shot is found again and shot again.
+      await expect(async () => {
+        await card.scrollIntoViewIfNeeded({ timeout: 2_000 });
+        await shot(card, `${name}-${width}-${scheme}`);
+      }).toPass({ timeout: 15_000 });
       // No sideways scroll at any width.
       const overflow = await page.evaluate(
         () => document.documentElement.scrollWidth - document.documentElement.clientWidth,

@@ -7,6 +7,8 @@
 //! - any number of taps, at once or later, run it once (409 after, naming who undid it);
 //! - a read device cannot (403), an unknown id is 404, a card that did not run or whose tool
 //!   declares no undo has nothing to undo (409), and after the window nothing runs (410);
+//! - the undo tool run from the chat ("undo that") shows on the cards whose executed items it
+//!   acted on, and their button is gone;
 //! - a failing undo says so and is not run again; one whose server stopped is `unknown` after
 //!   its lease and never runs again; the database refuses an undo of a call that did not run.
 
@@ -172,8 +174,8 @@ impl Plugin for Files {
     }
 }
 
-/// After "delete A B C" it calls `delete_files` with those paths ("rename X": `rename_file`);
-/// otherwise it answers "finished".
+/// After "delete A B C" it calls `delete_files` with those paths ("restore A B":
+/// `restore_files`, "rename X": `rename_file`); otherwise it answers "finished".
 struct Asks;
 
 #[async_trait]
@@ -188,6 +190,11 @@ impl Model for Asks {
                 Some(("delete", rest)) => Some(ToolCall {
                     id: "c1".into(),
                     name: "delete_files".into(),
+                    arguments: json!({"paths": rest.split(' ').collect::<Vec<_>>()}),
+                }),
+                Some(("restore", rest)) => Some(ToolCall {
+                    id: "c1".into(),
+                    name: "restore_files".into(),
                     arguments: json!({"paths": rest.split(' ').collect::<Vec<_>>()}),
                 }),
                 Some(("rename", rest)) => Some(ToolCall {
@@ -519,4 +526,43 @@ async fn the_database_refuses_an_undo_of_a_call_that_did_not_run() {
         .unwrap()
         .undo
         .is_none());
+}
+
+#[tokio::test]
+async fn an_undo_from_the_chat_shows_on_the_cards_it_reversed() {
+    let w = World::new().await;
+    let first = w.answered("delete a b", Decision::Approve).await;
+    let second = w.answered("delete c", Decision::Approve).await;
+    let owner = actor("owner-phone", Scope::Control);
+    let turn = w.service.chat(&owner, None, "restore a z").await.unwrap();
+    assert_eq!(turn.reply, "finished");
+    assert_eq!(
+        w.files.runs_of("restore_files"),
+        vec![json!({"paths": ["a", "z"]})]
+    );
+
+    // The first card says what came back, for its item that the chat's undo acted on.
+    let row = w.store.approval(&first).await.unwrap().unwrap();
+    let undo = row.undo.clone().expect("the card shows the chat's undo");
+    assert_eq!(undo.state, UndoState::Done);
+    assert_eq!(undo.items, vec!["a"]);
+    assert_eq!(undo.by, "owner-phone");
+    assert!(!row.undo_offered(w.clock.now()));
+    let items: Vec<Option<String>> = w
+        .undo_entries(&first)
+        .await
+        .into_iter()
+        .map(|e| e.item)
+        .collect();
+    assert_eq!(items, vec![None, Some("a".into()), None]);
+    // Its button is gone: a tap is 409, and nothing runs again.
+    assert!(matches!(
+        w.service.undo(&first, &owner).await,
+        Err(UndoError::AlreadyUndone(_))
+    ));
+    // The second card was not touched by it and still offers its own undo.
+    let other = w.store.approval(&second).await.unwrap().unwrap();
+    assert!(other.undo.is_none());
+    assert!(other.undo_offered(w.clock.now()));
+    assert_eq!(w.files.runs_of("restore_files").len(), 1);
 }

@@ -417,6 +417,19 @@ impl Registry {
         self.tools.iter().find(|t| t.name == name)
     }
 
+    /// The destructive tools that declare `tool` as their `undo` (DESIGN §4), in load order.
+    pub fn undone_by(&self, tool: &str) -> Vec<&ToolSpec> {
+        self.tools
+            .iter()
+            .filter(|t| t.undo.as_deref() == Some(tool))
+            .collect()
+    }
+
+    /// Whether some tool declares `tool` as its `undo`.
+    pub fn is_undo_tool(&self, tool: &str) -> bool {
+        !self.undone_by(tool).is_empty()
+    }
+
     /// Resolves what the model wrote to the canonical tool: exact name, alias, or a near miss
     /// (case, `-`/`_`/space, a plural `s`). Runs before any check (DESIGN §3 step 2).
     ///

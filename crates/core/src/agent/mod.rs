@@ -22,7 +22,7 @@ use crate::hooks::{
 };
 use crate::manifest::ToolSpec;
 use crate::model::{Message, Model, ToolCall};
-use crate::plugin::CallContext;
+use crate::plugin::{CallContext, ItemOutcome};
 use crate::ports::{Checkpoint, Clock, NewApproval};
 use crate::toolbox::Toolbox;
 use crate::wire::{ApprovalKind, Card, ChatResponse, Effect, RunStatus};
@@ -82,6 +82,10 @@ pub struct RunEnd {
     pub halt: Option<Halt>,
     /// Declared effects of every non-read call the loop invoked.
     pub effects: Vec<Effect>,
+    /// Every call of an undo tool (a tool some destructive tool declares as its `undo`) that
+    /// ran in this run, with its per-item outcomes: what the service links to the cards whose
+    /// executed items it reversed (DESIGN §9 "Undo from the card").
+    pub undo_runs: Vec<UndoRun>,
     /// Whether the run continued a paused one.
     pub resumed: bool,
     /// Why the model could not be reached, when that ended the run (a resume that ends so is
@@ -117,6 +121,26 @@ impl RunEnd {
             effects_executed: self.effects.clone(),
         })
     }
+}
+
+/// One run of an undo tool from the chat (e.g. "undo that"), as it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UndoRun {
+    /// The undo tool.
+    pub tool: String,
+    /// Its normalised arguments.
+    pub args: Value,
+    /// Its result (the observation).
+    pub result: Value,
+    /// Its per-item outcomes.
+    pub items: Vec<ItemOutcome>,
+}
+
+/// What the calls of a run did besides answering: their declared effects (recorded before each
+/// call runs) and the undo tools that ran.
+struct RunLog {
+    effects: Vec<Effect>,
+    undo_runs: Vec<UndoRun>,
 }
 
 /// What the loop does with one call.
@@ -217,18 +241,23 @@ impl Agent {
         &self,
         ctx: CallContext,
         mut transcript: Vec<Message>,
-        mut effects: Vec<Effect>,
+        effects: Vec<Effect>,
         resumed: bool,
     ) -> RunEnd {
         let tools = self.toolbox.offered();
         let mut refused = false;
-        let end = |transcript, status, reply, halt, effects, model_error| RunEnd {
+        let mut effects = RunLog {
+            effects,
+            undo_runs: Vec::new(),
+        };
+        let end = |transcript, status, reply, halt, log: RunLog, model_error| RunEnd {
             ctx: ctx.clone(),
             transcript,
             status,
             reply,
             halt,
-            effects,
+            effects: log.effects,
+            undo_runs: log.undo_runs,
             resumed,
             model_error,
         };
@@ -378,12 +407,7 @@ impl Agent {
     }
 
     /// Resolves, checks and (for ungated tools) runs one call.
-    async fn dispatch(
-        &self,
-        call: &ToolCall,
-        ctx: &CallContext,
-        effects: &mut Vec<Effect>,
-    ) -> Dispatch {
+    async fn dispatch(&self, call: &ToolCall, ctx: &CallContext, log: &mut RunLog) -> Dispatch {
         // DESIGN §3 step 2: resolve aliases and near misses before any check.
         let spec = match self.toolbox.registry().resolve(&call.name) {
             Ok(s) => s,
@@ -449,10 +473,21 @@ impl Agent {
         }
         if spec.effect != Effect::Read {
             // Recorded before the call runs (DESIGN §2 "effects_executed").
-            effects.push(spec.effect);
+            log.effects.push(spec.effect);
         }
         let observation = match plugin.execute(&spec.name, &args, ctx).await {
-            Ok(out) => as_object(out.result),
+            Ok(out) => {
+                let observation = as_object(out.result);
+                if !out.items.is_empty() && self.toolbox.registry().is_undo_tool(&spec.name) {
+                    log.undo_runs.push(UndoRun {
+                        tool: spec.name.clone(),
+                        args: args.clone(),
+                        result: observation.clone(),
+                        items: out.items,
+                    });
+                }
+                observation
+            }
             Err(e) => json!({"status": "error", "message": e.to_string()}),
         };
         Dispatch::Executed {

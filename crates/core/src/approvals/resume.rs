@@ -316,6 +316,7 @@ fn stay_stopped(
         reply,
         halt: None,
         effects,
+        undo_runs: Vec::new(),
         resumed: true,
         model_error: None,
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{Actor, ApprovalService};
-use crate::agent::{Agent, RunEnd};
+use crate::agent::{Agent, RunEnd, UndoRun};
 use crate::escalation::{Escalator, FinishedTurn, TurnRunner};
 use crate::plugin::CallContext;
 use crate::ports::{ApprovalStore, HaltRecord, Scope, StoreError, TurnCommit};
@@ -98,6 +98,18 @@ impl Turns {
         conversation_id: Option<String>,
         message: &str,
     ) -> Result<ChatResponse, StoreError> {
+        Ok(self.run_with_undos(conversation_id, message).await?.0)
+    }
+
+    /// [`Turns::run`], also returning the undo tools that ran in the turn (for their cards).
+    ///
+    /// # Errors
+    /// [`StoreError`]: nothing was written.
+    pub async fn run_with_undos(
+        &self,
+        conversation_id: Option<String>,
+        message: &str,
+    ) -> Result<(ChatResponse, Vec<UndoRun>), StoreError> {
         // A new conversation has nothing to read.
         let (conversation_id, transcript) = match conversation_id {
             Some(id) => {
@@ -122,7 +134,7 @@ impl Turns {
         self.store
             .commit_turn(&turn_commit(&end, vec![owner], None))
             .await?;
-        Ok(end.response())
+        Ok((end.response(), end.undo_runs))
     }
 }
 
@@ -199,7 +211,8 @@ impl ApprovalService {
         if let Some(id) = &conversation_id {
             self::conversation_id(id).map_err(ChatError::Invalid)?;
         }
-        let response = self.turns.run(conversation_id, message).await?;
+        let (response, undo_runs) = self.turns.run_with_undos(conversation_id, message).await?;
+        self.link_undos(actor, &undo_runs).await;
         let Some(escalation) = &self.escalation else {
             return Ok(response);
         };

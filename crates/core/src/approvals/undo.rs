@@ -8,6 +8,10 @@
 //! commits, like execute: the undo `running` before the tool runs (write-ahead; its primary key
 //! makes once), then its outcome with one audit entry per item. An undo that overruns its time
 //! or whose server stops is `unknown` and never runs again (fail closed).
+//!
+//! The undo tool run from the chat ("undo that") is the card's undo too: after the turn, each
+//! card whose executed items it acted on records it, with those items' outcomes, so the card
+//! never offers to undo again what was already undone ([`ApprovalService::link_undos`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +22,13 @@ use serde_json::{json, Value};
 
 use super::{Actor, ApprovalService};
 use crate::agent::as_object;
+use crate::agent::UndoRun;
 use crate::canonical::canonical_json;
 use crate::plugin::{CallContext, ItemOutcome, Plugin, UndoCall};
-use crate::ports::{NewAuditEntry, Scope, StoreError, UndoClaim, UndoOutcome};
+use crate::ports::{
+    ApprovalQuery, NewAuditEntry, PageLimit, Scope, StatusFilter, StoreError, UndoClaim,
+    UndoOutcome,
+};
 use crate::wire::{Approval, ApprovalStatus, AuditKind, Event, Execution, UndoRecord, UndoState};
 
 /// Why an undo was not run. Each maps to one HTTP status in the server.
@@ -74,36 +82,13 @@ impl ApprovalService {
             return Err(UndoError::AlreadyUndone(Box::new(row)));
         }
         let planned = self.plan_undo(&row).await?;
-        let now = self.clock.now();
-        let mut after = row.clone();
-        after.undo = Some(UndoRecord {
-            state: UndoState::Running,
-            items: planned.call.items.clone(),
-            by: actor.name.clone(),
-            surface: actor.surface.clone(),
-            at: now,
-            finished_at: None,
-            result: None,
-        });
-        let asked = json!({
-            "status": "requested",
-            "action": row.undo_label(),
-            "tool": planned.tool,
-            "items": planned.call.items.len(),
-        });
-        let claim = UndoClaim {
-            approval_id: row.id.clone(),
-            tool: planned.tool.clone(),
-            args_canonical: canonical_json(&planned.args),
-            items: planned.call.items.clone(),
-            by: actor.name.clone(),
-            surface: actor.surface.clone(),
-            at: now,
-            // Twice the run's own deadline, so the sweep never calls a live undo unknown.
-            lease_secs: self.leases.secs.saturating_mul(2),
-            audit: undo_entry(&row, actor, None, asked, now),
-            events: vec![Event::ApprovalResponded(after.clone())],
-        };
+        let (claim, after) = self.claim_for(
+            &row,
+            actor,
+            &planned.tool,
+            &planned.args,
+            planned.call.items.clone(),
+        );
         if !self.store.claim_undo(&claim).await? {
             let now_row = self.store.approval(id).await?.unwrap_or(row);
             return Err(UndoError::AlreadyUndone(Box::new(now_row)));
@@ -177,7 +162,7 @@ impl ApprovalService {
         row: &Approval,
         actor: &Actor,
         planned: PlannedUndo,
-        mut after: Approval,
+        after: Approval,
     ) -> Result<Approval, UndoError> {
         let deadline = self
             .runtime
@@ -199,6 +184,65 @@ impl ApprovalService {
                 Vec::new(),
             ),
         };
+        Ok(self
+            .finish_undo(row, actor, state, result, items, after)
+            .await?)
+    }
+
+    /// The claim of `row`'s undo by `actor` now (`tool` with `args`, acting on `items`), and
+    /// the row as it leaves it (`running`).
+    fn claim_for(
+        &self,
+        row: &Approval,
+        actor: &Actor,
+        tool: &str,
+        args: &Value,
+        items: Vec<String>,
+    ) -> (UndoClaim, Approval) {
+        let now = self.clock.now();
+        let mut after = row.clone();
+        after.undo = Some(UndoRecord {
+            state: UndoState::Running,
+            items: items.clone(),
+            by: actor.name.clone(),
+            surface: actor.surface.clone(),
+            at: now,
+            finished_at: None,
+            result: None,
+        });
+        let asked = json!({
+            "status": "requested",
+            "action": row.undo_label(),
+            "tool": tool,
+            "items": items.len(),
+        });
+        let claim = UndoClaim {
+            approval_id: row.id.clone(),
+            tool: tool.to_string(),
+            args_canonical: canonical_json(args),
+            items,
+            by: actor.name.clone(),
+            surface: actor.surface.clone(),
+            at: now,
+            // Twice the run's own deadline, so the sweep never calls a live undo unknown.
+            lease_secs: self.leases.secs.saturating_mul(2),
+            audit: undo_entry(row, actor, None, asked, now),
+            events: vec![Event::ApprovalResponded(after.clone())],
+        };
+        (claim, after)
+    }
+
+    /// Records a claimed undo's outcome: `state` with `result`, one audit entry per item of
+    /// `items` and one for its end, `approval.responded` with the row as it leaves it.
+    async fn finish_undo(
+        &self,
+        row: &Approval,
+        actor: &Actor,
+        state: UndoState,
+        result: Value,
+        items: Vec<ItemOutcome>,
+        mut after: Approval,
+    ) -> Result<Approval, StoreError> {
         let done = self.clock.now();
         let mut audit: Vec<NewAuditEntry> = items
             .into_iter()
@@ -232,8 +276,65 @@ impl ApprovalService {
         }
     }
 
+    /// Records each undo tool's run from the chat (e.g. "undo that") as the undo of every card
+    /// whose executed items it acted on, so the card tells its whole story whichever way it was
+    /// undone. A card already undone, or past its window, is left as it is. The turn is written
+    /// already, so a failure here is logged and changes nothing else.
+    pub(crate) async fn link_undos(&self, actor: &Actor, runs: &[UndoRun]) {
+        for run in runs {
+            if let Err(e) = self.link_undo(actor, run).await {
+                tracing::warn!(tool = %run.tool, error = %e, "an undo run from the chat could not be shown on its card");
+            }
+        }
+    }
+
+    async fn link_undo(&self, actor: &Actor, run: &UndoRun) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let toolbox = self.agent.toolbox();
+        for spec in toolbox.registry().undone_by(&run.tool) {
+            let query = ApprovalQuery {
+                status: StatusFilter::Is(ApprovalStatus::Approved),
+                tool: Some(spec.name.clone()),
+                since: spec
+                    .undo_window_days
+                    .map(|days| now - chrono::Duration::days(i64::from(days))),
+                limit: PageLimit::LARGEST,
+                ..ApprovalQuery::default()
+            };
+            let page = self.store.approval_page(&query).await?;
+            for row in page.approvals.into_iter().filter(|r| r.undo_offered(now)) {
+                let Some(call) = self.undo_call(&row).await? else {
+                    continue;
+                };
+                let items: Vec<ItemOutcome> = run
+                    .items
+                    .iter()
+                    .filter(|o| call.items.contains(&o.item))
+                    .cloned()
+                    .collect();
+                if items.is_empty() {
+                    continue;
+                }
+                let names = items.iter().map(|o| o.item.clone()).collect();
+                let (claim, after) = self.claim_for(&row, actor, &run.tool, &run.args, names);
+                if self.store.claim_undo(&claim).await? {
+                    self.finish_undo(
+                        &row,
+                        actor,
+                        UndoState::Done,
+                        run.result.clone(),
+                        items,
+                        after,
+                    )
+                    .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The plugin's undo of an executed `row`, from its execution's audit entries.
-    async fn undo_call(&self, row: &Approval) -> Result<Option<UndoCall>, UndoError> {
+    async fn undo_call(&self, row: &Approval) -> Result<Option<UndoCall>, StoreError> {
         let outcomes: Vec<ItemOutcome> = self
             .store
             .audit(Some(&row.id))

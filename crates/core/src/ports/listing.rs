@@ -48,6 +48,8 @@ impl PageLimit {
     pub const DEFAULT: PageLimit = PageLimit(50);
     /// The most rows one page holds.
     pub const MAX: u32 = 200;
+    /// A page of [`PageLimit::MAX`] rows.
+    pub const LARGEST: PageLimit = PageLimit(Self::MAX);
 
     /// A limit from its decimal text.
     ///
