@@ -16,15 +16,7 @@ use crate::live::{clock_offset, Live};
 /// Paperleaf Books: trashed". `lines` and `items` are the card's: an item is named by its line
 /// when the card has one line per item, else by the subject its outcome names, else by its id.
 pub fn trail_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> String {
-    let field = |name: &str| {
-        entry
-            .result
-            .get(name)
-            .and_then(|v| v.as_str())
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
+    let field = |name: &str| result_text(entry, name);
     let reason = field("reason");
     match entry.kind {
         AuditKind::Decision => {
@@ -67,19 +59,22 @@ pub fn trail_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> Str
     }
 }
 
+/// The entry's result field `name` when it is text that says something.
+fn result_text(entry: &AuditEntry, name: &str) -> Option<String> {
+    entry
+        .result
+        .get(name)
+        .and_then(|v| v.as_str())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
 /// An undo entry in words: the request ("Undo asked by phone via web: Restore 5 emails"), each
 /// item's outcome ("Undo: Flash sale — Paperleaf: restored") and its end ("Undo done:
 /// Restored 5 emails from Trash to where they were.").
 fn undo_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> String {
-    let field = |name: &str| {
-        entry
-            .result
-            .get(name)
-            .and_then(|v| v.as_str())
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
+    let field = |name: &str| result_text(entry, name);
     if entry.item.is_some() {
         let as_execution = AuditEntry {
             kind: AuditKind::Execution,
