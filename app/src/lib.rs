@@ -8,7 +8,7 @@
 //! - [`card`] is the approval card, its confirm dialog and its outcome.
 //! - [`chat`] is the chat box that asks the assistant and links to the cards it halts on.
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
-//!   implements to answer them.
+//!   implements to answer them; [`codec`] their answers' encoding.
 //! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
 //! - [`plugins`] is the Plugins page: each plugin's tools with effect, gate and undo.
 //! - [`devices`] is the Devices page: live devices, revoke, pairing links.
@@ -26,6 +26,7 @@ pub mod backend;
 pub mod banner;
 pub mod card;
 pub mod chat;
+pub mod codec;
 pub mod devices;
 pub mod dialog;
 pub mod error;
