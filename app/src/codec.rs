@@ -47,12 +47,14 @@ mod tests {
 
     #[test]
     fn answers_read_back_as_written() {
-        let value = serde_json::json!({"approvals": [{"id": "a1", "lines": ["é", "😀"]}], "next": null});
+        let value =
+            serde_json::json!({"approvals": [{"id": "a1", "lines": ["é", "😀"]}], "next": null});
         let bytes = <TextJsonEncoding as Encodes<_>>::encode(&value).unwrap();
         assert_eq!(bytes, serde_json::to_vec(&value).unwrap());
         let back: serde_json::Value = <TextJsonEncoding as Decodes<_>>::decode(bytes).unwrap();
         assert_eq!(back, value);
-        let bad = <TextJsonEncoding as Decodes<serde_json::Value>>::decode(Bytes::from_static(b"\xff"));
+        let bad =
+            <TextJsonEncoding as Decodes<serde_json::Value>>::decode(Bytes::from_static(b"\xff"));
         assert!(bad.is_err());
     }
 }
