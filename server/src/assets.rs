@@ -3,7 +3,8 @@
 //!
 //! - [`compression`]: brotli or gzip on every response the client accepts it for (pages, JSON,
 //!   server functions, js, wasm, css), except the Server-Sent Events stream (`GET /api/events`:
-//!   a compressor would hold events back until its buffer fills) and images.
+//!   a compressor would hold events back until its buffer fills), images, and bodies over
+//!   [`MAX_ON_THE_FLY`].
 //! - [`pkg_service`]: the site's `/pkg` folder, served with the `.br` / `.gz` files the release
 //!   build writes beside each asset when they exist (compressed once, at the best level, instead
 //!   of on every request).
@@ -30,17 +31,49 @@ pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// changed (a 304 when it did not).
 pub const REVALIDATE: &str = "no-cache";
 
+/// The largest body compressed on the fly (4 MiB). A larger one, such as the debug build's
+/// 10 MB wasm, is sent as it is: compressing it on every load took the unoptimised debug server
+/// 1.6 s (brotli) over a local link where sending it takes milliseconds, and delayed hydration.
+/// The release build's assets are far below it and come precompressed anyway.
+pub const MAX_ON_THE_FLY: u64 = 4 * 1024 * 1024;
+
 /// The compression of responses on the fly: brotli or gzip, whichever the client prefers among
 /// those it accepts. Tower-http's default predicate already leaves out bodies under 32 bytes,
 /// images, gRPC and `text/event-stream`; the event stream is named again here so that rule
-/// stays whatever the default becomes. Level 5 keeps a page's compression to a millisecond or
-/// so (brotli's own default, 11, takes seconds on a large file).
+/// stays whatever the default becomes; bodies over [`MAX_ON_THE_FLY`] are left out too. Level 5
+/// keeps a page's compression to a millisecond or so (brotli's own default, 11, takes seconds
+/// on a large file).
 pub fn compression() -> CompressionLayer<impl Predicate> {
     CompressionLayer::new()
         .br(true)
         .gzip(true)
         .quality(CompressionLevel::Precise(5))
-        .compress_when(DefaultPredicate::new().and(NotForContentType::SSE))
+        .compress_when(
+            DefaultPredicate::new()
+                .and(NotForContentType::SSE)
+                .and(NotOver(MAX_ON_THE_FLY)),
+        )
+}
+
+/// A [`Predicate`]: the body's known length (its exact size hint or `Content-Length`) is at
+/// most this many bytes; a body of unknown length (a streamed page) passes.
+#[derive(Clone, Copy, Debug)]
+struct NotOver(u64);
+
+impl Predicate for NotOver {
+    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
+    where
+        B: axum::body::HttpBody,
+    {
+        let length = response.body().size_hint().exact().or_else(|| {
+            response
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+        });
+        length.is_none_or(|n| n <= self.0)
+    }
 }
 
 /// The site's `/pkg` folder (`LEPTOS_SITE_ROOT`/`LEPTOS_SITE_PKG_DIR`), preferring a file's

@@ -1,9 +1,10 @@
 //! How responses travel, in process (`iris::app`, then `tower::ServiceExt::oneshot`): every
 //! response is compressed with brotli or gzip as the request's `Accept-Encoding` asks (pages,
-//! JSON, js, wasm, css), the Server-Sent Events stream never is (a compressor would hold its
-//! events back), a precompressed `.br` beside a static file is served as it is, and the static
-//! site's `Cache-Control` follows its file names: a name carrying its content's hash is cached
-//! for a year as immutable, any other is revalidated.
+//! JSON, js, wasm, css), except the Server-Sent Events stream (a compressor would hold its
+//! events back) and a body too large to compress on each load; a precompressed `.br` beside a
+//! static file is served as it is; and the static site's `Cache-Control` follows its file
+//! names: a name carrying its content's hash is cached for a year as immutable, any other is
+//! revalidated.
 
 use std::path::Path;
 
@@ -33,6 +34,8 @@ async fn app() -> App {
     std::fs::write(pkg.join(format!("{HASHED_WASM}.br")), b"precompressed").unwrap();
     std::fs::write(pkg.join("iris.js"), filler("export function hydrate() {} ")).unwrap();
     std::fs::write(pkg.join("iris.css"), filler("body { margin: 0 } ")).unwrap();
+    let large = vec![b'w'; usize::try_from(iris::assets::MAX_ON_THE_FLY).unwrap() + 1];
+    std::fs::write(pkg.join("iris_bg.wasm"), large).unwrap();
     let script = dir.path().join("model.yaml");
     std::fs::write(&script, "rules: []\nfallback: \"?\"\n").unwrap();
 
@@ -212,6 +215,13 @@ async fn hashed_assets_are_immutable_and_precompressed_ones_served_as_they_are()
         assert_eq!(status, StatusCode::OK, "{path}");
         assert_eq!(cache_control(&headers), Some("no-cache"), "{path}");
     }
+    // A body too large to compress on each load (the debug build's wasm) goes as it is.
+    let (status, headers, body) = app.get("/pkg/iris_bg.wasm", "br, gzip").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(encoding(&headers), None);
+    assert_eq!(body.len() as u64, iris::assets::MAX_ON_THE_FLY + 1);
+    assert_eq!(cache_control(&headers), Some("no-cache"));
+
     // A missing file is not told to be cached.
     let (status, headers, _) = app.get("/pkg/iris.0123456789abcdee.wasm", "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
