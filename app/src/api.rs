@@ -1,7 +1,8 @@
 //! Server functions: what the pages ask the server. Each one identifies the viewer from the
 //! request headers through [`AppBackend::viewer`](crate::backend::AppBackend) and calls the
 //! backend the server provided in context. They are registered automatically by
-//! `leptos_axum`'s `leptos_routes_with_context` under the prefix `/ui` (POST, JSON bodies).
+//! `leptos_axum`'s `leptos_routes_with_context` under the prefix `/ui` (POST, JSON bodies; the
+//! answers are JSON too, read in the browser as [`TextJson`](crate::codec::TextJson) says).
 //!
 //! Reads need any signed-in viewer; answering and chatting need `can_answer`.
 
@@ -14,6 +15,7 @@ use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Viewer;
+use crate::codec::TextJson;
 use crate::error::AppError;
 
 /// What the Activity page shows: who is looking and the cards.
@@ -104,7 +106,7 @@ mod on_server {
 }
 
 /// Who is looking (name and whether this device may answer), e.g. for the chat box.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn current_viewer() -> Result<Viewer, AppError> {
     let (_backend, viewer) = on_server::signed_in().await?;
     Ok(viewer)
@@ -113,7 +115,7 @@ pub async fn current_viewer() -> Result<Viewer, AppError> {
 /// The viewer, the pending cards and the newest page of answered ones; `focus` (from
 /// `/activity/:id`) is fetched and included even when that page would not hold it, or named in
 /// `missing` when no card has that id.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn activity_data(
     #[doc = "The `/activity/:id` card, included even when the page would not hold it."]
     focus: Option<String>,
@@ -141,7 +143,7 @@ pub async fn activity_data(
 
 /// The page of answered cards older than the cursor `before` (an [`ActivitySnapshot::older`]
 /// or an earlier page's `next`), newest first.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn older_approvals(
     #[doc = "Where the page starts (exclusive)."] before: String,
 ) -> Result<iris_core::wire::ApprovalList, AppError> {
@@ -154,7 +156,7 @@ pub async fn older_approvals(
 
 /// Answers one card as the viewer (surface `web`); returns the row as it now stands. The error
 /// text (already decided by whom, expired) is shown on the card.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn respond_approval(
     #[doc = "The approval row."] id: String,
     #[doc = "Approve or reject."] decision: Decision,
@@ -176,7 +178,7 @@ pub async fn undo_approval(#[doc = "The approval row."] id: String) -> Result<Ap
 }
 
 /// One chat turn; starts a conversation when `conversation_id` is `None`.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn send_chat(
     #[doc = "What the owner says."] message: String,
     #[doc = "The conversation to continue; a new one when `None`."] conversation_id: Option<String>,
@@ -189,7 +191,7 @@ pub async fn send_chat(
 }
 
 /// What was said in a conversation, oldest first.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn load_conversation(
     #[doc = "The conversation."] id: String,
 ) -> Result<Conversation, AppError> {
@@ -198,7 +200,7 @@ pub async fn load_conversation(
 }
 
 /// The audit entries of one approval, oldest first.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn approval_audit(
     #[doc = "The approval whose entries to list."] approval_id: String,
 ) -> Result<Vec<AuditEntry>, AppError> {
@@ -207,14 +209,14 @@ pub async fn approval_audit(
 }
 
 /// Every loaded plugin with its tools' effect, gate and undo (the Plugins page).
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn load_plugins() -> Result<PluginList, AppError> {
     let (backend, _viewer) = on_server::signed_in().await?;
     backend.plugins().await.map_err(AppError::Backend)
 }
 
 /// The viewer and every live device (the Devices page).
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn load_devices() -> Result<DevicesSnapshot, AppError> {
     let (backend, viewer) = on_server::signed_in().await?;
     let devices = backend.devices(&viewer).await.map_err(AppError::Backend)?;
@@ -223,7 +225,7 @@ pub async fn load_devices() -> Result<DevicesSnapshot, AppError> {
 
 /// Revokes a device by name (control devices only): its token and browser sessions stop
 /// working at their next request, and an open event stream ends.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn revoke_device(#[doc = "The device's name."] name: String) -> Result<(), AppError> {
     let (backend, viewer) = on_server::controller().await?;
     backend
@@ -233,7 +235,7 @@ pub async fn revoke_device(#[doc = "The device's name."] name: String) -> Result
 }
 
 /// Makes a one-time pairing link (control devices only) on the address this browser used.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn make_pairing_link(
     #[doc = "The scope the paired browser gets."] scope: DeviceScope,
 ) -> Result<PairingOffer, AppError> {

@@ -261,14 +261,24 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
 
 /// "30 Nov, 14:05" in the browser's offset once known (minutes east of UTC), else in UTC with
 /// a "UTC" suffix (what the server renders, so hydration matches).
+///
+/// Written out by hand rather than with chrono's `format("%-d %b, %H:%M")`: the same text, but
+/// chrono's format-string machinery would be compiled into the browser's wasm for it.
 pub fn format_time(at: DateTime<Utc>, offset_minutes: Option<i32>) -> String {
     match offset_minutes.and_then(|m| FixedOffset::east_opt(m * 60)) {
-        Some(offset) => at
-            .with_timezone(&offset)
-            .format("%-d %b, %H:%M")
-            .to_string(),
-        None => format!("{} UTC", at.format("%-d %b, %H:%M")),
+        Some(offset) => day_month_time(&at.with_timezone(&offset)),
+        None => format!("{} UTC", day_month_time(&at)),
     }
+}
+
+/// "30 Nov, 14:05": chrono's `%-d %b, %H:%M`.
+fn day_month_time<Tz: chrono::TimeZone>(at: &DateTime<Tz>) -> String {
+    use chrono::{Datelike, Timelike};
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS[at.month0() as usize % 12];
+    format!("{} {month}, {:02}:{:02}", at.day(), at.hour(), at.minute())
 }
 
 /// "by phone via cli" (each part only when known).
@@ -499,6 +509,25 @@ mod tests {
             .with_timezone(&Utc);
         assert_eq!(format_time(at, None), "30 Nov, 14:05 UTC");
         assert_eq!(format_time(at, Some(60)), "30 Nov, 15:05");
+    }
+
+    /// The hand-written time reads exactly as chrono's `%-d %b, %H:%M` would, every month, in
+    /// offsets both sides of UTC.
+    #[test]
+    fn times_read_as_chronos_format_string() {
+        let start = DateTime::parse_from_rfc3339("2024-12-31T23:07:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        for step in 0..400 {
+            let at = start + chrono::Duration::minutes(step * 1_337);
+            for offset in [None, Some(-570), Some(0), Some(60), Some(330), Some(765)] {
+                let expected = match offset.and_then(|m| FixedOffset::east_opt(m * 60)) {
+                    Some(o) => at.with_timezone(&o).format("%-d %b, %H:%M").to_string(),
+                    None => format!("{} UTC", at.format("%-d %b, %H:%M")),
+                };
+                assert_eq!(format_time(at, offset), expected, "{at} {offset:?}");
+            }
+        }
     }
 
     #[test]

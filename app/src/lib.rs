@@ -8,7 +8,7 @@
 //! - [`card`] is the approval card, its confirm dialog and its outcome.
 //! - [`chat`] is the chat box that asks the assistant and links to the cards it halts on.
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
-//!   implements to answer them.
+//!   implements to answer them; [`codec`] their answers' encoding.
 //! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
 //! - [`plugins`] is the Plugins page: each plugin's tools with effect, gate and undo.
 //! - [`devices`] is the Devices page: live devices, revoke, pairing links.
@@ -26,6 +26,7 @@ pub mod backend;
 pub mod banner;
 pub mod card;
 pub mod chat;
+pub mod codec;
 pub mod devices;
 pub mod dialog;
 pub mod error;
@@ -38,7 +39,7 @@ pub mod trail;
 pub mod undo;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Title};
+use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes, A},
     path,
@@ -58,21 +59,36 @@ pub use error::AppError;
 
 /// What the head of every page IRIS serves holds (the app's [`shell`] and the server-rendered
 /// pairing page): UTF-8, the phone viewport, both colour schemes, no favicon request, and the
-/// style sheet `/pkg/iris.css`.
+/// style sheet: `/pkg/iris.css`, or in a build with hashed file names (`LEPTOS_HASH_FILES=true`)
+/// `/pkg/iris.<hash>.css` as the hash file beside the server binary names it. Without
+/// `options` (the pairing page) they are read from the environment, where the server read its
+/// own (`iris` when `LEPTOS_OUTPUT_NAME` is unset).
 #[component]
-pub fn DocumentHead() -> impl IntoView {
+pub fn DocumentHead(
+    /// The server's Leptos options (the app's shell passes them).
+    #[prop(optional)]
+    options: Option<LeptosOptions>,
+) -> impl IntoView {
+    let options = options.unwrap_or_else(|| {
+        std::env::var("LEPTOS_OUTPUT_NAME")
+            .ok()
+            .filter(|name| !name.is_empty())
+            .and_then(|_| leptos::config::get_configuration(None).ok())
+            .map(|conf| conf.leptos_options)
+            .unwrap_or_else(|| LeptosOptions::builder().output_name("iris").build())
+    });
     view! {
         <meta charset="utf-8"/>
         <meta name="viewport" content="width=device-width, initial-scale=1"/>
         <meta name="color-scheme" content="light dark"/>
         <link rel="icon" href="data:,"/>
-        <link rel="stylesheet" href="/pkg/iris.css"/>
+        <HashedStylesheet options/>
     }
 }
 
-/// The HTML document around [`App`]: head with the stylesheet `/pkg/iris.css`, the hydration
-/// scripts and the meta tags, body with the app. It declares both colour schemes
-/// (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
+/// The HTML document around [`App`]: head with the stylesheet (see [`DocumentHead`]), the
+/// hydration scripts (`/pkg/iris.js` and its wasm, or their hashed names) and the meta tags,
+/// body with the app. It declares both colour schemes (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
 /// bars, the page before the style sheet loads) follow the owner's setting as the style
 /// sheet's dark palette does. Pass it to `leptos_axum`'s
 /// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).
@@ -81,7 +97,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
         <!DOCTYPE html>
         <html lang="en">
             <head>
-                <DocumentHead/>
+                <DocumentHead options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

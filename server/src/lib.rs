@@ -10,12 +10,14 @@
 //!   table and OpenAPI document, and the one mapping of domain errors to HTTP;
 //! - `json.rs`: strict JSON bodies (a duplicated key is refused);
 //! - `auth.rs`, `session.rs`, `pairing.rs`: devices, browser sessions, pairing links;
-//! - `web.rs`: the Leptos app and its server functions;
+//! - `web.rs`: the Leptos app and its server functions; `assets.rs`: compression and the static
+//!   site's caching rules;
 //! - `telegram/`: the Telegram surface; `cli/`: the CLI;
 //! - `sweeps.rs`: the background work; `model.rs`: the model adapters.
 
 pub mod api;
 pub mod api_routes;
+pub mod assets;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -48,7 +50,8 @@ pub const REQUEST_ID: &str = "x-request-id";
 
 /// The server's router: the JSON API, the pairing pages and the web app, behind the CSRF guard,
 /// the demo sign-in, browser sessions and the same-site bounce, with a request id and a trace
-/// span on every request.
+/// span on every request, every response compressed when the client accepts it (never the
+/// event stream) and the static site's `Cache-Control` set by its file names.
 pub fn app(state: AppState) -> Router {
     let request_id = HeaderName::from_static(REQUEST_ID);
     api::routes()
@@ -68,6 +71,12 @@ pub fn app(state: AppState) -> Router {
                 .layer(pairing::secure_cookies(state.public_origin.as_deref())),
         )
         .layer(middleware::from_fn(web::same_site_bounce))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            assets::cache_control,
+        ))
+        .layer(assets::compression())
+        .layer(middleware::from_fn(assets::plain_server_functions))
         .layer(axum::extract::DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(

@@ -263,7 +263,8 @@ fn answer_with_status(error: ApiError) -> String {
     error.to_string()
 }
 
-/// Pages, server functions and static files.
+/// Pages, server functions and static files (`/pkg` with its precompressed files, the rest of
+/// the site root through Leptos' file handler).
 pub fn routes(state: &AppState) -> Router<AppState> {
     let backend: Arc<dyn AppBackend> = Arc::new(WebBackend {
         state: state.clone(),
@@ -277,6 +278,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             generate_route_list(app::App),
             move || provide_context(page_backend.clone()),
             move || app::shell(options.clone()),
+        )
+        .nest_service(
+            &format!("/{}", state.leptos.site_pkg_dir),
+            crate::assets::pkg_service(&state.leptos),
         )
         .route(
             "/ui/{*fn_name}",

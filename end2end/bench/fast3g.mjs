@@ -1,0 +1,183 @@
+// How soon a phone on a slow network can use Activity (BENCHMARKS.md, "A release build on a
+// phone"): a benchmark, never part of the test command (playwright.config.ts only runs
+// end2end/tests/).
+//
+// It starts the RELEASE build (`scripts/build-release.sh` first) as `iris serve --demo` on a
+// fresh temp database and Maildir, asks for the promo clean-up once so Activity holds a pending
+// card, then for each run opens /activity in a fresh Chromium context (empty cache, new session)
+// at 375 px with touch, the network throttled to Chrome's "Fast 3G" through CDP
+// (`Network.emulateNetworkConditions`: 562.5 ms latency, 180,000 B/s down, 84,375 B/s up), and
+// taps the card's action button every 50 ms until a tap opens the confirm dialog, i.e. until the
+// page is hydrated and answers. The time is the page's own clock (`performance.now()`, from
+// navigation start) when the dialog shows. Prints every run and the median.
+//
+//   node end2end/bench/fast3g.mjs            (from the repository root; IRIS_BENCH_RUNS=7)
+import { chromium } from '@playwright/test';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const target = process.env.CARGO_TARGET_DIR ?? path.join(root, 'target');
+const runs = Number(process.env.IRIS_BENCH_RUNS ?? 7);
+const port = Number(process.env.IRIS_BENCH_PORT ?? 3230);
+const base = `http://127.0.0.1:${port}`;
+const REQUEST = 'trash the promo emails from this week';
+const FAST_3G = {
+  offline: false,
+  latency: 562.5,
+  downloadThroughput: 180_000,
+  uploadThroughput: 84_375,
+};
+const LAUNCH = {
+  executablePath: '/usr/bin/chromium',
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
+};
+
+const binary = path.join(target, 'release', 'iris');
+const site = path.join(target, 'site-release');
+for (const needed of [binary, path.join(target, 'release', 'hash.txt'), site]) {
+  if (!fs.existsSync(needed)) {
+    console.error(`missing ${needed}: run scripts/build-release.sh first`);
+    process.exit(1);
+  }
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'iris-fast3g-'));
+const server = spawn(binary, ['serve', '--demo'], {
+  cwd: root,
+  stdio: ['ignore', 'ignore', 'pipe'],
+  env: {
+    ...process.env,
+    IRIS_BIND: `127.0.0.1:${port}`,
+    IRIS_DATABASE_URL: `sqlite://${path.join(dir, 'iris.db')}`,
+    IRIS_MAILDIR: path.join(dir, 'Maildir'),
+    LEPTOS_OUTPUT_NAME: 'iris',
+    LEPTOS_SITE_ROOT: site,
+    LEPTOS_SITE_PKG_DIR: 'pkg',
+    LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+    LEPTOS_HASH_FILES: 'true',
+    LEPTOS_ENV: 'PROD',
+  },
+});
+let serverLog = '';
+server.stderr.on('data', (chunk) => {
+  serverLog = (serverLog + chunk).slice(-4000);
+});
+const stop = () => {
+  if (server.exitCode === null) server.kill('SIGTERM');
+};
+process.on('exit', stop);
+
+async function waitForServer() {
+  for (let i = 0; i < 300; i++) {
+    try {
+      const response = await fetch(`${base}/api/health`);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (server.exitCode !== null) throw new Error(`server exited:\n${serverLog}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server did not start:\n${serverLog}`);
+}
+
+/** Unthrottled: asks in chat so that Activity shows a pending card with an action button. */
+async function makePendingCard(browser) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${base}/activity`);
+  const input = page.getByTestId('chat-input');
+  await input.waitFor();
+  for (let i = 0; i < 200 && !(await input.isEditable()); i++) await page.waitForTimeout(50);
+  await input.fill(REQUEST);
+  await page.getByTestId('chat-send').click();
+  await page.getByTestId('chat-approval-link').first().waitFor({ timeout: 30_000 });
+  await context.close();
+}
+
+/** One cold load of /activity at 375 px on Fast 3G: ms from navigation start to a working tap. */
+async function oneRun(browser) {
+  const context = await browser.newContext({
+    viewport: { width: 375, height: 812 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+  });
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', FAST_3G);
+  await page.goto(`${base}/activity`, { waitUntil: 'commit', timeout: 60_000 });
+  const button = page.getByTestId('action-button').first();
+  const dialog = page.getByTestId('dialog-confirm');
+  await button.waitFor({ timeout: 60_000 });
+  let taps = 0;
+  for (;;) {
+    taps += 1;
+    await button.tap({ timeout: 60_000 });
+    try {
+      await dialog.waitFor({ state: 'visible', timeout: 50 });
+      break;
+    } catch {
+      if (taps > 1200) throw new Error('no tap opened the dialog within a minute');
+    }
+  }
+  const timing = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const wasm = performance
+      .getEntriesByType('resource')
+      .find((e) => e.name.endsWith('.wasm'));
+    return {
+      tapWorks: performance.now(),
+      domContentLoaded: nav ? nav.domContentLoadedEventEnd : NaN,
+      wasmLoaded: wasm ? wasm.responseEnd : NaN,
+      wasmBytes: wasm ? wasm.transferSize : NaN,
+    };
+  });
+  await context.close();
+  return { ...timing, taps };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+try {
+  await waitForServer();
+  const browser = await chromium.launch(LAUNCH);
+  await makePendingCard(browser);
+  const results = [];
+  for (let i = 0; i < runs; i++) {
+    const r = await oneRun(browser);
+    results.push(r);
+    console.log(
+      `run ${i + 1}: tap works at ${r.tapWorks.toFixed(0)} ms` +
+        ` (DOMContentLoaded ${r.domContentLoaded.toFixed(0)} ms,` +
+        ` wasm loaded ${r.wasmLoaded.toFixed(0)} ms, ${r.wasmBytes} bytes over the wire,` +
+        ` ${r.taps} taps)`,
+    );
+  }
+  await browser.close();
+  console.log(
+    `p50 over ${runs} runs: ${median(results.map((r) => r.tapWorks)).toFixed(0)} ms until a tap works` +
+      ` (Fast 3G, 375 px, release build)`,
+  );
+} finally {
+  stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
