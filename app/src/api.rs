@@ -171,7 +171,7 @@ pub async fn respond_approval(
 
 /// Runs the card's undo as the viewer (surface `web`), once; returns the row with its `undo`.
 /// The error text (already undone by whom, window closed) is shown on the card.
-#[server(prefix = "/ui", input = Json)]
+#[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn undo_approval(#[doc = "The approval row."] id: String) -> Result<Approval, AppError> {
     let (backend, viewer) = on_server::controller().await?;
     backend.undo(&viewer, &id).await.map_err(AppError::Backend)
