@@ -95,6 +95,9 @@ pub struct ChatState {
     pub waiting: RwSignal<Option<PendingTurn>>,
     /// The words of the turn this page has in flight (sent, no answer yet).
     in_flight: RwSignal<Option<String>>,
+    /// The cards this page's turns halted on: their `approval.requested` may arrive after the
+    /// turn's answer, when nothing is in flight any more.
+    asked: RwSignal<Vec<String>>,
     /// Orders reloads: only the newest one's answer is applied.
     generation: RwSignal<u64>,
 }
@@ -112,6 +115,7 @@ impl ChatState {
             can_answer: RwSignal::new(None),
             waiting: RwSignal::new(None),
             in_flight: RwSignal::new(None),
+            asked: RwSignal::new(Vec::new()),
             generation: RwSignal::new(0),
         }
     }
@@ -209,12 +213,15 @@ impl ChatState {
         });
     }
 
-    /// Whether this page asked for `approval`: its card quotes the turn this page has in
-    /// flight, or the one it waits for after a reload (that page needs no banner for it).
+    /// Whether this page asked for `approval`: one of its turns halted on it, or its card
+    /// quotes the turn this page has in flight, or the one it waits for after a reload (that
+    /// page needs no banner for it).
     pub fn asked_here(&self, approval: &iris_core::wire::Approval) -> bool {
         let request = approval.card.request.trim();
-        self.in_flight
-            .with_untracked(|t| t.as_deref() == Some(request))
+        self.asked.with_untracked(|a| a.contains(&approval.id))
+            || self
+                .in_flight
+                .with_untracked(|t| t.as_deref() == Some(request))
             || self
                 .waiting
                 .with_untracked(|w| w.as_ref().is_some_and(|w| w.text == request))
@@ -318,6 +325,10 @@ impl ChatState {
         }
         leptos::task::spawn_local(async move {
             let answer = send_chat(text.clone(), sent_in).await;
+            // Known as this page's before nothing is in flight: the card's event may come later.
+            if let Some(id) = answer.as_ref().ok().and_then(|r| r.approval_id.clone()) {
+                state.asked.try_update(|asked| asked.push(id));
+            }
             state.in_flight.try_set(None);
             if let (Err(AppError::Transport(_)), Some(pending)) = (&answer, pending) {
                 // The message may have reached the server, where the turn runs to its end

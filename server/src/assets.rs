@@ -55,17 +55,6 @@ pub fn compression() -> CompressionLayer<impl Predicate> {
         )
 }
 
-/// Server functions' answers (`/ui/…`) travel uncompressed: with them compressed, the tab that
-/// asked in chat showed the "New card waiting" banner for its own card (the surfaces spec), an
-/// ordering between the answer and the card's event that is not understood yet. The request's
-/// `Accept-Encoding` is removed before [`compression`] sees it.
-pub async fn plain_server_functions(mut req: Request, next: Next) -> Response {
-    if req.uri().path().starts_with("/ui/") {
-        req.headers_mut().remove(header::ACCEPT_ENCODING);
-    }
-    next.run(req).await
-}
-
 /// A [`Predicate`]: the body's known length (its exact size hint or `Content-Length`) is at
 /// most this many bytes; a body of unknown length (a streamed page) passes.
 #[derive(Clone, Copy, Debug)]

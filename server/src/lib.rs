@@ -76,7 +76,6 @@ pub fn app(state: AppState) -> Router {
             assets::cache_control,
         ))
         .layer(assets::compression())
-        .layer(middleware::from_fn(assets::plain_server_functions))
         .layer(axum::extract::DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(
