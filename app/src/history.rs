@@ -31,10 +31,16 @@ pub fn HistoryLine(
     let title = approval.card.title.clone();
     let outcome = badge_label(&approval);
     // An undone card says so on its line too (the card itself says what came back).
-    let undone = approval
-        .undo
-        .as_ref()
-        .is_some_and(|u| u.state == iris_core::wire::UndoState::Done);
+    let undone = approval.undo.as_ref().map(|u| {
+        use iris_core::wire::UndoState;
+        let words = match u.state {
+            UndoState::Running => "Undoing…",
+            UndoState::Done => "Undone",
+            UndoState::Failed => "Undo failed",
+            UndoState::Unknown => "Undo unknown",
+        };
+        (words, u.state.as_str())
+    });
     let tone = outcome_tone(&approval).as_str();
     let status = approval.status.as_str();
     let at = approval.responded_at.unwrap_or(approval.created_at);
@@ -57,12 +63,14 @@ pub fn HistoryLine(
                         on:click=move |_| open.set(true)
                     >
                         <span class="history-title">{title}</span>
-                        <span class=format!("badge badge-status status-{status} tone-{tone}")>
-                            {outcome}
+                        <span class="history-badges">
+                            <span class=format!("badge badge-status status-{status} tone-{tone}")>
+                                {outcome}
+                            </span>
+                            {undone.map(|(words, state)| view! {
+                                <span class=format!("badge badge-undone undo-{state}") data-testid="line-undone">{words}</span>
+                            })}
                         </span>
-                        {undone.then(|| view! {
-                            <span class="badge badge-undone" data-testid="line-undone">"Undone"</span>
-                        })}
                         <span class="history-meta">{move || format!("{}{who}", when())}</span>
                     </button>
                 }

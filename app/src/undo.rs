@@ -55,6 +55,15 @@ pub fn undo_words(undo: &UndoRecord) -> (String, Option<String>) {
     )
 }
 
+/// When the undo's line is dated: a done undo by when it ended, any other by when it was asked
+/// (its line says "asked … at").
+pub fn undo_time(undo: &UndoRecord) -> DateTime<Utc> {
+    match undo.state {
+        UndoState::Done => undo.finished_at.unwrap_or(undo.at),
+        UndoState::Running | UndoState::Failed | UndoState::Unknown => undo.at,
+    }
+}
+
 /// The undo part of an answered card: the record's line once asked, else the button while
 /// the card offers its undo to a device that may answer.
 #[component]
@@ -69,7 +78,7 @@ pub fn CardUndo(
     let offset = clock_offset();
     if let Some(undo) = approval.undo.clone() {
         let (head, detail) = undo_words(&undo);
-        let at = undo.finished_at.unwrap_or(undo.at);
+        let at = undo_time(&undo);
         return view! {
             <p class=format!("card-undone undo-{}", undo.state.as_str()) data-testid="card-undone" data-undo=undo.state.as_str() role="status">
                 <strong>{head}</strong>

@@ -426,6 +426,8 @@ pub(crate) async fn retry_resume(
     params(("id" = String, Path, description = "The approval id.")),
     responses(
         (status = 200, description = "The undo ran (or failed, or its outcome is unknown): `approval.undo` says which, item by item.", body = RespondResponse),
+        (status = 400, description = "A body other than none or `{}`; nothing changed.", body = ErrorBody),
+        (status = 413, description = "The body is too large; nothing changed.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
         (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
         (status = 404, description = "No approval has this id.", body = ErrorBody),
@@ -439,7 +441,16 @@ pub(crate) async fn undo(
     State(state): State<AppState>,
     Controller(actor): Controller,
     Path(id): Path<String>,
+    Body(body): Body,
 ) -> Result<Json<RespondResponse>, ApiError> {
+    // The undo takes no choice: it always reverses exactly the items that ran. A body that
+    // asks for something (some items, a dry run) is refused rather than ignored.
+    let said = std::str::from_utf8(&body).map(str::trim).unwrap_or("?");
+    if !(said.is_empty() || said == "{}") {
+        return Err(ApiError::BadRequest(
+            "the undo takes no body (or `{}`): it always reverses exactly the items that ran; nothing was changed".into(),
+        ));
+    }
     let approval = to_the_end(async move {
         state
             .service

@@ -298,6 +298,12 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         .await;
     assert_eq!(row["card"]["undo_action"], format!("Restore {n} emails"));
     assert!(row["undo"].is_null(), "{row}");
+    // A body that asks for something else (some items only) is refused, not ignored.
+    let (s, body) = client
+        .post(&undo_path, Some(&control), json!({"items": [pinned[0]]}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(snapshot(&world.maildir), after, "a refused undo moved mail");
     let (s, body) = client.post(&undo_path, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     let undo = &body["approval"]["undo"];

@@ -486,11 +486,23 @@ async fn an_undo_whose_server_stopped_is_unknown_and_never_runs_again() {
         "once"
     );
     w.clock.advance(Duration::seconds(59));
-    assert!(w.store.lapse_undos().await.unwrap().is_empty());
+    assert_eq!(w.service.lapse_undos().await.unwrap(), 0);
     w.clock.advance(Duration::seconds(1));
-    assert_eq!(w.store.lapse_undos().await.unwrap(), vec![id.clone()]);
+    assert_eq!(w.store.lapsed_undos().await.unwrap(), vec![id.clone()]);
+    assert_eq!(w.service.lapse_undos().await.unwrap(), 1);
+    assert_eq!(w.service.lapse_undos().await.unwrap(), 0, "once");
     let row = w.store.approval(&id).await.unwrap().unwrap();
-    assert_eq!(row.undo.as_ref().unwrap().state, UndoState::Unknown);
+    let undo = row.undo.as_ref().unwrap();
+    assert_eq!(undo.state, UndoState::Unknown);
+    assert_eq!(undo.at, t0(), "asked when it was asked");
+    assert!(undo.result.as_ref().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .contains("may or may not have run"));
+    // The trail says so, as the sweep.
+    let end = w.undo_entries(&id).await.pop().unwrap();
+    assert_eq!(end.result["status"], "unknown");
+    assert_eq!(end.surface.as_deref(), Some("sweep"));
     // The stopped server's late outcome is refused; a tap is 409; nothing ran.
     let late = UndoOutcome {
         approval_id: id.clone(),

@@ -2,12 +2,12 @@
 //! [`iris_core::ports::undo`]). The claim is an insert that does nothing when the approval
 //! already has an undo (its primary key makes once) and that the database's trigger refuses
 //! unless the row is approved with its call executed; the outcome is a compare-and-set from
-//! `running`.
+//! `running` (also for the sweep's `unknown`).
 
 use async_trait::async_trait;
 use iris_core::ports::{StoreError, UndoClaim, UndoOutcome, UndoStore};
 
-use crate::rows::{to_json, ColumnRead, Record};
+use crate::rows::{backend, to_json};
 use crate::unit::Stmt;
 use crate::{timestamp_text, Store};
 
@@ -72,33 +72,15 @@ impl UndoStore for Store {
         Ok(landed)
     }
 
-    async fn lapse_undos(&self) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let rows = tx
-            .fetch(
-                self.timed(
-                    "UPDATE undos SET state = 'unknown', finished_at = {now}, result = $2 \
-                     WHERE state = 'running' AND lease_until <= {now} RETURNING approval_id",
-                )
-                .text(UNKNOWN_RESULT),
-                "marking undos whose server stopped unknown",
-            )
-            .await;
-        let rows = match rows {
-            Ok(rows) => rows,
-            Err(e) => {
-                tx.rollback().await;
-                return Err(e);
-            }
-        };
-        tx.commit().await?;
-        Ok(rows.iter().filter_map(approval_id).collect())
+    async fn lapsed_undos(&self) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar::<_, String>(&format!(
+            "SELECT approval_id FROM undos WHERE state = 'running' AND lease_until <= {} \
+             ORDER BY lease_until, approval_id",
+            self.now_sql()
+        ))
+        .bind(self.now_param())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("finding undos whose server stopped"))
     }
-}
-
-/// What an undo marked unknown by the sweep says.
-const UNKNOWN_RESULT: &str = r#"{"message":"unknown: the server stopped while this undo ran, so it may or may not have run; it will not be run again","status":"unknown"}"#;
-
-fn approval_id(row: &Record) -> Option<String> {
-    row.text_at("approval_id").ok().flatten()
 }

@@ -151,6 +151,17 @@ async fn imap_trash_is_reversible(engine: Engine) {
     assert_eq!(counts(&d), (3, 1, 0));
     assert_eq!(d.messages("Archive"), archive_before);
     assert_eq!(id_of(&p, RECEIPT).await, receipt);
+
+    // Naming only emails that are not waiting in Trash brings nothing back: a failure that
+    // says why for each, never a "done" that restored nothing.
+    let refused = p
+        .execute("restore_email", &json!({"ids": [receipt]}), &ctx())
+        .await
+        .unwrap_err();
+    let said = refused.to_string();
+    assert!(said.contains("no email was restored"), "{said}");
+    assert!(said.contains(&receipt), "{said}");
+    assert_eq!(counts(&d), (3, 1, 0), "nothing moved");
 }
 
 async fn a_vanished_uid_does_not_fail_the_batch(engine: Engine) {

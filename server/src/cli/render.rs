@@ -104,7 +104,8 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     for line in &card.lines {
         let _ = writeln!(out, "  - {}", printable(line));
     }
-    match undo_sentence(card) {
+    // Once its undo was asked for, the "Undo:" line below says what came back instead.
+    match undo_sentence(card).filter(|_| approval.undo.is_none()) {
         Some(sentence) => {
             let _ = writeln!(out, "{}", printable(&sentence));
         }
@@ -166,7 +167,7 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     if let Some(undo) = &approval.undo {
         let (head, detail) = app::undo::undo_words(undo);
         let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
-        let at = when(undo.finished_at.unwrap_or(undo.at));
+        let at = when(app::undo::undo_time(undo));
         let _ = writeln!(
             out,
             "Undo:      {}",

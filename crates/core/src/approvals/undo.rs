@@ -58,9 +58,13 @@ pub enum UndoError {
     Store(#[from] StoreError),
 }
 
-/// What an undo's result says when its outcome cannot be known.
+/// What an undo's result says when it overran its time.
 pub const UNDO_UNKNOWN: &str =
-    "unknown: the undo may or may not have run (it overran its time); it will not be run again";
+    "it overran its time, so it may or may not have run; it will not be run again";
+
+/// What an undo's result says when its server stopped while it ran.
+pub const UNDO_STOPPED: &str =
+    "the server stopped while it ran, so it may or may not have run; it will not be run again";
 
 impl ApprovalService {
     /// Runs the card's undo for approval `id` as `actor` (see the module docs) and returns the
@@ -106,6 +110,11 @@ impl ApprovalService {
                 "This card's tool declares no undo, so there is nothing to undo here.".into(),
             ));
         };
+        if row.status == ApprovalStatus::Pending {
+            return Err(nothing(
+                "This card still waits for an answer: its call has not run, so there is nothing to undo yet.".into(),
+            ));
+        }
         if row.status != ApprovalStatus::Approved || row.execution != Execution::Executed {
             return Err(nothing(
                 "This card's call did not run, so there is nothing to undo.".into(),
@@ -356,13 +365,36 @@ impl ApprovalService {
             .and_then(|p| p.undo_call(&row.tool, &outcomes)))
     }
 
-    /// Marks undos whose server stopped while they ran `unknown` (the sweep's step; every
-    /// server runs it). Returns how many.
+    /// Records every undo whose server stopped while it ran (its lease passed) as `unknown`,
+    /// with an audit entry and `approval.responded` so open pages say so: it may or may not have
+    /// run, and it never runs again. The sweep's step; every server runs it. Returns how many.
     ///
     /// # Errors
     /// [`StoreError`].
     pub async fn lapse_undos(&self) -> Result<usize, StoreError> {
-        Ok(self.store.lapse_undos().await?.len())
+        let sweep = Actor {
+            name: "iris".into(),
+            scope: Scope::Control,
+            surface: "sweep".into(),
+        };
+        let mut lapsed = 0;
+        for id in self.store.lapsed_undos().await? {
+            let Some(row) = self.store.approval(&id).await? else {
+                continue;
+            };
+            let result = json!({"status": "unknown", "message": UNDO_STOPPED});
+            self.finish_undo(
+                &row,
+                &sweep,
+                UndoState::Unknown,
+                result,
+                Vec::new(),
+                row.clone(),
+            )
+            .await?;
+            lapsed += 1;
+        }
+        Ok(lapsed)
     }
 }
 

@@ -6,6 +6,9 @@
 //! | [`UndoStore::claim_undo`] | the undo `running` (write-ahead), its request audit entry, `approval.responded` |
 //! | [`UndoStore::record_undo`] | `running` → `done`/`failed`/`unknown`, one audit entry per item, `approval.responded` |
 //!
+//! A `running` undo whose lease passed ([`UndoStore::lapsed_undos`]) is recorded `unknown` by
+//! the same outcome unit.
+//!
 //! The undo's primary key (the approval id) makes it once whatever the taps; the database's
 //! triggers refuse an undo of a row that is not approved with its call executed, any change to
 //! its terms and a second outcome.
@@ -35,7 +38,7 @@ pub struct UndoClaim {
     /// When it was asked for.
     pub at: DateTime<Utc>,
     /// Seconds after which, by the store's time source, a `running` undo without an outcome is
-    /// `unknown` ([`UndoStore::lapse_undos`]).
+    /// `unknown` ([`UndoStore::lapsed_undos`]).
     pub lease_secs: u32,
     /// The request's audit entry (kind `undo`, no item).
     pub audit: NewAuditEntry,
@@ -79,11 +82,10 @@ pub trait UndoStore: Send + Sync {
     /// [`StoreError::Backend`]: nothing was written.
     async fn record_undo(&self, outcome: &UndoOutcome) -> Result<bool, StoreError>;
 
-    /// Marks every `running` undo whose lease passed by the store's time source `unknown` (its
-    /// server stopped while it ran: it may or may not have run, and it never runs again), in
-    /// one commit. Returns their approval ids.
+    /// The approval ids of `running` undos whose lease passed by the store's time source
+    /// (their server stopped while they ran), oldest first.
     ///
     /// # Errors
     /// [`StoreError::Backend`].
-    async fn lapse_undos(&self) -> Result<Vec<String>, StoreError>;
+    async fn lapsed_undos(&self) -> Result<Vec<String>, StoreError>;
 }

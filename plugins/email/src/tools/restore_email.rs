@@ -131,7 +131,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
 ///
 /// # Errors
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
-/// when nothing could be restored and at least one item failed.
+/// when it named emails and none of them came back (each one's reason in the message).
 pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
     let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
     let p = plan(plugin, args).await?;
@@ -221,15 +221,18 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         .iter()
         .filter(|(_, v)| v["status"] == "restored")
         .count();
-    let failures: Vec<String> = outcomes
-        .iter()
-        .filter(|(_, v)| v["status"] == "failed")
-        .map(|(id, v)| format!("{id}: {}", v["reason"].as_str().unwrap_or("failed")))
-        .collect();
-    if restored == 0 && !failures.is_empty() {
+    if restored == 0 && !outcomes.is_empty() {
+        // Nothing came back: a failure, never a "done" that restored nothing.
+        let why: Vec<String> = outcomes
+            .iter()
+            .map(|(id, v)| {
+                let reason = v["reason"].as_str().unwrap_or("not restored");
+                format!("{id}: {reason}")
+            })
+            .collect();
         return Err(failed(
             NAME,
-            format!("no email was restored ({})", failures.join("; ")),
+            format!("no email was restored ({})", why.join("; ")),
         ));
     }
     let items_json: Vec<Value> = outcomes
