@@ -169,6 +169,7 @@ impl Plugin for Files {
             .collect();
         (!items.is_empty()).then(|| UndoCall {
             args: json!({ "paths": items }),
+            action: Some(format!("Restore {} files", items.len())),
             items,
         })
     }
@@ -292,7 +293,9 @@ async fn the_undo_runs_once_for_exactly_the_items_that_executed() {
     let row = w.store.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.execution, Execution::Executed);
     assert!(row.undo_offered(w.clock.now()));
-    assert_eq!(row.undo_label(), "Restore 3 files");
+    // The card said "Restore 3 files"; two ran, and the button says so.
+    assert_eq!(row.card.undo_action.as_deref(), Some("Restore 3 files"));
+    assert_eq!(row.undo_label(), "Restore 2 files");
 
     // A read device may not; nothing ran.
     let read = actor("wall", Scope::Read);
@@ -328,7 +331,7 @@ async fn the_undo_runs_once_for_exactly_the_items_that_executed() {
     let items: Vec<Option<&str>> = entries.iter().map(|e| e.item.as_deref()).collect();
     assert_eq!(items, vec![None, Some("a"), Some("c"), None]);
     assert_eq!(entries[0].result["status"], "requested");
-    assert_eq!(entries[0].result["action"], "Restore 3 files");
+    assert_eq!(entries[0].result["action"], "Restore 2 files");
     assert_eq!(entries[3].result["status"], "done");
     assert!(entries.iter().all(|e| e.actor == "phone"));
 

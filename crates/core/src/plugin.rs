@@ -89,6 +89,9 @@ pub struct UndoCall {
     pub args: Value,
     /// The items it acts on: those of the executed call that can be undone, in the call's order.
     pub items: Vec<String>,
+    /// Its button's words for these items (e.g. "Restore 3 emails"); `None`: the card's.
+    #[serde(default)]
+    pub action: Option<String>,
 }
 
 /// Why a tool verb failed.

@@ -248,6 +248,10 @@ pub struct Approval {
     pub undo: Option<UndoRecord>,
 }
 
+/// The key of an executed call's result under which the executor keeps the undo button's words
+/// for what actually ran (e.g. "Restore 3 emails").
+pub const UNDO_ACTION: &str = "undo_action";
+
 impl Approval {
     /// Until when the card's undo stays possible: `undo_window_days` after the answer that let
     /// the call run (it executes right after). `None` when the card declares no window.
@@ -257,11 +261,15 @@ impl Approval {
         Some(from + chrono::Duration::days(i64::from(days)))
     }
 
-    /// The undo button's words: the card's `undo_action`, else "Undo".
+    /// The undo button's words: those the execution recorded for what actually ran (its
+    /// result's [`UNDO_ACTION`]), else the card's `undo_action`, else "Undo".
     pub fn undo_label(&self) -> String {
-        self.card
-            .undo_action
-            .clone()
+        self.result
+            .as_ref()
+            .and_then(|r| r.get(UNDO_ACTION))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| self.card.undo_action.clone())
             .unwrap_or_else(|| "Undo".to_string())
     }
 

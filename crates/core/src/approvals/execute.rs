@@ -9,7 +9,7 @@ use super::{ApprovalService, STALE};
 use crate::agent::as_object;
 use crate::plugin::CallContext;
 use crate::ports::{Lease, NewAuditEntry, OutcomeRecord, StoreError};
-use crate::wire::{Approval, AuditKind, Event, Execution};
+use crate::wire::{Approval, AuditKind, Event, Execution, UNDO_ACTION};
 
 impl ApprovalService {
     /// Runs the claimed call of `row` (its preconditions pinned as `preconditions`) and records
@@ -73,6 +73,16 @@ impl ApprovalService {
             }
         };
         crate::failpoint::hit(crate::failpoint::AFTER_SIDE_EFFECT);
+        // The undo button's words for what actually ran ("Restore 3 emails" when 2 of 5 were
+        // left out), from the plugin, beside its result (DESIGN §9 "Undo from the card").
+        if let Some(action) = spec
+            .undo
+            .as_ref()
+            .and_then(|_| plugin.undo_call(tool, &outcomes))
+            .and_then(|call| call.action)
+        {
+            result[UNDO_ACTION] = json!(action);
+        }
         if !stale.is_empty() {
             result["stale"] = stale
                 .iter()

@@ -357,6 +357,7 @@ pub fn undo_call(outcomes: &[ItemOutcome]) -> Option<UndoCall> {
         .collect();
     (!items.is_empty()).then(|| UndoCall {
         args: json!({ "ids": items }),
+        action: Some(count_phrase("Restore", items.len())),
         items,
     })
 }
@@ -398,6 +399,7 @@ mod tests {
         .unwrap();
         assert_eq!(call.args, json!({"ids": ["m1", "m4"]}));
         assert_eq!(call.items, vec!["m1", "m4"]);
+        assert_eq!(call.action.as_deref(), Some("Restore 2 emails"));
         assert_eq!(undo_call(&[outcome("m2", "missing")]), None);
     }
 }
