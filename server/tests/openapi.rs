@@ -321,12 +321,16 @@ async fn every_documented_route_is_gated() {
     assert_eq!(row["status"], "pending", "{row}");
 
     // A control device answering an unknown id: 404 (respond, resume and undo).
-    for action in ["respond", "resume", "undo"] {
+    for (action, request) in [
+        ("respond", json!({"decision": "approve"})),
+        ("resume", json!({})),
+        ("undo", json!({})),
+    ] {
         let (s, body) = client
             .post(
                 &format!("/governance/approvals/no-such-approval/{action}"),
                 Some(&f.control),
-                json!({"decision": "approve"}),
+                request,
             )
             .await;
         assert_eq!(s, StatusCode::NOT_FOUND, "{action}: {body}");
