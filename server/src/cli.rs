@@ -97,6 +97,16 @@ pub enum ApprovalsCommand {
         #[command(flatten)]
         output: Output,
     },
+    /// Undo an executed card: its undo tool runs once for exactly the items that ran (mail
+    /// comes back from Trash), within the card's undo window. Exit 7 when it was undone
+    /// already or has nothing to undo, 8 when its window has closed.
+    Undo {
+        /// Approval id.
+        id: String,
+        /// `--json`.
+        #[command(flatten)]
+        output: Output,
+    },
 }
 
 impl ApprovalsCommand {
@@ -105,7 +115,8 @@ impl ApprovalsCommand {
             ApprovalsCommand::List { output, .. }
             | ApprovalsCommand::Show { output, .. }
             | ApprovalsCommand::Approve { output, .. }
-            | ApprovalsCommand::Reject { output, .. } => *output,
+            | ApprovalsCommand::Reject { output, .. }
+            | ApprovalsCommand::Undo { output, .. } => *output,
         }
     }
 }
@@ -374,8 +385,62 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
                 render::answered_by(&row)
             );
         }
+        ApprovalsCommand::Undo { id, output } => {
+            let value = remote
+                .post(
+                    &format!("{}/undo", approval_path(&id)),
+                    &json!({}),
+                    Some(&id),
+                )
+                .await
+                .map_err(in_the_servers_words)?;
+            if output.json {
+                print_json(&value);
+                return Ok(());
+            }
+            let row: Approval = parse(value["approval"].clone(), "undo")?;
+            let Some(undo) = &row.undo else {
+                return Err(Failure::Other(
+                    "the server answered without the undo".into(),
+                ));
+            };
+            let (head, detail) = app::undo::undo_words(undo);
+            let line = render::printable(&format!(
+                "{head}: \u{201c}{}\u{201d}{}",
+                row.card.title,
+                detail.map(|d| format!(" \u{2014} {d}")).unwrap_or_default()
+            ));
+            if undo.state == iris_core::wire::UndoState::Done {
+                println!("{line}");
+            } else {
+                return Err(Failure::Other(line));
+            }
+        }
     }
     Ok(())
+}
+
+/// An undo refused with 409 or 410 is told in the server's own sentence (already undone by
+/// whom, nothing to undo, the window closed); the row's decision is not what it is about.
+fn in_the_servers_words(failure: Failure) -> Failure {
+    match failure {
+        Failure::Refused {
+            status,
+            error,
+            body,
+            url,
+            id,
+            ..
+        } => Failure::Refused {
+            status,
+            error,
+            approval: None,
+            body,
+            url,
+            id,
+        },
+        other => other,
+    }
 }
 
 /// Before `approve` without `--yes`: with a person at a terminal, shows the card (on stderr, so

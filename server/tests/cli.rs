@@ -362,6 +362,45 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
         "{show}"
     );
     assert!(show.stdout.contains("Result:    "), "{show}");
+    assert!(
+        show.stdout
+            .contains(&format!("Undo:      Restore {n} emails possible until")),
+        "{show}"
+    );
+
+    // Undo from the CLI: the mail comes back once; a second undo exits 7 in the server's words.
+    let undo = iris(&url, Some(&laptop), &["approvals", "undo", &id]).await;
+    assert_eq!(undo.code, exit::DONE, "{undo}");
+    assert!(
+        undo.stdout.starts_with(&format!(
+            "Undone by laptop via cli: \u{201c}{}\u{201d} \u{2014} Restored {n} emails",
+            pending.card.title
+        )),
+        "{undo}"
+    );
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "the undo restored every file"
+    );
+    let again = iris(&url, Some(&laptop), &["approvals", "undo", &id]).await;
+    assert_eq!(again.code, exit::ALREADY_DECIDED, "{again}");
+    assert!(
+        again.stderr.contains("already undone by laptop via cli"),
+        "{again}"
+    );
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "a second undo moved mail"
+    );
+    let show = iris(&url, Some(&laptop), &["approvals", "show", &id]).await;
+    assert!(
+        show.stdout
+            .contains("Undo:      Undone by laptop via cli at"),
+        "{show}"
+    );
+    assert!(!show.stdout.contains("You can restore"), "{show}");
 
     // Reject with a reason: nothing runs; the card says who and why.
     let second = halt(&client, &laptop, "trash the newsletters").await;

@@ -55,7 +55,9 @@ Exit codes (the same for `iris chat`):
   5  forbidden (403): this device has read scope and may only look
   6  not found (404): no approval has this id
   7  already decided (409): someone answered first; the message says who, where and when
+     (undo: already undone, or nothing to undo)
   8  expired (410): nobody answered in time; nothing ran and nothing will
+     (undo: the card's undo window has closed; nothing was changed)
   9  not confirmed: you did not answer yes at the prompt (nothing was sent)
 
 Environment: IRIS_URL (default http://127.0.0.1:3000) and IRIS_TOKEN (a device token from
