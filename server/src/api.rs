@@ -88,8 +88,26 @@ pub fn routes() -> Router<AppState> {
             .ok()
             .and_then(|m| MethodFilter::try_from(m).ok())
             .unwrap_or_else(|| panic!("API_ROUTES: `{}` is not an HTTP method", route.method));
-        router.route(route.path, handler(route.endpoint, method))
+        router.route(
+            route.path,
+            handler(route.endpoint, method).fallback(move || wrong_method(route.method)),
+        )
     })
+}
+
+/// 405 in the API's JSON error shape, with `Allow` naming the one method the route answers.
+async fn wrong_method(allowed: &'static str) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let body = ErrorBody {
+        error: format!("this route answers only {allowed}; nothing was changed"),
+        approval: None,
+    };
+    (
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        [(axum::http::header::ALLOW, allowed)],
+        Json(body),
+    )
+        .into_response()
 }
 
 /// The handler of each [`Endpoint`], answering only `method` (from the route table).

@@ -320,6 +320,46 @@ async fn every_documented_route_is_gated() {
         .await;
     assert_eq!(row["status"], "pending", "{row}");
 
+    // A method a route does not answer: 405 in the API's JSON error shape, naming the one it
+    // does (`Allow`), for every documented route; nothing changes.
+    for (method, path) in operations(&doc) {
+        let wrong = if method == "GET" {
+            reqwest::Method::PUT
+        } else {
+            reqwest::Method::GET
+        };
+        let resp = client
+            .http
+            .request(
+                wrong.clone(),
+                format!("{}{}", f.server.url, concrete(&path, &f.pending)),
+            )
+            .bearer_auth(&f.control)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{wrong} {path}"
+        );
+        assert_eq!(
+            resp.headers()["allow"].to_str().unwrap(),
+            method,
+            "{wrong} {path}"
+        );
+        let body: Value = resp.json().await.unwrap();
+        assert!(
+            body["error"].as_str().unwrap().contains(&method),
+            "{wrong} {path}: {body}"
+        );
+    }
+    assert_eq!(
+        state_of(&f, &client).await,
+        after,
+        "a wrong method changed something"
+    );
+
     // A control device answering an unknown id: 404 (respond, resume and undo).
     for (action, request) in [
         ("respond", json!({"decision": "approve"})),
