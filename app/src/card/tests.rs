@@ -1,0 +1,281 @@
+//! The card rendered on the server: what the owner reads in each state.
+
+use super::*;
+use chrono::{TimeZone, Utc};
+use iris_core::wire::Card;
+use serde_json::json;
+
+fn destructive() -> Approval {
+    Approval {
+        id: "a1".into(),
+        kind: ApprovalKind::Destructive,
+        status: ApprovalStatus::Pending,
+        tool: "trash_email".into(),
+        args: json!({"ids": ["m1", "m2", "m3"]}),
+        call_hash: "abc123".into(),
+        items: vec!["m1".into(), "m2".into(), "m3".into()],
+        card: Card {
+            title: "Trash 3 emails".into(),
+            action: "Trash 3 emails".into(),
+            effect: CallEffect::Destructive,
+            lines: vec![
+                "Black Friday deals — Shop <deals@shop.example>, 28 Nov".into(),
+                "Weekly promo — News <promo@news.example>, 27 Nov".into(),
+                "Last chance — Store <hi@store.example>, 26 Nov".into(),
+            ],
+            undo_tool: Some("restore_email".into()),
+            undo_window_days: Some(30),
+            request: "trash the promo emails from this week".into(),
+            undo_note: None,
+            undo_action: None,
+        },
+        run_id: "r1".into(),
+        created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
+        expires_at: Utc.with_ymd_and_hms(2025, 11, 30, 11, 0, 0).unwrap(),
+        responded_at: None,
+        responded_by: None,
+        surface: None,
+        reason: None,
+        execution: Execution::None,
+        result: None,
+        resume_error: None,
+        undo: None,
+    }
+}
+
+fn owner() -> Viewer {
+    Viewer {
+        name: "owner".into(),
+        can_answer: true,
+    }
+}
+
+fn render(approval: Approval, viewer: Viewer) -> String {
+    Owner::new().with(|| view! { <ApprovalCard approval viewer/> }.to_html())
+}
+
+#[test]
+fn destructive_card_says_what_it_does() {
+    let html = render(destructive(), owner());
+    assert!(html.contains("card-destructive"), "{html}");
+    assert!(html.contains("Deletes data"), "{html}");
+    assert!(html.contains("Black Friday deals"), "{html}");
+    assert!(html.contains("Weekly promo"), "{html}");
+    assert!(html.contains("Last chance"), "{html}");
+    assert!(
+        html.contains("You can undo this with restore_email for 30 days."),
+        "{html}"
+    );
+    assert!(html.contains("You asked: "), "{html}");
+    assert!(
+        html.contains("trash the promo emails from this week"),
+        "{html}"
+    );
+    assert!(html.contains("Trash 3 emails"), "{html}");
+    assert!(html.contains("data-testid=\"action-button\""), "{html}");
+    assert!(html.contains("data-testid=\"reject-button\""), "{html}");
+    assert!(html.contains("btn btn-danger"), "{html}");
+    assert!(html.contains("trash_email"), "{html}");
+    // The exact call: the canonical values in their order, one per line.
+    let args = "{\n  \"ids\": [\n    \"m1\",\n    \"m2\",\n    \"m3\"\n  ]\n}";
+    assert!(html.contains(&format!("<code>{args}</code>")), "{html}");
+    // Card text is escaped, never markup.
+    assert!(html.contains("Shop &lt;deals@shop.example&gt;"), "{html}");
+    assert!(
+        !html.contains("role=\"dialog\""),
+        "the dialog opens only on click: {html}"
+    );
+}
+
+#[test]
+fn a_read_device_sees_no_answer_buttons() {
+    let viewer = Viewer {
+        name: "wall".into(),
+        can_answer: false,
+    };
+    let html = render(destructive(), viewer);
+    assert!(!html.contains("action-button"), "{html}");
+    assert!(!html.contains("reject-button"), "{html}");
+    assert!(html.contains("This device can only view"), "{html}");
+    assert!(html.contains("Black Friday deals"), "{html}");
+}
+
+#[test]
+fn pinned_write_acts_for_you_and_is_not_red() {
+    let mut approval = destructive();
+    approval.kind = ApprovalKind::PinnedWrite;
+    approval.tool = "send_email".into();
+    approval.card.effect = CallEffect::Write;
+    approval.card.action = "Send email".into();
+    approval.card.undo_tool = None;
+    let html = render(approval, owner());
+    assert!(html.contains("Acts for you"), "{html}");
+    assert!(!html.contains("Deletes data"), "{html}");
+    assert!(!html.contains("card-destructive"), "{html}");
+    assert!(!html.contains("You can undo"), "{html}");
+}
+
+#[test]
+fn executed_card_shows_the_outcome() {
+    let mut approval = destructive();
+    approval.status = ApprovalStatus::Approved;
+    approval.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 10, 5, 0).unwrap());
+    approval.responded_by = Some("owner".into());
+    approval.surface = Some("web".into());
+    approval.execution = Execution::Executed;
+    approval.result = Some(json!({"trashed": ["m1", "m2", "m3"]}));
+    let html = render(approval, owner());
+    assert!(html.contains("data-testid=\"outcome\""), "{html}");
+    assert!(html.contains("Approved"), "{html}");
+    assert!(html.contains(" by owner via web"), "{html}");
+    assert!(html.contains("Moved 3 emails to Trash"), "{html}");
+    assert!(!html.contains("action-button"), "{html}");
+}
+
+#[test]
+fn unknown_execution_is_said_plainly() {
+    let mut approval = destructive();
+    approval.status = ApprovalStatus::Approved;
+    approval.execution = Execution::Unknown;
+    approval.resume_error = Some("model unreachable".into());
+    let html = render(approval, owner());
+    assert!(
+        html.contains("It is not known whether this ran; it will not be run again"),
+        "{html}"
+    );
+    assert!(html.contains("model unreachable"), "{html}");
+}
+
+fn approved(execution: Execution, result: Option<serde_json::Value>) -> Approval {
+    let mut approval = destructive();
+    approval.status = ApprovalStatus::Approved;
+    approval.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 10, 5, 0).unwrap());
+    approval.responded_by = Some("owner".into());
+    approval.surface = Some("web".into());
+    approval.execution = execution;
+    approval.result = result;
+    approval
+}
+
+/// Only a call that ran with every item done may look like a success.
+#[test]
+fn a_success_is_green_and_says_approved() {
+    let html = render(
+        approved(
+            Execution::Executed,
+            Some(json!({"trashed": ["m1", "m2", "m3"]})),
+        ),
+        owner(),
+    );
+    assert!(html.contains("outcome-tone-success"), "{html}");
+    assert!(html.contains("data-outcome=\"success\""), "{html}");
+    assert!(!html.contains("outcome-problem"), "{html}");
+}
+
+#[test]
+fn a_failed_execution_is_red_with_its_reason() {
+    let html = render(
+        approved(
+            Execution::Failed,
+            Some(json!({"status": "failed", "message": "IMAP server refused the move"})),
+        ),
+        owner(),
+    );
+    assert!(html.contains("outcome-tone-failed"), "{html}");
+    assert!(!html.contains("outcome-tone-success"), "{html}");
+    assert!(html.contains("Approved, but it failed"), "{html}");
+    assert!(html.contains("IMAP server refused the move"), "{html}");
+    assert!(
+        html.contains("badge-status status-approved tone-failed\">Failed</span>"),
+        "{html}"
+    );
+    assert!(
+        !html.contains(">Approved</"),
+        "no plain Approved headline: {html}"
+    );
+}
+
+#[test]
+fn a_stale_call_says_nothing_was_done() {
+    let html = render(
+        approved(
+            Execution::Failed,
+            Some(
+                json!({"status": "stale", "message": "stale: nothing done", "changed": false,
+                "stale": [{"id": "m1", "status": "stale", "message": "stale: nothing done"}]}),
+            ),
+        ),
+        owner(),
+    );
+    assert!(html.contains("outcome-tone-warning"), "{html}");
+    assert!(html.contains("Approved, but nothing was done"), "{html}");
+    assert!(html.contains("so nothing was run"), "{html}");
+    assert!(!html.contains("outcome-tone-success"), "{html}");
+}
+
+#[test]
+fn a_partly_stale_call_is_a_warning_naming_the_skipped_items() {
+    let html = render(
+        approved(
+            Execution::Executed,
+            Some(json!({"trashed": ["m2", "m3"],
+                "stale": [{"id": "m1", "status": "stale", "message": "stale: nothing done"}]})),
+        ),
+        owner(),
+    );
+    assert!(html.contains("outcome-tone-warning"), "{html}");
+    assert!(html.contains("Approved, partly done"), "{html}");
+    assert!(
+        html.contains("1 item changed after the card was made and was left alone."),
+        "{html}"
+    );
+    assert!(html.contains("Moved 2 emails to Trash"), "{html}");
+}
+
+#[test]
+fn an_unknown_outcome_is_a_warning_not_a_success() {
+    let mut approval = approved(Execution::Unknown, None);
+    approval.resume_error = Some("server restarted mid-call".into());
+    let html = render(approval, owner());
+    assert!(html.contains("outcome-tone-warning"), "{html}");
+    assert!(html.contains("Approved, outcome unknown"), "{html}");
+    assert!(html.contains("server restarted mid-call"), "{html}");
+    assert!(!html.contains("outcome-tone-success"), "{html}");
+}
+
+/// A lapsed card says, in plain words, that it lapsed, when (its own expiry, not
+/// the later moment the sweep noticed) and that nothing was done; no answer buttons.
+#[test]
+fn a_lapsed_card_says_when_it_lapsed_and_that_nothing_was_done() {
+    let mut approval = destructive();
+    approval.status = ApprovalStatus::Expired;
+    // The server was down: the sweep marked it three hours after it lapsed.
+    approval.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 14, 0, 0).unwrap());
+    approval.responded_by = Some("iris".into());
+    approval.surface = Some("sweep".into());
+    approval.reason = None;
+    let html = render(approval, owner());
+    assert!(
+        html.contains(
+            "This request lapsed at 30 Nov, 11:00 UTC without an answer, so nothing was done."
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("14:00"), "dated by the sweep: {html}");
+    assert!(html.contains("data-status=\"expired\""), "{html}");
+    assert!(!html.contains("action-button"), "{html}");
+    assert!(!html.contains("reject-button"), "{html}");
+}
+
+#[test]
+fn the_dialog_repeats_the_action_words() {
+    let html = Owner::new().with(|| {
+        let state = CardState::new();
+        state.dialog_open.set(true);
+        view! { <ApprovalCard approval=destructive() viewer=owner() state/> }.to_html()
+    });
+    assert!(html.contains("role=\"dialog\""), "{html}");
+    assert!(html.contains("aria-modal=\"true\""), "{html}");
+    assert!(html.contains("Trash 3 emails?"), "{html}");
+    assert!(html.contains("data-testid=\"dialog-confirm\""), "{html}");
+}
