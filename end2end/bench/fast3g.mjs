@@ -12,6 +12,8 @@
 // navigation start) when the dialog shows. Prints every run and the median.
 //
 //   node end2end/bench/fast3g.mjs            (from the repository root; IRIS_BENCH_RUNS=7)
+//   IRIS_BENCH_TIMELINE=1 also prints each request of each run: asked, connection set-up, first
+//   byte, last byte (ms from navigation start) and bytes over the wire.
 import { chromium } from '@playwright/test';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -145,6 +147,18 @@ async function oneRun(browser) {
       domContentLoaded: nav ? nav.domContentLoadedEventEnd : NaN,
       wasmLoaded: wasm ? wasm.responseEnd : NaN,
       wasmBytes: wasm ? wasm.transferSize : NaN,
+      // Each request in order: when it was asked, its connection set-up, first byte, last byte.
+      timeline: [nav, ...performance.getEntriesByType('resource')]
+        .filter(Boolean)
+        .map((e) => ({
+          name: e.name.replace(location.origin, '') || '/',
+          start: e.startTime,
+          connect: e.connectEnd - e.connectStart,
+          requestStart: e.requestStart,
+          firstByte: e.responseStart,
+          end: e.responseEnd,
+          bytes: e.transferSize,
+        })),
     };
   });
   await context.close();
@@ -171,6 +185,16 @@ try {
         ` wasm loaded ${r.wasmLoaded.toFixed(0)} ms, ${r.wasmBytes} bytes over the wire,` +
         ` ${r.taps} taps)`,
     );
+    if (process.env.IRIS_BENCH_TIMELINE) {
+      for (const e of r.timeline) {
+        console.log(
+          `    ${e.name.slice(0, 48).padEnd(48)} asked ${e.start.toFixed(0).padStart(5)}` +
+            ` connect ${e.connect.toFixed(0).padStart(4)} sent ${e.requestStart.toFixed(0).padStart(5)}` +
+            ` first byte ${e.firstByte.toFixed(0).padStart(5)} done ${e.end.toFixed(0).padStart(5)}` +
+            ` ${String(e.bytes).padStart(7)} B`,
+        );
+      }
+    }
   }
   await browser.close();
   console.log(
