@@ -61,6 +61,8 @@ export default defineConfig({
       LEPTOS_SITE_PKG_DIR: 'pkg',
       LEPTOS_OUTPUT_NAME: 'iris',
       LEPTOS_SITE_ADDR: `127.0.0.1:${PORT}`,
+      // Web Push on (push.spec.ts), with a push service of the spec's own on loopback.
+      IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
     },
   },
 });

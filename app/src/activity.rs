@@ -110,6 +110,7 @@ pub fn ActivityPage() -> impl IntoView {
                     }
                 })}
             </Transition>
+            <crate::push::PushControl/>
         </div>
     }
 }

@@ -72,6 +72,7 @@ pub fn DevicesPage() -> impl IntoView {
                     }
                 })}
             </Transition>
+            <crate::push::PushControl/>
         </div>
     }
 }

@@ -12,6 +12,7 @@
 //! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
 //! - [`plugins`] is the Plugins page: each plugin's tools with effect, gate and undo.
 //! - [`devices`] is the Devices page: live devices, revoke, pairing links.
+//! - [`push`] is "Notify this device when a card waits" (Web Push), on Activity and Devices.
 //! - [`pairing`] is the page a one-time pairing link opens (rendered by the server).
 //! - [`format`] holds the pure wording helpers (undo sentence, result summary, times).
 //!
@@ -35,10 +36,12 @@ pub mod history;
 pub mod live;
 pub mod pairing;
 pub mod plugins;
+pub mod push;
 pub mod trail;
 pub mod undo;
 
 use leptos::prelude::*;
+use leptos::tachys::html::attribute::custom::CustomAttribute;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes, A},
@@ -58,7 +61,8 @@ pub use backend::Viewer;
 pub use error::AppError;
 
 /// What the head of every page IRIS serves holds (the app's [`shell`] and the server-rendered
-/// pairing page): UTF-8, the phone viewport, both colour schemes, no favicon request, and the
+/// pairing page): UTF-8, the phone viewport, both colour schemes, no favicon request, the web
+/// app manifest (`/manifest.webmanifest`, installable) with its icon and theme colours, and the
 /// style sheet: `/pkg/iris.css`, or in a build with hashed file names (`LEPTOS_HASH_FILES=true`)
 /// `/pkg/iris.<hash>.css` as the hash file beside the server binary names it. Without
 /// `options` (the pairing page) they are read from the environment, where the server read its
@@ -82,6 +86,14 @@ pub fn DocumentHead(
         <meta name="viewport" content="width=device-width, initial-scale=1"/>
         <meta name="color-scheme" content="light dark"/>
         <link rel="icon" href="data:,"/>
+        <link rel="manifest" href="/manifest.webmanifest"/>
+        <link rel="apple-touch-icon" href="/icons/iris-192.png"/>
+        // The browser's own bar in the page's background colour, light and dark (`media` is
+        // not among the view macro's attributes of `meta`, so it is added as a custom one).
+        {view! { <meta name="theme-color" content="#f5f6f8"/> }
+            .attr("media", "(prefers-color-scheme: light)")}
+        {view! { <meta name="theme-color" content="#0f1217"/> }
+            .attr("media", "(prefers-color-scheme: dark)")}
         <HashedStylesheet options/>
     }
 }
@@ -134,6 +146,7 @@ pub fn App() -> impl IntoView {
         chat.restore();
         chat.learn_viewer();
         live::connect(live, chat, banner);
+        push::register_worker();
     });
     // Refetch the conversation on every live event (and once at start, after `restore`).
     Effect::new(move |_| {

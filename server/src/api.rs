@@ -28,6 +28,7 @@ use crate::api_routes::{Endpoint, API_ROUTES};
 use crate::auth::{self, Presented};
 use crate::error::ApiError;
 use crate::openapi;
+use crate::push::api as push;
 use crate::state::AppState;
 
 /// The largest request body accepted, in bytes (a chat message is at most 4,000 characters;
@@ -82,21 +83,38 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Api
 /// The routes of DESIGN §7 (the web app's pages and server functions are added in `web`), built
 /// from [`API_ROUTES`]: the table gives path and method, [`handler`] the handler, so every
 /// served route is one the OpenAPI document must list (`server/tests/openapi.rs` checks it).
+/// The operations of one path share a method router, whose other methods get 405.
 pub fn routes() -> Router<AppState> {
-    API_ROUTES.iter().fold(Router::new(), |router, route| {
-        let method = Method::from_bytes(route.method.as_bytes())
-            .ok()
-            .and_then(|m| MethodFilter::try_from(m).ok())
-            .unwrap_or_else(|| panic!("API_ROUTES: `{}` is not an HTTP method", route.method));
+    let mut paths: Vec<&'static str> = Vec::new();
+    for route in API_ROUTES {
+        if !paths.contains(&route.path) {
+            paths.push(route.path);
+        }
+    }
+    paths.into_iter().fold(Router::new(), |router, path| {
+        let on_path: Vec<_> = API_ROUTES.iter().filter(|r| r.path == path).collect();
+        let allowed = on_path
+            .iter()
+            .map(|r| r.method)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let methods = on_path.iter().fold(MethodRouter::new(), |methods, route| {
+            let method = Method::from_bytes(route.method.as_bytes())
+                .ok()
+                .and_then(|m| MethodFilter::try_from(m).ok())
+                .unwrap_or_else(|| panic!("API_ROUTES: `{}` is not an HTTP method", route.method));
+            methods.merge(handler(route.endpoint, method))
+        });
         router.route(
-            route.path,
-            handler(route.endpoint, method).fallback(move || wrong_method(route.method)),
+            path,
+            methods.fallback(move || wrong_method(allowed.clone())),
         )
     })
 }
 
-/// 405 in the API's JSON error shape, with `Allow` naming the one method the route answers.
-async fn wrong_method(allowed: &'static str) -> axum::response::Response {
+/// 405 in the API's JSON error shape, with `Allow` naming the methods the route answers
+/// (`GET`, or `GET, POST`).
+async fn wrong_method(allowed: String) -> axum::response::Response {
     use axum::response::IntoResponse;
     let body = ErrorBody {
         error: format!("this route answers only {allowed}; nothing was changed"),
@@ -125,6 +143,10 @@ fn handler(endpoint: Endpoint, method: MethodFilter) -> MethodRouter<AppState> {
         Endpoint::Respond => on(method, respond),
         Endpoint::RetryResume => on(method, retry_resume),
         Endpoint::Undo => on(method, undo),
+        Endpoint::PushKey => on(method, push::key),
+        Endpoint::PushSubscribe => on(method, push::subscribe),
+        Endpoint::PushSubscriptions => on(method, push::list),
+        Endpoint::PushUnsubscribe => on(method, push::unsubscribe),
     }
 }
 
@@ -175,19 +197,31 @@ impl FromRequestParts<AppState> for Controller {
                 authed.actor.name
             )));
         }
-        if authed.presented == Presented::Session
-            && !auth::same_origin(
-                &parts.method,
-                &parts.headers,
-                state.public_origin.as_deref(),
-            )
-        {
-            return Err(ApiError::Forbidden(
-                "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)".into(),
-            ));
-        }
+        refuse_cross_site(&authed, parts, state)?;
         Ok(Controller(authed.actor))
     }
+}
+
+/// The CSRF rule of every change (DESIGN §2): a request authenticated by the browser's cookie
+/// must come from this site (its `Origin`, else `Referer`); 403 otherwise. A bearer token is
+/// never sent by a browser on its own, so it passes.
+pub(crate) fn refuse_cross_site(
+    authed: &Authed,
+    parts: &Parts,
+    state: &AppState,
+) -> Result<(), ApiError> {
+    if authed.presented == Presented::Session
+        && !auth::same_origin(
+            &parts.method,
+            &parts.headers,
+            state.public_origin.as_deref(),
+        )
+    {
+        return Err(ApiError::Forbidden(
+            "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a JSON object body. Only an object with distinct keys is accepted: serde would also

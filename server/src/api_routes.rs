@@ -34,6 +34,14 @@ pub enum Endpoint {
     RetryResume,
     /// `POST /governance/approvals/{id}/undo`: the card's undo, once.
     Undo,
+    /// `GET /api/push/key`: the server's VAPID public key.
+    PushKey,
+    /// `POST /api/push/subscriptions`: this device subscribes to pushes.
+    PushSubscribe,
+    /// `GET /api/push/subscriptions`: this device's subscriptions.
+    PushSubscriptions,
+    /// `DELETE /api/push/subscriptions/{id}`: this device removes one of its own.
+    PushUnsubscribe,
 }
 
 /// Who may call a route (DESIGN §2 "device, scope": every state-changing route is control only).
@@ -47,6 +55,10 @@ pub enum Access {
     /// A control device, and for the browser cookie a same-origin request; 401 without
     /// credentials, 403 for a read device or a cross-site cookie request.
     Control,
+    /// Any paired device changing what is its own (its push subscriptions: the one change a
+    /// read device may make), and for the browser cookie a same-origin request; 401 without
+    /// credentials, 403 for a cross-site cookie request.
+    OwnDevice,
 }
 
 /// One served operation.
@@ -124,5 +136,24 @@ pub const API_ROUTES: &[ApiRoute] = &[
         "POST",
         "/governance/approvals/{id}/undo",
         Access::Control,
+    ),
+    route(Endpoint::PushKey, "GET", "/api/push/key", Access::AnyDevice),
+    route(
+        Endpoint::PushSubscribe,
+        "POST",
+        "/api/push/subscriptions",
+        Access::OwnDevice,
+    ),
+    route(
+        Endpoint::PushSubscriptions,
+        "GET",
+        "/api/push/subscriptions",
+        Access::AnyDevice,
+    ),
+    route(
+        Endpoint::PushUnsubscribe,
+        "DELETE",
+        "/api/push/subscriptions/{id}",
+        Access::OwnDevice,
     ),
 ];

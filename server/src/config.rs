@@ -107,6 +107,10 @@ pub struct Settings {
     /// as its text: figment reads such an environment value as a number, not a string.
     #[serde(default, deserialize_with = "string_or_number")]
     pub telegram_chat_id: Option<String>,
+    /// `IRIS_VAPID_SUBJECT`: Web Push's contact (RFC 8292 §2.1), `mailto:owner@example.org` or
+    /// an `https:` URL; unset, Web Push is off (`crate::push`).
+    #[serde(default)]
+    pub vapid_subject: Option<String>,
     /// `IRIS_TELEGRAM_API_URL`.
     #[serde(default)]
     pub telegram_api_url: Option<String>,

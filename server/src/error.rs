@@ -43,6 +43,10 @@ pub enum ApiError {
     /// 500: storage or another internal failure; nothing was decided.
     #[error("{0}")]
     Internal(String),
+    /// 503: a feature this server was not set up for (e.g. Web Push without
+    /// `IRIS_VAPID_SUBJECT`); the sentence says which setting turns it on.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<RespondError> for ApiError {
@@ -122,6 +126,7 @@ impl ApiError {
             ApiError::Gone(..) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -134,7 +139,8 @@ impl IntoResponse for ApiError {
             ApiError::Conflict(_, row) | ApiError::Gone(_, row) => Some(*row),
             _ => None,
         };
-        if status.is_server_error() {
+        // A feature that is off (503) is the server's settings, not a failure.
+        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
             tracing::error!(%error, "request failed");
         }
         (status, Json(ErrorBody { error, approval })).into_response()

@@ -13,6 +13,7 @@
 //! - `web.rs`: the Leptos app and its server functions; `assets.rs`: compression and the static
 //!   site's caching rules;
 //! - `telegram/`: the Telegram surface; `cli/`: the CLI;
+//! - `push/`: Web Push (the routes, the VAPID key, the sender);
 //! - `sweeps.rs`: the background work; `model.rs`: the model adapters.
 
 pub mod api;
@@ -27,6 +28,7 @@ pub mod json;
 pub mod model;
 pub mod openapi;
 pub mod pairing;
+pub mod push;
 pub mod session;
 pub mod single_server;
 pub mod state;
@@ -124,6 +126,9 @@ pub async fn spawn_background(state: &AppState) -> anyhow::Result<()> {
         telegram::spawn(state.clone(), telegram);
     }
     sweeps::spawn_sweeps(state.clone());
+    if let Some(push) = &state.push {
+        push::spawn(state.clone(), push.clone());
+    }
     Ok(())
 }
 
@@ -139,6 +144,7 @@ pub async fn serve(demo: bool) -> anyhow::Result<()> {
     let conf = leptos::config::get_configuration(None).context("reading Leptos settings")?;
     // Checked before anything starts, so a bad Telegram setting stops the server at once.
     telegram::TelegramSettings::from_settings(&settings)?;
+    push::PushSettings::from_settings(&settings)?;
     let state = build(settings, demo, conf.leptos_options).await?;
     let router = app(state.clone());
     let listener = tokio::net::TcpListener::bind(&bind)

@@ -38,6 +38,10 @@ use crate::api;
         api::respond,
         api::retry_resume,
         api::undo,
+        crate::push::api::key,
+        crate::push::api::subscribe,
+        crate::push::api::list,
+        crate::push::api::unsubscribe,
     ),
     modifiers(&SecuritySchemes),
     tags(
@@ -46,6 +50,7 @@ use crate::api;
         (name = "events", description = "Live notices (Server-Sent Events)."),
         (name = "plugins", description = "Loaded plugins, their tools, effects and gates."),
         (name = "meta", description = "Liveness and this document; public."),
+        (name = "push", description = "Web Push: a device subscribes itself to a notification when a card waits and when it closes (IRIS_VAPID_SUBJECT turns it on)."),
     )
 )]
 pub struct ApiDoc;

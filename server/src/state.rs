@@ -52,6 +52,8 @@ pub struct AppState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// The job workers: a stop waits for the job each one runs to record its outcome.
     pub workers: tokio_util::task::TaskTracker,
+    /// Web Push (`IRIS_VAPID_SUBJECT`), `None` while it is off.
+    pub push: Option<Arc<crate::push::WebPush>>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -247,6 +249,14 @@ pub async fn build(
     let sessions = crate::session::SessionRecords::open(&store)
         .await
         .context("creating the browser session table")?;
+    let push = match crate::push::PushSettings::from_settings(&settings)? {
+        Some(push) => Some(Arc::new(
+            crate::push::WebPush::open(&store, push)
+                .await
+                .context("loading the Web Push (VAPID) key")?,
+        )),
+        None => None,
+    };
 
     Ok(AppState {
         service: Arc::new(service),
@@ -260,5 +270,6 @@ pub async fn build(
         sessions,
         shutdown: tokio_util::sync::CancellationToken::new(),
         workers: tokio_util::task::TaskTracker::new(),
+        push,
     })
 }

@@ -42,6 +42,8 @@ pub mod plugin;
 #[cfg(feature = "kernel")]
 pub mod ports;
 #[cfg(feature = "kernel")]
+pub mod push;
+#[cfg(feature = "kernel")]
 pub mod scripted;
 #[cfg(feature = "kernel")]
 pub mod toolbox;

@@ -96,16 +96,29 @@ impl DeviceStore for Store {
     }
 
     async fn revoke(&self, name: &str) -> Result<bool, iris_core::ports::StoreError> {
+        // One transaction: a revoked device keeps no push subscription.
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(crate::rows::backend("revoking a device"))?;
         let done = sqlx::query(&format!(
             "UPDATE devices SET revoked_at = {} WHERE name = $2 AND revoked_at IS NULL",
             self.now_sql()
         ))
         .bind(self.now_param())
         .bind(name)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(crate::rows::backend("revoking a device"))?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        Store::remove_device_subscriptions(&mut *tx, name).await?;
+        tx.commit()
+            .await
+            .map_err(crate::rows::backend("revoking a device"))?;
+        Ok(true)
     }
 }
 

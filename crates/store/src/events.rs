@@ -33,7 +33,8 @@ const SAFETY_NET: Duration = Duration::from_secs(2);
 const KEEP_EVENTS_SECS: i64 = 3600;
 
 impl Store {
-    /// Stages `events` inside `tx`: on PostgreSQL they are appended to the event log and a
+    /// Stages `events` inside `tx` with the pushes they announce: on PostgreSQL they are
+    /// appended to the event log and a
     /// wake-up is sent, both taking effect at commit; on SQLite nothing happens until
     /// [`Store::deliver`] after the commit.
     pub(crate) async fn stage_events(
@@ -41,6 +42,9 @@ impl Store {
         tx: &mut WriteTx,
         events: &[Event],
     ) -> Result<(), StoreError> {
+        // The pushes the events announce are written by the same commit (crates/core/src/ports/
+        // push.rs: an outbox, on both engines).
+        self.stage_pushes(tx, events).await?;
         if events.is_empty() || self.engine == Engine::Sqlite {
             return Ok(());
         }

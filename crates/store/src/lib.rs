@@ -13,6 +13,8 @@
 //!   server), an event log with `LISTEN/NOTIFY` wake-ups on PostgreSQL (many servers);
 //! - `devices.rs`, `telegram.rs`, `curator.rs`: devices and pairing links, Telegram messages,
 //!   escalation verdicts;
+//! - `push.rs`: Web Push's VAPID key, subscriptions and outbox (written by the commits that
+//!   carry the events it announces);
 //! - `listing.rs`: a page of approvals (cursor, filters, search), each filter on its index;
 //! - `locks.rs`: named locks held across servers (PostgreSQL advisory locks);
 //! - `checkpoint.rs`: SQLite's WAL checkpoints in the background, off the commit path;
@@ -32,6 +34,7 @@ mod lifecycle;
 mod listing;
 mod locks;
 mod open;
+mod push;
 mod rows;
 mod telegram;
 mod undo;

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod push;
 pub mod telegram;
 
 use std::io::{BufRead, BufReader};
@@ -448,18 +449,21 @@ impl World {
         (Iris { child, url }, rx)
     }
 
-    /// `iris devices add`; returns the token (the last line).
-    pub fn add_device(&self, name: &str, scope: &str) -> String {
-        let out = self
-            .command(&["devices", "add", "--name", name, "--scope", scope])
-            .output()
-            .unwrap();
+    /// `iris ARGS` against this world, which must succeed: its standard output.
+    pub fn run_ok(&self, args: &[&str]) -> Vec<u8> {
+        let out = self.command(args).output().unwrap();
         assert!(
             out.status.success(),
-            "{}",
+            "iris {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout)
+        out.stdout
+    }
+
+    /// `iris devices add`; returns the token (the last line).
+    pub fn add_device(&self, name: &str, scope: &str) -> String {
+        let out = self.run_ok(&["devices", "add", "--name", name, "--scope", scope]);
+        String::from_utf8(out)
             .unwrap()
             .lines()
             .last()

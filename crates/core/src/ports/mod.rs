@@ -8,6 +8,7 @@
 //! - [`devices`]: paired devices and pairing links;
 //! - [`telegram`]: which Telegram message shows which approval;
 //! - [`undo`]: the undo from the card (claim, outcome);
+//! - [`push`]: Web Push's key, subscriptions and outbox;
 //! - [`clock`]: the time source.
 //!
 //! The shared records of a row's life live here: [`NewApproval`] (request terms), [`Response`],
@@ -24,6 +25,7 @@ pub mod clock;
 pub mod devices;
 pub mod lifecycle;
 pub mod listing;
+pub mod push;
 pub mod telegram;
 pub mod undo;
 
@@ -34,6 +36,7 @@ pub use listing::{
     card_search_text, parse_listing_time, ApprovalPage, ApprovalQuery, ListingError, PageCursor,
     PageLimit, SearchText, StatusFilter,
 };
+pub use push::{PushEnd, PushJob, PushStore};
 pub use telegram::{TelegramCard, TelegramCardStore, TelegramView};
 pub use undo::{UndoClaim, UndoOutcome, UndoStore};
 

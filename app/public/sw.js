@@ -1,0 +1,82 @@
+// IRIS approvals' service worker (DESIGN §9 "the owner's phone"): shows the notification a push
+// brings and opens the card on a tap. It never approves anything: approving happens on the card
+// (its confirm step, and a passkey when one is required).
+//
+// Pushes (their JSON, decrypted by the browser):
+//   {"type": "approval.requested", "approval_id", "title", "url"}
+//     -> a notification tagged with the approval id: the card's title, "Tap to review".
+//   {"type": "approval.closed", "approval_id", "title", "url", "outcome"}
+//     -> replaces it (same tag) with the outcome, quietly. A browser must show something for
+//        every push, so a closing push whose card was never shown still shows its outcome.
+
+const OUTCOME = {
+  approved: 'Approved',
+  rejected: 'Rejected',
+  lapsed: 'Lapsed unanswered',
+};
+
+self.addEventListener('install', () => self.skipWaiting());
+self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
+
+self.addEventListener('push', (event) => {
+  let push = null;
+  try {
+    push = event.data ? event.data.json() : null;
+  } catch (e) {
+    push = null;
+  }
+  if (!push || typeof push.approval_id !== 'string' || typeof push.url !== 'string') {
+    event.waitUntil(
+      self.registration.showNotification('IRIS approvals', { body: 'Something changed: open IRIS to see it.' }),
+    );
+    return;
+  }
+  const title = typeof push.title === 'string' && push.title ? push.title : 'A card';
+  const options =
+    push.type === 'approval.closed'
+      ? {
+          body: OUTCOME[push.outcome] || 'Answered',
+          tag: push.approval_id,
+          renotify: false,
+          silent: true,
+          data: { url: push.url },
+        }
+      : {
+          body: 'Tap to review',
+          tag: push.approval_id,
+          renotify: true,
+          requireInteraction: true,
+          data: { url: push.url },
+        };
+  event.waitUntil(self.registration.showNotification(title, options));
+});
+
+self.addEventListener('notificationclick', (event) => {
+  event.notification.close();
+  const url = new URL((event.notification.data && event.notification.data.url) || '/activity', self.location.origin);
+  event.waitUntil(openCard(url.href));
+});
+
+/** Focuses a window of this app already on the card (or any window of it, sent there), else opens one. */
+async function openCard(href) {
+  const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
+  for (const client of windows) {
+    if (client.url === href) return focus(client);
+  }
+  for (const client of windows) {
+    if (new URL(client.url).origin === self.location.origin && 'navigate' in client) {
+      const moved = await client.navigate(href).catch(() => null);
+      if (moved) return focus(moved);
+    }
+  }
+  return self.clients.openWindow(href);
+}
+
+/** Brings a window forward; a browser may refuse (no tap to allow it), and the window stays. */
+async function focus(client) {
+  try {
+    return await client.focus();
+  } catch (e) {
+    return client;
+  }
+}

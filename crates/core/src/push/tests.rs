@@ -1,0 +1,245 @@
+use chrono::TimeZone;
+use serde_json::json;
+
+use super::*;
+use crate::ports::NewApproval;
+use crate::wire::{ApprovalKind, Card, Effect, RunMessage};
+
+/// A real browser's subscription keys (RFC 8291 Appendix A's user agent).
+const P256DH: &str =
+    "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4";
+const AUTH: &str = "BTBZMqHH6r4Tts7J_aSIgg";
+
+fn at(h: u32, m: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 12, 2, h, m, 0).unwrap()
+}
+
+fn subscription(endpoint: &str) -> serde_json::Value {
+    json!({"endpoint": endpoint, "expirationTime": null, "keys": {"p256dh": P256DH, "auth": AUTH}})
+}
+
+fn row(status: ApprovalStatus) -> Approval {
+    let mut row = NewApproval {
+        id: "0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f".into(),
+        kind: ApprovalKind::Destructive,
+        tool: "trash_email".into(),
+        args: json!({"ids": ["m1"]}),
+        args_canonical: r#"{"ids":["m1"]}"#.into(),
+        call_hash: "ab".repeat(32),
+        items: vec!["m1".into()],
+        card: Card {
+            title: "Trash 1 email".into(),
+            action: "Trash 1 email".into(),
+            effect: Effect::Destructive,
+            lines: vec!["Secret subject — boss@example.com".into()],
+            undo_tool: None,
+            undo_window_days: None,
+            request: "trash it".into(),
+            undo_note: None,
+            undo_action: None,
+        },
+        run_id: "run".into(),
+        context_summary: "trash it".into(),
+        created_at: at(14, 0),
+        expires_at: at(15, 0),
+        preconditions: vec![],
+    }
+    .pending_view();
+    row.status = status;
+    row
+}
+
+#[test]
+fn a_browsers_subscription_parses() {
+    let sub =
+        NewSubscription::parse(&subscription("https://fcm.googleapis.com/fcm/send/abc")).unwrap();
+    assert_eq!(
+        sub.endpoint.as_str(),
+        "https://fcm.googleapis.com/fcm/send/abc"
+    );
+    assert_eq!(sub.keys.p256dh()[0], 0x04);
+    assert_eq!(sub.keys.auth().len(), 16);
+    assert_eq!(sub.keys.p256dh_text(), P256DH);
+    assert_eq!(sub.keys.auth_text(), AUTH);
+    assert_eq!(sub.expires_at, None);
+    // Padding is allowed.
+    let padded = json!({"endpoint": "https://p.example/x", "keys": {"p256dh": format!("{P256DH}="), "auth": format!("{AUTH}==")}});
+    assert!(NewSubscription::parse(&padded).is_ok());
+    let expiring = json!({"endpoint": "https://p.example/x", "expirationTime": 1_796_212_800_000.0_f64, "keys": {"p256dh": P256DH, "auth": AUTH}});
+    assert_eq!(
+        NewSubscription::parse(&expiring).unwrap().expires_at,
+        DateTime::from_timestamp_millis(1_796_212_800_000)
+    );
+}
+
+#[test]
+fn only_https_or_loopback_http_endpoints() {
+    for good in [
+        "https://push.example.net/x",
+        "http://127.0.0.1:9000/push/1",
+        "http://localhost:9000/p",
+        "http://[::1]:9000/p",
+    ] {
+        assert!(PushEndpoint::parse(good).is_ok(), "{good}");
+    }
+    for (bad, why) in [
+        ("http://push.example.net/x", "https"),
+        ("ftp://push.example.net/x", "https"),
+        ("push.example.net/x", "absolute"),
+        ("https:///x", "no host"),
+        ("https://user:pw@push.example.net/x", "user name"),
+        ("https://push.example.net/a b", "whitespace"),
+        ("http://127.0.0.1.example.net/x", "https"),
+    ] {
+        let err = PushEndpoint::parse(bad).unwrap_err().to_string();
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+    let long = format!("https://p.example/{}", "a".repeat(ENDPOINT_MAX_BYTES));
+    assert!(PushEndpoint::parse(&long)
+        .unwrap_err()
+        .to_string()
+        .contains("longer"));
+}
+
+#[test]
+fn bad_keys_and_shapes_are_refused_by_name() {
+    let short = json!({"endpoint": "https://p.example/x", "keys": {"p256dh": AUTH, "auth": AUTH}});
+    let err = NewSubscription::parse(&short).unwrap_err();
+    assert!(
+        matches!(err, SubscriptionError::Key { key: "p256dh", .. }),
+        "{err}"
+    );
+    let compressed = format!("A{}", &P256DH[1..]);
+    let err = PushKeys::parse(&compressed, AUTH).unwrap_err().to_string();
+    assert!(err.contains("0x04") || err.contains("base64url"), "{err}");
+    let err = PushKeys::parse(P256DH, "not base64!").unwrap_err();
+    assert!(
+        matches!(err, SubscriptionError::Key { key: "auth", .. }),
+        "{err}"
+    );
+    let err = PushKeys::parse(P256DH, "AAAA").unwrap_err().to_string();
+    assert!(err.contains("16"), "{err}");
+    for shape in [
+        json!({"endpoint": "https://p.example/x"}),
+        json!({"endpoint": "https://p.example/x", "keys": {"p256dh": P256DH, "auth": AUTH}, "extra": 1}),
+        json!({"endpoint": 5, "keys": {"p256dh": P256DH, "auth": AUTH}}),
+        json!({"endpoint": "https://p.example/x", "expirationTime": -1, "keys": {"p256dh": P256DH, "auth": AUTH}}),
+    ] {
+        assert!(
+            matches!(
+                NewSubscription::parse(&shape),
+                Err(SubscriptionError::Shape(_))
+            ),
+            "{shape}"
+        );
+    }
+}
+
+#[test]
+fn the_vapid_audience_is_the_endpoints_origin() {
+    let origin = |url: &str| PushEndpoint::parse(url).unwrap().origin();
+    assert_eq!(
+        origin("https://Push.Example.net/x/y?z"),
+        "https://push.example.net"
+    );
+    assert_eq!(
+        origin("https://push.example.net:443/x"),
+        "https://push.example.net"
+    );
+    assert_eq!(
+        origin("https://push.example.net:8443/x"),
+        "https://push.example.net:8443"
+    );
+    assert_eq!(
+        origin("http://127.0.0.1:9000/push/1"),
+        "http://127.0.0.1:9000"
+    );
+}
+
+#[test]
+fn a_waiting_card_pushes_its_title_and_link_never_its_lines() {
+    let pending = row(ApprovalStatus::Pending);
+    let message =
+        PushMessage::for_event(&Event::ApprovalRequested(pending.clone()), at(14, 0)).unwrap();
+    let payload: serde_json::Value = serde_json::from_str(&message.payload()).unwrap();
+    assert_eq!(
+        payload,
+        json!({
+            "type": "approval.requested",
+            "approval_id": pending.id,
+            "title": "Trash 1 email",
+            "url": format!("/activity/{}", pending.id),
+        })
+    );
+    assert!(!message.payload().contains("Secret subject"));
+    assert!(!message.payload().contains("m1"));
+    assert_eq!(message.urgency(), "high");
+    assert_eq!(message.topic(), "0b1c2d3e4f50461788293a4b5c6d7e8f");
+    assert_eq!(message.topic().len(), 32);
+    // TTL runs until the card's expiry.
+    assert_eq!(message.ttl_secs(at(14, 0)), 3600);
+    assert_eq!(message.ttl_secs(at(14, 30)), 1800);
+    assert_eq!(message.ttl_secs(at(16, 0)), 0);
+}
+
+#[test]
+fn a_decided_or_lapsed_card_pushes_its_closing_once_per_kind() {
+    for (event, outcome) in [
+        (
+            Event::ApprovalResponded(row(ApprovalStatus::Approved)),
+            "approved",
+        ),
+        (
+            Event::ApprovalResponded(row(ApprovalStatus::Rejected)),
+            "rejected",
+        ),
+        (
+            Event::ApprovalLapsed(row(ApprovalStatus::Expired)),
+            "lapsed",
+        ),
+    ] {
+        let message = PushMessage::for_event(&event, at(14, 10)).unwrap();
+        assert_eq!(message.kind, PushKind::Closed);
+        assert_eq!(message.outcome.as_deref(), Some(outcome));
+        assert_eq!(message.urgency(), "normal");
+        assert_eq!(message.topic(), "0b1c2d3e4f50461788293a4b5c6d7e8f");
+        assert_eq!(message.ttl_secs(at(14, 10)), CLOSED_TTL_SECS);
+        let payload: serde_json::Value = serde_json::from_str(&message.payload()).unwrap();
+        assert_eq!(payload["type"], "approval.closed");
+        assert_eq!(payload["outcome"], outcome);
+    }
+    // A pending row's update and a run's words push nothing.
+    assert!(PushMessage::for_event(
+        &Event::ApprovalResponded(row(ApprovalStatus::Pending)),
+        at(14, 0)
+    )
+    .is_none());
+    let words = Event::RunMessage(RunMessage {
+        conversation_id: "c".into(),
+        run_id: "r".into(),
+        text: "done".into(),
+        approval_id: None,
+    });
+    assert!(PushMessage::for_event(&words, at(14, 0)).is_none());
+}
+
+#[test]
+fn retries_back_off_doubling_to_ten_minutes_and_honour_retry_after() {
+    let secs = |attempt, after| retry_delay(attempt, after).as_secs();
+    assert_eq!(secs(1, None), 5);
+    assert_eq!(secs(2, None), 10);
+    assert_eq!(secs(3, None), 20);
+    assert_eq!(secs(8, None), 600);
+    assert_eq!(secs(40, None), 600);
+    assert_eq!(secs(1, Some(120)), 120);
+    assert_eq!(secs(8, Some(30)), 600);
+    assert_eq!(secs(1, Some(1_000_000)), 3600);
+}
+
+#[test]
+fn kinds_round_trip_their_stored_form() {
+    for kind in [PushKind::Requested, PushKind::Closed] {
+        assert_eq!(PushKind::parse(kind.as_str()), Some(kind));
+    }
+    assert_eq!(PushKind::parse("other"), None);
+}
