@@ -317,14 +317,17 @@ pub async fn csrf_guard(State(state): State<AppState>, req: Request, next: Next)
 }
 
 /// In `--demo`: a page request (GET) from a browser that is not signed in is signed in as the
-/// demo owner device (a session, like a paired browser's), before the page renders. API
+/// demo owner device (a session, like a paired browser's), before the page renders, when it
+/// names this machine (or `IRIS_PUBLIC_URL`'s host) as its `Host` ([`demo_host`]). API
 /// requests are never signed in this way (they keep 401 without credentials), nor is the
 /// pairing page (so a browser can be paired as another device in the demo too).
 pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(token) = state.demo_token.clone() else {
         return next.run(req).await;
     };
-    if !is_app_page(req.method(), req.uri().path()) {
+    if !is_app_page(req.method(), req.uri().path())
+        || !demo_host(req.headers(), state.public_origin.as_deref())
+    {
         return next.run(req).await;
     }
     // Read before authenticating: a session whose device is gone is flushed by it.
@@ -351,6 +354,32 @@ pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Nex
         }
     }
     next.run(req).await
+}
+
+/// Whether a request names this machine or the public address as its `Host`: the demo signs
+/// only such page loads in. A page of another site whose name was re-pointed at this machine
+/// (DNS rebinding) sends its own name as `Host`; signing it in would let that site's scripts
+/// answer cards with the demo owner's session, since to them this server is same-origin.
+fn demo_host(headers: &axum::http::HeaderMap, public_origin: Option<&str>) -> bool {
+    let Some(host) = headers
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let public_host = public_origin
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest);
+    name.eq_ignore_ascii_case("localhost")
+        || name == "::1"
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+        || public_host.is_some_and(|p| p.eq_ignore_ascii_case(host))
 }
 
 /// Whether a GET path is one of the app's pages (not the API, static files, server functions or

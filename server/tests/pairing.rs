@@ -391,6 +391,34 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
         .await
         .unwrap();
     let cookie = session_cookie(&page).expect("the demo signs a page request in");
+    // A page of another site re-pointed at this machine (DNS rebinding) sends its own name as
+    // Host: it is not signed in, so its scripts cannot answer cards as the demo owner.
+    for host in [
+        "evil.example",
+        "evil.example:3000",
+        "127.0.0.1.evil.example",
+    ] {
+        let rebound = http
+            .get(format!("{}/activity", server.url))
+            .header("host", host)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            session_cookie(&rebound).is_none(),
+            "signed in for Host {host}"
+        );
+    }
+    let localhost = server.url.replace("127.0.0.1", "localhost");
+    let by_name = http
+        .get(format!("{localhost}/activity"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        session_cookie(&by_name).is_some(),
+        "localhost is this machine"
+    );
     let approvals = http
         .get(format!("{}/governance/approvals", server.url))
         .header("cookie", &cookie)
