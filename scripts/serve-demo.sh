@@ -14,5 +14,8 @@ export LEPTOS_SITE_PKG_DIR=pkg
 export LEPTOS_OUTPUT_NAME=iris
 export IRIS_BIND="${IRIS_BIND:-127.0.0.1:3000}"
 export LEPTOS_SITE_ADDR="$IRIS_BIND"
+# Web Push on, so "Notify this device when a card waits" can be tried (README); a contact of
+# your own replaces it.
+export IRIS_VAPID_SUBJECT="${IRIS_VAPID_SUBJECT:-mailto:owner@example.org}"
 printf '[serve-demo] open http://%s and ask "trash the promo emails from this week", then "undo that"\n' "$IRIS_BIND"
 exec target/debug/iris serve --demo
