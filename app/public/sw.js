@@ -51,6 +51,32 @@ self.addEventListener('push', (event) => {
   event.waitUntil(self.registration.showNotification(title, options));
 });
 
+// The browser replaced its subscription (it expired, or its push service rotated it): tell the
+// server the new one, so the owner's notifications do not stop without a sign. The old one is
+// removed by the server when its push service answers 410.
+self.addEventListener('pushsubscriptionchange', (event) => {
+  event.waitUntil(
+    (async () => {
+      let subscription = event.newSubscription;
+      if (!subscription) {
+        const key = await fetch('/api/push/key', { credentials: 'same-origin' });
+        if (!key.ok) return;
+        const { public_key } = await key.json();
+        subscription = await self.registration.pushManager.subscribe({
+          userVisibleOnly: true,
+          applicationServerKey: public_key,
+        });
+      }
+      await fetch('/api/push/subscriptions', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(subscription.toJSON()),
+      });
+    })(),
+  );
+});
+
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
   const url = new URL((event.notification.data && event.notification.data.url) || '/activity', self.location.origin);

@@ -32,7 +32,7 @@ export async function pushState() {
   if (!supported()) return 'unsupported';
   try {
     const key = await fetch('/api/push/key', { credentials: 'same-origin' });
-    if (key.status === 503) {
+    if (key.status === 404) {
       const body = await key.json().catch(() => ({}));
       return 'server-off:' + (body.error || 'Web Push is off on this server.');
     }
@@ -43,7 +43,42 @@ export async function pushState() {
   const registration = await registerWorker();
   if (!registration) return 'unsupported';
   const subscription = await registration.pushManager.getSubscription();
-  return subscription && localStorage.getItem(KEY) ? 'on' : 'off';
+  if (!subscription || !localStorage.getItem(KEY)) return 'off';
+  // "On" only if the server still has it: a push service that said the subscription is gone
+  // makes the server drop it. The browser still holds it, so it is told again.
+  try {
+    const listed = await fetch('/api/push/subscriptions', { credentials: 'same-origin' });
+    if (!listed.ok) return 'on';
+    const { subscriptions = [] } = await listed.json();
+    const endpoint = subscription.endpoint;
+    if (subscriptions.some((s) => s.id === localStorage.getItem(KEY) || s.endpoint === endpoint)) return 'on';
+    const saved = await save(subscription);
+    return saved.startsWith('failed:') ? 'off' : saved;
+  } catch (e) {
+    return 'on';
+  }
+}
+
+/** Tells the server about `subscription`; "on" or "failed:SENTENCE". */
+async function save(subscription) {
+  const saved = await fetch('/api/push/subscriptions', {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(subscription.toJSON()),
+  });
+  const savedBody = await saved.json().catch(() => ({}));
+  if (!saved.ok) return 'failed:' + (savedBody.error || `the server answered ${saved.status}`);
+  localStorage.setItem(KEY, savedBody.id);
+  return 'on';
+}
+
+/** `promise`, or a rejection with `sentence` after `ms` milliseconds. */
+function within(ms, promise, sentence) {
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => setTimeout(() => reject(new Error(sentence)), ms)),
+  ]);
 }
 
 /** Asks the browser's permission, subscribes with the server's key, tells the server. */
@@ -55,29 +90,26 @@ export async function enablePush() {
     if (permission !== 'granted') return 'dismissed';
     const keyResponse = await fetch('/api/push/key', { credentials: 'same-origin' });
     const keyBody = await keyResponse.json().catch(() => ({}));
-    if (keyResponse.status === 503) return 'server-off:' + (keyBody.error || 'Web Push is off on this server.');
+    if (keyResponse.status === 404) return 'server-off:' + (keyBody.error || 'Web Push is off on this server.');
     if (!keyResponse.ok) return 'failed:' + (keyBody.error || `the server answered ${keyResponse.status}`);
     const registration = await registerWorker();
     if (!registration) return 'unsupported';
     await navigator.serviceWorker.ready;
     let subscription = await registration.pushManager.getSubscription();
     if (!subscription) {
-      subscription = await registration.pushManager.subscribe({
-        userVisibleOnly: true,
-        applicationServerKey: keyBody.public_key,
-      });
+      // The browser asks its own push service (Google's for Chrome, Mozilla's for Firefox),
+      // which may be unreachable: do not wait for ever.
+      subscription = await within(
+        20000,
+        registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBody.public_key }),
+        "the browser's push service did not answer within 20 seconds (is this device online, and may it reach it?)",
+      );
     }
-    const saved = await fetch('/api/push/subscriptions', {
-      method: 'POST',
-      credentials: 'same-origin',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(subscription.toJSON()),
-    });
-    const savedBody = await saved.json().catch(() => ({}));
-    if (!saved.ok) return 'failed:' + (savedBody.error || `the server answered ${saved.status}`);
-    localStorage.setItem(KEY, savedBody.id);
-    return 'on';
+    return await save(subscription);
   } catch (e) {
+    if (e && e.name === 'NotAllowedError') {
+      return 'failed:this browser window may not receive pushes (a private window cannot)';
+    }
     return 'failed:' + (e && e.message ? e.message : String(e));
   }
 }

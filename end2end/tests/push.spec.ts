@@ -105,6 +105,10 @@ test('the app installs: a manifest with icons, theme colours and a service worke
   expect(manifest.display).toBe('standalone');
   expect(manifest.start_url).toBe('/activity');
   expect(manifest.icons.map((i: { purpose: string }) => i.purpose)).toContain('maskable');
+  // A new service worker or manifest is seen at once.
+  for (const file of ['/sw.js', '/manifest.webmanifest']) {
+    expect((await request.get(file)).headers()['cache-control'], file).toBe('no-cache');
+  }
   for (const icon of manifest.icons) {
     const response = await request.get(icon.src);
     expect(response.status(), icon.src).toBe(200);
@@ -197,7 +201,7 @@ test('"Notify this device" asks only when tapped and says what to do when blocke
   // A server with push off: its sentence names the setting that turns it on.
   await page.route('**/api/push/key', (route) =>
     route.fulfill({
-      status: 503,
+      status: 404,
       contentType: 'application/json',
       body: JSON.stringify({ error: 'Web Push is off on this server: set IRIS_VAPID_SUBJECT to a mailto: address or an https: URL (RFC 8292) and restart it' }),
     }),

@@ -101,16 +101,25 @@ pub fn is_hashed_name(name: &str) -> bool {
 }
 
 /// Sets `Cache-Control` on the static site's answers under `/pkg/`: [`IMMUTABLE`] for a hashed
-/// name, [`REVALIDATE`] for any other (pages and the API keep their own headers).
+/// name, [`REVALIDATE`] for any other; and [`REVALIDATE`] on the installable app's files at the
+/// root (`/sw.js`: a browser must see a new service worker at once; the manifest and icons).
+/// Pages and the API keep their own headers.
 pub async fn cache_control(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let prefix = format!("/{}/", state.leptos.site_pkg_dir);
-    let rule = req.uri().path().strip_prefix(&prefix).map(|file| {
-        if !file.contains('/') && is_hashed_name(file) {
-            IMMUTABLE
-        } else {
-            REVALIDATE
-        }
-    });
+    let path = req.uri().path();
+    let rule = path
+        .strip_prefix(&prefix)
+        .map(|file| {
+            if !file.contains('/') && is_hashed_name(file) {
+                IMMUTABLE
+            } else {
+                REVALIDATE
+            }
+        })
+        .or_else(|| {
+            (path == "/sw.js" || path == "/manifest.webmanifest" || path.starts_with("/icons/"))
+                .then_some(REVALIDATE)
+        });
     let mut response = next.run(req).await;
     if let Some(rule) = rule {
         let status = response.status();

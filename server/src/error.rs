@@ -43,10 +43,15 @@ pub enum ApiError {
     /// 500: storage or another internal failure; nothing was decided.
     #[error("{0}")]
     Internal(String),
-    /// 503: a feature this server was not set up for (e.g. Web Push without
-    /// `IRIS_VAPID_SUBJECT`); the sentence says which setting turns it on.
+    /// 409 without a row: the thing is held by someone else (another device's push
+    /// subscription).
     #[error("{0}")]
-    Unavailable(String),
+    InUse(String),
+    /// 404: a feature this server was not set up for (Web Push without `IRIS_VAPID_SUBJECT`:
+    /// there is no push key here); the sentence says which setting turns it on. A 4xx, not a
+    /// 503: the server is well, and asking is not a failure to log on every page load.
+    #[error("{0}")]
+    Off(String),
 }
 
 impl From<RespondError> for ApiError {
@@ -122,11 +127,11 @@ impl ApiError {
             }
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Conflict(..) => StatusCode::CONFLICT,
+            ApiError::Conflict(..) | ApiError::InUse(_) => StatusCode::CONFLICT,
             ApiError::Gone(..) => StatusCode::GONE,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Off(_) => StatusCode::NOT_FOUND,
         }
     }
 }
@@ -139,8 +144,7 @@ impl IntoResponse for ApiError {
             ApiError::Conflict(_, row) | ApiError::Gone(_, row) => Some(*row),
             _ => None,
         };
-        // A feature that is off (503) is the server's settings, not a failure.
-        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
+        if status.is_server_error() {
             tracing::error!(%error, "request failed");
         }
         (status, Json(ErrorBody { error, approval })).into_response()

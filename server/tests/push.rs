@@ -256,6 +256,13 @@ async fn two_servers_on_one_database_send_each_push_once() {
     for i in 0..5 {
         ids.push(halt(if i % 2 == 0 { &ca } else { &cb }, &phone).await);
     }
+    // Each waiting push out before its card closes (a card closed first is never pushed).
+    for id in &ids {
+        eventually("every waiting push", || async {
+            (!push.delivered("phone", id).is_empty()).then_some(())
+        })
+        .await;
+    }
     for (i, id) in ids.iter().take(4).enumerate() {
         respond(if i % 2 == 0 { &cb } else { &ca }, &phone, id, "reject").await;
     }
@@ -290,6 +297,63 @@ async fn two_servers_on_one_database_send_each_push_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_closed_before_its_push_went_out_is_not_pushed_and_late_devices_miss_its_closing() {
+    let push = PushService::start().await;
+    let (world, phone, tablet) = world(None).await;
+    let server = world.start();
+    let client = server.client();
+    learn_key(&push, &client, &phone).await;
+    subscribe(&client, &phone, push.browser("phone").subscription()).await;
+    // The phone's push service fails for now: the waiting push is retried in 5 s.
+    push.fail_next("phone", 1000);
+    let unseen = halt(&client, &phone).await;
+    eventually("a first failed attempt", || async {
+        push.received()
+            .iter()
+            .any(|r| r.name == "phone" && r.answered == 500)
+            .then_some(())
+    })
+    .await;
+    respond(&client, &phone, &unseen, "reject").await;
+    push.fail_next("phone", 0);
+
+    // A card the tablet subscribes to only after it was asked for.
+    let seen = halt(&client, &phone).await;
+    eventually("the second card's waiting push", || async {
+        (!push.delivered("phone", &seen).is_empty()).then_some(())
+    })
+    .await;
+    subscribe(&client, &tablet, push.browser("tablet").subscription()).await;
+    respond(&client, &phone, &seen, "reject").await;
+    // A third card is the barrier: its waiting push goes out after everything before it.
+    let barrier = halt(&client, &phone).await;
+    for name in ["phone", "tablet"] {
+        eventually("the barrier's waiting push", || async {
+            (!push.delivered(name, &barrier).is_empty()).then_some(())
+        })
+        .await;
+    }
+    assert!(
+        push.delivered("phone", &unseen).is_empty(),
+        "a card closed before its push went out is never pushed: {:?}",
+        push.delivered("phone", &unseen)
+    );
+    let seen_on_phone: Vec<Value> = push
+        .delivered("phone", &seen)
+        .into_iter()
+        .map(|p| p["type"].clone())
+        .collect();
+    assert_eq!(
+        seen_on_phone,
+        vec![json!("approval.requested"), json!("approval.closed")]
+    );
+    assert!(
+        push.delivered("tablet", &seen).is_empty(),
+        "the tablet never saw that card, so it gets no closing of it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_device_manages_only_its_own_subscriptions() {
     let push = PushService::start().await;
     let (world, phone, tablet) = world(None).await;
@@ -320,9 +384,32 @@ async fn each_device_manages_only_its_own_subscriptions() {
     let list = client.get("/api/push/subscriptions", &tablet).await;
     assert_eq!(list["subscriptions"].as_array().unwrap().len(), 1);
 
-    // Subscribing again with the same endpoint keeps one row.
-    let again = subscribe(&client, &phone, push.browser("phone").subscription()).await;
+    // Subscribing again with the same endpoint keeps one row, however it is spelled.
+    let mut respelled = push.browser("phone").subscription();
+    respelled["endpoint"] = json!(
+        respelled["endpoint"]
+            .as_str()
+            .unwrap()
+            .replace("http://", "HTTP://")
+            + "#again"
+    );
+    let again = subscribe(&client, &phone, respelled).await;
     assert_eq!(again, mine);
+    // Another device cannot take it over: 409, and it stays the phone's.
+    let (status, body) = client
+        .post(
+            "/api/push/subscriptions",
+            Some(&tablet),
+            push.browser("phone").subscription(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("another device"),
+        "{body}"
+    );
+    let list = client.get("/api/push/subscriptions", &phone).await;
+    assert_eq!(list["subscriptions"][0]["id"], json!(mine));
 
     let response = http
         .delete(format!("{}/api/push/subscriptions/{mine}", client.url))
@@ -350,10 +437,19 @@ async fn each_device_manages_only_its_own_subscriptions() {
     short_key["keys"]["p256dh"] = json!("AAAA");
     let mut short_auth = good.clone();
     short_auth["keys"]["auth"] = json!("AAAA");
+    let mut off_curve = good.clone();
+    off_curve["keys"]["p256dh"] = json!(format!("BA{}", "A".repeat(85)));
+    let mut metadata = good.clone();
+    metadata["endpoint"] = json!("https://169.254.169.254/latest/meta-data");
+    let mut expired = good.clone();
+    expired["expirationTime"] = json!(1000);
     for (body, needle) in [
         (plain_http, "https"),
         (short_key, "p256dh"),
         (short_auth, "auth"),
+        (off_curve, "not a point on P-256"),
+        (metadata, "link-local"),
+        (expired, "already passed"),
         (json!({"endpoint": "https://p.example/x"}), "shape"),
         (json!([1]), "subscription"),
     ] {
@@ -391,7 +487,7 @@ async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let body: Value = response.json().await.unwrap();
     assert!(
         body["error"]
@@ -407,7 +503,7 @@ async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
             push.browser("phone").subscription(),
         )
         .await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 
     // A subject that is neither mailto: nor https: stops the server at start, naming it.
     world.env = vec![("IRIS_VAPID_SUBJECT".into(), "owner@example.org".into())];

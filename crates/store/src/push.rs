@@ -6,7 +6,8 @@ use base64ct::{Base64UrlUnpadded, Encoding};
 use chrono::{DateTime, Utc};
 use iris_core::ports::{PushEnd, PushJob, PushStore, StoreError};
 use iris_core::push::{
-    NewSubscription, PushEndpoint, PushKeys, PushMessage, PushSubscription, GIVE_UP_AFTER_SECS,
+    NewSubscription, PushEndpoint, PushKeys, PushKind, PushMessage, PushSubscription,
+    GIVE_UP_AFTER_SECS,
 };
 use iris_core::wire::Event;
 use sqlx::Row;
@@ -42,16 +43,41 @@ impl Store {
             };
             let deliver_until = message.deliver_until.unwrap_or(at);
             let give_up_at = deliver_until.min(at + chrono::Duration::seconds(GIVE_UP_AFTER_SECS));
-            // Subscriptions the browser said have expired get nothing. (A WHERE clause is also
-            // what lets SQLite parse INSERT … SELECT … ON CONFLICT.)
+            // Who gets it. A waiting card: every subscription the browser has not said expired.
+            // Its closing: only the subscriptions its waiting push reached or is reaching now; a
+            // waiting push not sent yet is dropped (the card is no longer waiting), and a
+            // device that subscribed later never saw the card. (A WHERE clause is also what
+            // lets SQLite parse INSERT … SELECT … ON CONFLICT.)
+            let recipients = match message.kind {
+                PushKind::Requested => {
+                    "SELECT id AS sub FROM push_subscriptions \
+                     WHERE (expires_at IS NULL OR expires_at > {now})"
+                }
+                PushKind::Closed => {
+                    tx.exec(
+                        self.timed(
+                            "UPDATE push_outbox SET state = 'gave_up', updated_at = {now} \
+                             WHERE approval_id = $2 AND kind = 'requested' \
+                             AND state = 'pending' \
+                             AND (lease_until IS NULL OR lease_until <= {now})",
+                        )
+                        .text(&message.approval_id),
+                        "dropping the waiting pushes of a closed card",
+                    )
+                    .await?;
+                    "SELECT subscription_id AS sub FROM push_outbox \
+                     WHERE approval_id = $2 AND kind = 'requested' \
+                     AND state IN ('sent', 'pending')"
+                }
+            };
             tx.exec(
-                self.timed(
+                self.timed(&format!(
                     "INSERT INTO push_outbox (subscription_id, approval_id, kind, message, \
                      deliver_until, give_up_at, state, attempts, next_at, created_at, updated_at) \
-                     SELECT id, $2, $3, $4, $5, $6, 'pending', 0, {now}, {now}, {now} \
-                     FROM push_subscriptions WHERE (expires_at IS NULL OR expires_at > {now}) \
-                     ON CONFLICT (subscription_id, approval_id, kind) DO NOTHING",
-                )
+                     SELECT r.sub, $2, $3, $4, $5, $6, 'pending', 0, {{now}}, {{now}}, {{now}} \
+                     FROM ({recipients}) AS r WHERE true \
+                     ON CONFLICT (subscription_id, approval_id, kind) DO NOTHING"
+                ))
                 .text(&message.approval_id)
                 .text(message.kind.as_str())
                 .text(&to_json(&message, "a push")?)
@@ -128,12 +154,13 @@ impl PushStore for Store {
         device: &str,
         subscription: &NewSubscription,
         at: DateTime<Utc>,
-    ) -> Result<String, StoreError> {
+    ) -> Result<Option<String>, StoreError> {
         sqlx::query_scalar::<_, String>(
             "INSERT INTO push_subscriptions (id, device, endpoint, p256dh, auth, expires_at, \
              created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (endpoint) DO UPDATE SET device = excluded.device, \
-             p256dh = excluded.p256dh, auth = excluded.auth, expires_at = excluded.expires_at \
+             ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, \
+             auth = excluded.auth, expires_at = excluded.expires_at \
+             WHERE push_subscriptions.device = excluded.device \
              RETURNING id",
         )
         .bind(uuid::Uuid::new_v4().to_string())
@@ -143,7 +170,7 @@ impl PushStore for Store {
         .bind(subscription.keys.auth_text())
         .bind(subscription.expires_at.map(timestamp_text))
         .bind(timestamp_text(at))
-        .fetch_one(&self.pool)
+        .fetch_optional(&self.pool)
         .await
         .map_err(backend("adding a push subscription"))
     }
@@ -273,9 +300,12 @@ impl PushStore for Store {
             } else {
                 "gave_up"
             }),
+            // A waiting push whose card closed meanwhile is not tried again.
             PushEnd::Retry(next) => Stmt::new(format!(
                 "UPDATE push_outbox SET next_at = $4, lease_owner = NULL, lease_until = NULL, \
-                 state = CASE WHEN $4 >= give_up_at THEN 'gave_up' ELSE 'pending' END, \
+                 state = CASE WHEN $4 >= give_up_at OR (kind = 'requested' AND EXISTS \
+                 (SELECT 1 FROM push_outbox c WHERE c.approval_id = push_outbox.approval_id \
+                 AND c.kind = 'closed')) THEN 'gave_up' ELSE 'pending' END, \
                  updated_at = $1 {fenced}"
             ))
             .text(&timestamp_text(at))

@@ -71,7 +71,7 @@ fn push_of(state: &AppState) -> Result<&super::WebPush, ApiError> {
     state
         .push
         .as_deref()
-        .ok_or_else(|| ApiError::Unavailable(PUSH_OFF.into()))
+        .ok_or_else(|| ApiError::Off(PUSH_OFF.into()))
 }
 
 /// `GET /api/push/key` (any device): the key to subscribe with.
@@ -82,7 +82,7 @@ fn push_of(state: &AppState) -> Result<&super::WebPush, ApiError> {
     responses(
         (status = 200, description = "The server's VAPID public key.", body = PushKeyBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
-        (status = 503, description = "Web Push is off: the sentence names the setting that turns it on.", body = ErrorBody),
+        (status = 404, description = "Web Push is off (no push key on this server): the sentence names the setting that turns it on.", body = ErrorBody),
     ),
     security(("bearer" = []), ("cookie" = []))
 )]
@@ -104,10 +104,11 @@ pub(crate) async fn key(
     request_body(content = Object, description = "`PushSubscription.toJSON()`: {\"endpoint\", \"expirationTime\", \"keys\": {\"p256dh\", \"auth\"}}; the endpoint https (plain http only on loopback)."),
     responses(
         (status = 201, description = "Subscribed: this device gets a push when a card waits and when it closes.", body = SubscriptionCreated),
-        (status = 400, description = "Not a subscription: the sentence names the field and the rule; nothing stored.", body = ErrorBody),
+        (status = 400, description = "Not a subscription: the sentence names the field and the rule (the endpoint https and public, plain http only on loopback; p256dh a point on P-256; auth 16 bytes; expirationTime not past); nothing stored.", body = ErrorBody),
+        (status = 409, description = "The endpoint is another device's subscription; nothing stored.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
         (status = 403, description = "A cross-site request with the browser cookie (CSRF); nothing stored.", body = ErrorBody),
-        (status = 503, description = "Web Push is off; nothing stored.", body = ErrorBody),
+        (status = 404, description = "Web Push is off; nothing stored.", body = ErrorBody),
     ),
     security(("bearer" = []), ("cookie" = []))
 )]
@@ -119,12 +120,19 @@ pub(crate) async fn subscribe(
     push_of(&state)?;
     let value = crate::json::parse_strict(&body)
         .map_err(|e| ApiError::BadRequest(format!("the subscription: {e}; nothing was stored")))?;
-    let subscription = NewSubscription::parse(&value)
+    let subscription = NewSubscription::parse(&value, Utc::now())
         .map_err(|e| ApiError::BadRequest(format!("{e}; nothing was stored")))?;
-    let id = state
+    super::vapid::check_key(&subscription.keys)
+        .map_err(|e| ApiError::BadRequest(format!("{e}; nothing was stored")))?;
+    let Some(id) = state
         .store
         .add_subscription(&device, &subscription, Utc::now())
-        .await?;
+        .await?
+    else {
+        return Err(ApiError::InUse(
+            "this endpoint is another device's push subscription; nothing was stored (that device removes it, or revoking it does)".into(),
+        ));
+    };
     tracing::info!(device = %device, subscription = %id, "a device subscribed to pushes");
     Ok((StatusCode::CREATED, Json(SubscriptionCreated { id })))
 }

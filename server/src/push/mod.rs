@@ -13,7 +13,7 @@
 //!   `DELETE /api/push/subscriptions/{id}`.
 
 pub mod api;
-mod vapid;
+pub(crate) mod vapid;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +57,10 @@ impl PushSettings {
         let Some(subject) = non_blank(&settings.vapid_subject) else {
             return Ok(None);
         };
-        let valid = match subject.split_once(':') {
+        let scheme = subject
+            .split_once(':')
+            .map(|(scheme, rest)| (scheme.to_ascii_lowercase(), rest));
+        let valid = match scheme.as_ref().map(|(s, r)| (s.as_str(), *r)) {
             Some(("mailto", address)) => {
                 let (local, domain) = address.split_once('@').unwrap_or_default();
                 !local.is_empty() && domain.contains('.') && !address.contains(char::is_whitespace)
@@ -81,7 +84,7 @@ impl PushSettings {
 
 /// The sentence every push route answers with while push is off.
 pub const PUSH_OFF: &str = "Web Push is off on this server: set IRIS_VAPID_SUBJECT to a mailto: \
-     address or an https: URL (RFC 8292) and restart it";
+     address or an https: URL and restart it";
 
 /// This server's Web Push sender: the VAPID key, the subject, one HTTP client.
 pub struct WebPush {
@@ -165,7 +168,15 @@ impl WebPush {
         let response = match sent {
             Ok(response) => response,
             Err(e) => {
-                tracing::warn!(subscription = %job.subscription_id, error = %e, "a push could not be delivered; retrying");
+                // reqwest's own sentence ("error sending request") hides the cause: the chain.
+                let mut why = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    why.push_str(": ");
+                    why.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                tracing::warn!(subscription = %job.subscription_id, error = %why, "a push could not be delivered; retrying");
                 return retry(job, None);
             }
         };
@@ -177,7 +188,10 @@ impl WebPush {
             .and_then(|v| v.trim().parse::<u64>().ok());
         match status.as_u16() {
             200..=299 => PushEnd::Sent,
-            404 | 410 => PushEnd::Gone,
+            404 | 410 => {
+                tracing::info!(subscription = %job.subscription_id, %status, "the push service no longer knows this subscription; removing it");
+                PushEnd::Gone
+            }
             429 | 500..=599 => {
                 tracing::warn!(subscription = %job.subscription_id, %status, "the push service asked to retry");
                 retry(job, retry_after)

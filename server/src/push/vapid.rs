@@ -74,6 +74,17 @@ impl VapidKey {
     }
 }
 
+/// Checks that a subscription's public key is a point on P-256 (so pushes to it can be
+/// encrypted).
+///
+/// # Errors
+/// When it is not, in a sentence naming the key.
+pub fn check_key(keys: &PushKeys) -> anyhow::Result<()> {
+    web_push_native::p256::PublicKey::from_sec1_bytes(keys.p256dh())
+        .map(|_| ())
+        .map_err(|_| anyhow::anyhow!("the subscription's key `p256dh` is not a point on P-256"))
+}
+
 /// Encrypts `payload` for a browser's keys (RFC 8291, content coding `aes128gcm`, one record).
 ///
 /// # Errors

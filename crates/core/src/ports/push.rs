@@ -4,10 +4,11 @@
 //! The outbox is written by the commit that carries the event: the store turns each event
 //! [`PushMessage::for_event`](crate::push::PushMessage::for_event) pushes for into one job per
 //! live subscription, in the same transaction as the approval's change, so a card that waits
-//! is never without its push and a push never announces a change that rolled back. A card's
-//! closing push is written once per subscription (however many `approval.responded` follow),
-//! and is not handed out while that subscription's push of the waiting card is still to go,
-//! so the phone never sees them in the wrong order.
+//! is never without its push and a push never announces a change that rolled back. When the
+//! card closes, its waiting pushes not sent yet are dropped, and its closing push is written
+//! once (however many `approval.responded` follow) for each subscription its waiting push
+//! reached or is reaching, and not handed out before that one, so the phone never sees them in
+//! the wrong order, nor the closing of a card it never saw.
 //!
 //! | call | what it does |
 //! |---|---|
@@ -72,9 +73,10 @@ pub trait PushStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<([u8; 32], [u8; 65]), StoreError>;
 
-    /// Adds `subscription` for `device`: its id. The same endpoint again (a browser that
-    /// subscribes anew) replaces the old one's keys and moves it to `device`, keeping one row
-    /// per endpoint.
+    /// Adds `subscription` for `device`: its id. The same endpoint again from the same device
+    /// (a browser that subscribes anew) replaces its keys, keeping one row per endpoint; `None`
+    /// when the endpoint is another device's subscription (nothing changes: a device never
+    /// takes over another's).
     ///
     /// # Errors
     /// [`StoreError::Backend`].
@@ -83,7 +85,7 @@ pub trait PushStore: Send + Sync {
         device: &str,
         subscription: &NewSubscription,
         at: DateTime<Utc>,
-    ) -> Result<String, StoreError>;
+    ) -> Result<Option<String>, StoreError>;
 
     /// `device`'s subscriptions, oldest first.
     ///

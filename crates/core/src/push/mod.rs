@@ -56,14 +56,23 @@ pub enum SubscriptionError {
 pub struct PushEndpoint(String);
 
 impl PushEndpoint {
-    /// Parses an endpoint URL.
+    /// Parses an endpoint URL into its one spelling: scheme and host in lower case, the
+    /// scheme's default port and any `#fragment` dropped (so one browser's endpoint is one
+    /// subscription however it is written).
     ///
     /// # Errors
-    /// [`SubscriptionError::Endpoint`] naming the rule it breaks.
+    /// [`SubscriptionError::Endpoint`] naming the rule it breaks: longer than
+    /// [`ENDPOINT_MAX_BYTES`], not ASCII (browsers send punycode and percent-encoding), spaces
+    /// or control characters, not absolute, a user name or password, no host, not https (plain
+    /// http only on loopback), or a private, link-local or unspecified IP address (a device
+    /// must not make the server post to the machines around it).
     pub fn parse(text: &str) -> Result<PushEndpoint, SubscriptionError> {
         let refuse = |why: &str| Err(SubscriptionError::Endpoint(why.to_owned()));
         if text.len() > ENDPOINT_MAX_BYTES {
             return refuse(&format!("is longer than {ENDPOINT_MAX_BYTES} bytes"));
+        }
+        if !text.is_ascii() {
+            return refuse("holds characters outside ASCII (a browser's endpoint never does)");
         }
         if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return refuse("holds whitespace or control characters");
@@ -72,7 +81,9 @@ impl PushEndpoint {
             Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
             None => return refuse("is not an absolute URL"),
         };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let rest = rest.split('#').next().unwrap_or_default();
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(end);
         if authority.contains('@') {
             return refuse("must not carry a user name or password");
         }
@@ -80,12 +91,19 @@ impl PushEndpoint {
         if host.is_empty() {
             return refuse("has no host");
         }
-        match scheme.as_str() {
-            "https" => Ok(PushEndpoint(text.to_owned())),
-            "http" if is_loopback(host) => Ok(PushEndpoint(text.to_owned())),
-            "http" => refuse("must use https (plain http only on this machine's loopback)"),
-            _ => refuse("must be an https URL"),
+        let default_port = match scheme.as_str() {
+            "https" => ":443",
+            "http" if is_loopback(host) => ":80",
+            "http" => return refuse("must use https (plain http only on this machine's loopback)"),
+            _ => return refuse("must be an https URL"),
+        };
+        if !is_loopback(host) && is_internal_address(host) {
+            return refuse("is a private, link-local or unspecified address");
         }
+        let authority = authority.to_ascii_lowercase();
+        let authority = authority.strip_suffix(default_port).unwrap_or(&authority);
+        let path = if path.is_empty() { "/" } else { path };
+        Ok(PushEndpoint(format!("{scheme}://{authority}{path}")))
     }
 
     /// The URL.
@@ -97,14 +115,9 @@ impl PushEndpoint {
     /// the port when it is not the scheme's default (`https://push.example.net`,
     /// `http://127.0.0.1:9000`).
     pub fn origin(&self) -> String {
+        // The stored spelling is already lower case without a default port.
         let (scheme, rest) = self.0.split_once("://").unwrap_or(("https", &self.0));
-        let scheme = scheme.to_ascii_lowercase();
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let default_port = if scheme == "https" { ":443" } else { ":80" };
-        let authority = authority
-            .strip_suffix(default_port)
-            .unwrap_or(authority)
-            .to_ascii_lowercase();
+        let authority = rest.split(['/', '?']).next().unwrap_or_default();
         format!("{scheme}://{authority}")
     }
 }
@@ -129,6 +142,30 @@ fn host_of(authority: &str) -> &str {
         return v6.split(']').next().unwrap_or_default();
     }
     authority.split(':').next().unwrap_or_default()
+}
+
+/// Whether a host is an IP address of the machines around this one: private (RFC 1918, IPv6
+/// unique local), link-local (cloud metadata services live there), unspecified, broadcast or
+/// multicast. Names are not resolved here (a push service is always a public name).
+fn is_internal_address(host: &str) -> bool {
+    if let Ok(v4) = host.parse::<std::net::Ipv4Addr>() {
+        return v4.is_private()
+            || v4.is_link_local()
+            || v4.is_unspecified()
+            || v4.is_broadcast()
+            || v4.is_multicast()
+            || v4.is_loopback();
+    }
+    if let Ok(v6) = host.parse::<std::net::Ipv6Addr>() {
+        let first = v6.segments()[0];
+        return v6.is_unspecified()
+            || v6.is_multicast()
+            || v6.is_loopback()
+            || (first & 0xfe00) == 0xfc00
+            || (first & 0xffc0) == 0xfe80
+            || v6.to_ipv4_mapped().is_some();
+    }
+    false
 }
 
 /// Whether a host names this machine.
@@ -238,18 +275,29 @@ pub struct NewSubscription {
 
 impl NewSubscription {
     /// Parses `PushSubscription.toJSON()`: `{"endpoint", "expirationTime", "keys": {"p256dh",
-    /// "auth"}}`.
+    /// "auth"}}`, at `now` (an `expirationTime` already past is refused).
     ///
     /// # Errors
     /// [`SubscriptionError`] naming the field and the rule.
-    pub fn parse(json: &serde_json::Value) -> Result<NewSubscription, SubscriptionError> {
+    pub fn parse(
+        json: &serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> Result<NewSubscription, SubscriptionError> {
         let raw: SubscriptionJson = serde_json::from_value(json.clone())
             .map_err(|e| SubscriptionError::Shape(e.to_string()))?;
         let expires_at = match raw.expiration_time {
             None => None,
-            Some(ms) if ms.is_finite() && ms >= 0.0 => DateTime::from_timestamp_millis(ms as i64)
-                .map(Some)
-                .ok_or_else(|| SubscriptionError::Shape("expirationTime is out of range".into()))?,
+            Some(ms) if ms.is_finite() && ms >= 0.0 => {
+                let at = DateTime::from_timestamp_millis(ms as i64).ok_or_else(|| {
+                    SubscriptionError::Shape("expirationTime is out of range".into())
+                })?;
+                if at <= now {
+                    return Err(SubscriptionError::Shape(
+                        "expirationTime has already passed: the browser must subscribe anew".into(),
+                    ));
+                }
+                Some(at)
+            }
             Some(_) => {
                 return Err(SubscriptionError::Shape(
                     "expirationTime must be null or milliseconds since 1970".into(),

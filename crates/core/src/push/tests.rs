@@ -51,8 +51,11 @@ fn row(status: ApprovalStatus) -> Approval {
 
 #[test]
 fn a_browsers_subscription_parses() {
-    let sub =
-        NewSubscription::parse(&subscription("https://fcm.googleapis.com/fcm/send/abc")).unwrap();
+    let sub = NewSubscription::parse(
+        &subscription("https://fcm.googleapis.com/fcm/send/abc"),
+        at(14, 0),
+    )
+    .unwrap();
     assert_eq!(
         sub.endpoint.as_str(),
         "https://fcm.googleapis.com/fcm/send/abc"
@@ -64,11 +67,13 @@ fn a_browsers_subscription_parses() {
     assert_eq!(sub.expires_at, None);
     // Padding is allowed.
     let padded = json!({"endpoint": "https://p.example/x", "keys": {"p256dh": format!("{P256DH}="), "auth": format!("{AUTH}==")}});
-    assert!(NewSubscription::parse(&padded).is_ok());
-    let expiring = json!({"endpoint": "https://p.example/x", "expirationTime": 1_796_212_800_000.0_f64, "keys": {"p256dh": P256DH, "auth": AUTH}});
+    assert!(NewSubscription::parse(&padded, at(14, 0)).is_ok());
+    let expiring = json!({"endpoint": "https://p.example/x", "expirationTime": 1_900_000_000_000.0_f64, "keys": {"p256dh": P256DH, "auth": AUTH}});
     assert_eq!(
-        NewSubscription::parse(&expiring).unwrap().expires_at,
-        DateTime::from_timestamp_millis(1_796_212_800_000)
+        NewSubscription::parse(&expiring, at(14, 0))
+            .unwrap()
+            .expires_at,
+        DateTime::from_timestamp_millis(1_900_000_000_000)
     );
 }
 
@@ -90,6 +95,13 @@ fn only_https_or_loopback_http_endpoints() {
         ("https://user:pw@push.example.net/x", "user name"),
         ("https://push.example.net/a b", "whitespace"),
         ("http://127.0.0.1.example.net/x", "https"),
+        ("https://169.254.169.254/latest", "link-local"),
+        ("https://10.0.0.5/push", "private"),
+        ("https://192.168.1.1/push", "private"),
+        ("https://[fe80::1]/push", "link-local"),
+        ("https://0.0.0.0/push", "unspecified"),
+        ("https://push.example.net/\u{202e}x", "ASCII"),
+        ("https://pùsh.example.net/x", "ASCII"),
     ] {
         let err = PushEndpoint::parse(bad).unwrap_err().to_string();
         assert!(err.contains(why), "{bad}: {err}");
@@ -104,7 +116,7 @@ fn only_https_or_loopback_http_endpoints() {
 #[test]
 fn bad_keys_and_shapes_are_refused_by_name() {
     let short = json!({"endpoint": "https://p.example/x", "keys": {"p256dh": AUTH, "auth": AUTH}});
-    let err = NewSubscription::parse(&short).unwrap_err();
+    let err = NewSubscription::parse(&short, at(14, 0)).unwrap_err();
     assert!(
         matches!(err, SubscriptionError::Key { key: "p256dh", .. }),
         "{err}"
@@ -127,12 +139,43 @@ fn bad_keys_and_shapes_are_refused_by_name() {
     ] {
         assert!(
             matches!(
-                NewSubscription::parse(&shape),
+                NewSubscription::parse(&shape, at(14, 0)),
                 Err(SubscriptionError::Shape(_))
             ),
             "{shape}"
         );
     }
+}
+
+#[test]
+fn one_endpoint_has_one_spelling() {
+    let spelled = |url: &str| PushEndpoint::parse(url).unwrap().as_str().to_owned();
+    let one = spelled("https://push.example.org/x");
+    for variant in [
+        "HTTPS://PUSH.example.org/x",
+        "https://push.example.org:443/x",
+        "https://push.example.org/x#",
+        "https://push.example.org/x#frag",
+    ] {
+        assert_eq!(spelled(variant), one, "{variant}");
+    }
+    assert_eq!(
+        spelled("https://push.example.org"),
+        "https://push.example.org/"
+    );
+    assert_eq!(
+        spelled("http://127.0.0.1:80/p?q=1"),
+        "http://127.0.0.1/p?q=1"
+    );
+}
+
+#[test]
+fn an_expiration_already_past_is_refused() {
+    let past = json!({"endpoint": "https://p.example/x", "expirationTime": 1000.0, "keys": {"p256dh": P256DH, "auth": AUTH}});
+    let err = NewSubscription::parse(&past, at(14, 0))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("already passed"), "{err}");
 }
 
 #[test]
