@@ -44,7 +44,9 @@ self.addEventListener('push', (event) => {
       : {
           body: 'Tap to review',
           tag: push.approval_id,
-          renotify: true,
+          // A first notification alerts anyway; the same card's push again (a server that
+          // died mid-send is retried by another) replaces it quietly.
+          renotify: false,
           requireInteraction: true,
           data: { url: push.url },
         };

@@ -126,6 +126,7 @@ test('the app installs: a manifest with icons, theme colours and a service worke
 test('a waiting card reaches the phone as a notification, and its answer replaces it', async ({ page, context }) => {
   await context.grantPermissions(['notifications']);
   const endpoint = await pushEndpoint();
+  let subscription = '';
   try {
     await page.goto('/activity');
     await expect(page.getByTestId('chat-input')).toBeEditable();
@@ -136,6 +137,7 @@ test('a waiting card reaches the phone as a notification, and its answer replace
       headers: { Origin: origin },
     });
     expect(subscribed.status()).toBe(201);
+    subscription = (await subscribed.json()).id;
 
     await page.getByTestId('chat-input').fill(REQUEST);
     await page.getByTestId('chat-send').click();
@@ -174,6 +176,12 @@ test('a waiting card reaches the phone as a notification, and its answer replace
       .poll(() => notifications(page))
       .toEqual([{ title: requested.title, body: 'Rejected', tag: requested.approval_id }]);
   } finally {
+    // The specs share one server: leave no subscription whose push service is gone.
+    if (subscription) {
+      await page.request.delete(`/api/push/subscriptions/${subscription}`, {
+        headers: { Origin: new URL(page.url()).origin },
+      });
+    }
     endpoint.close();
   }
 });

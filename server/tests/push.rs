@@ -354,6 +354,38 @@ async fn a_card_closed_before_its_push_went_out_is_not_pushed_and_late_devices_m
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_push_that_fails_after_its_card_closed_takes_the_closing_with_it() {
+    let push = PushService::start().await;
+    let (world, phone, _tablet) = world(None).await;
+    let server = world.start();
+    let client = server.client();
+    learn_key(&push, &client, &phone).await;
+    subscribe(&client, &phone, push.browser("phone").subscription()).await;
+    // The waiting push is on its way (the push service holds it) when the card is answered;
+    // then the push service fails it.
+    push.hold("phone");
+    push.fail_next("phone", 1);
+    let id = halt(&client, &phone).await;
+    eventually("the waiting push to be in flight", || async {
+        (push.arrived("phone") == 1).then_some(())
+    })
+    .await;
+    respond(&client, &phone, &id, "reject").await;
+    push.release("phone");
+    // The barrier: a second card's waiting push goes out after anything left of the first.
+    let barrier = halt(&client, &phone).await;
+    eventually("the barrier's waiting push", || async {
+        (!push.delivered("phone", &barrier).is_empty()).then_some(())
+    })
+    .await;
+    assert!(
+        push.delivered("phone", &id).is_empty(),
+        "neither the late waiting push nor the closing of a card the phone never showed: {:?}",
+        push.received()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_device_manages_only_its_own_subscriptions() {
     let push = PushService::start().await;
     let (world, phone, tablet) = world(None).await;

@@ -215,6 +215,20 @@ impl PushStore for Store {
         lease_secs: u32,
         limit: u32,
     ) -> Result<Vec<PushJob>, StoreError> {
+        // A read first, off the writer: most wake-ups (every event) find nothing due, and on
+        // SQLite a write transaction would queue behind (and hold up) the approvals' commits.
+        let due: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT id FROM push_outbox WHERE state = 'pending' \
+             AND (next_at <= {now} OR give_up_at <= {now}) LIMIT 1",
+            now = self.now_sql()
+        ))
+        .bind(self.now_param())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend("looking for due pushes"))?;
+        if due.is_none() {
+            return Ok(Vec::new());
+        }
         let lease = format!("{owner}#{}", uuid::Uuid::new_v4().simple());
         let cutoff = timestamp_text(Utc::now() - chrono::Duration::seconds(KEEP_FINISHED_SECS));
         let mut tx = self.begin_write().await?;
@@ -323,7 +337,27 @@ impl PushStore for Store {
             .text(&job.lease),
         };
         let mut tx = self.begin_write().await?;
-        let written = tx.exec_cas(stmt, "recording a push attempt").await;
+        let written = async {
+            tx.exec_cas(stmt, "recording a push attempt").await?;
+            // A waiting push that will never arrive (given up, e.g. its card closed while it
+            // was being sent and the attempt failed) takes that card's closing push to this
+            // subscription with it: the phone never showed the card.
+            tx.exec(
+                Stmt::new(
+                    "UPDATE push_outbox SET state = 'gave_up', updated_at = $1 \
+                     WHERE subscription_id = $2 AND approval_id = $3 AND kind = 'closed' \
+                     AND state = 'pending' AND EXISTS (SELECT 1 FROM push_outbox r \
+                     WHERE r.id = $4 AND r.kind = 'requested' AND r.state = 'gave_up')",
+                )
+                .text(&timestamp_text(at))
+                .text(&job.subscription_id)
+                .text(&job.message.approval_id)
+                .int(job.id),
+                "dropping the closing of a card whose waiting push never arrived",
+            )
+            .await
+        }
+        .await;
         crate::lifecycle::finish_cas(tx, written).await
     }
 }

@@ -63,6 +63,10 @@ pub struct Received {
 
 #[derive(Default)]
 struct Service {
+    /// Per endpoint: pushes wait here before they are answered, until released.
+    holds: HashMap<String, Arc<tokio::sync::Semaphore>>,
+    /// Per endpoint: how many pushes arrived (answered or still held).
+    arrived: HashMap<String, usize>,
     browsers: HashMap<String, Browser>,
     /// Per endpoint: how many 500s before 201s, or 410 for good.
     failures: HashMap<String, u32>,
@@ -86,6 +90,14 @@ async fn push(
     headers: HeaderMap,
     body: Bytes,
 ) -> StatusCode {
+    let hold = {
+        let mut service = state.lock().unwrap();
+        *service.arrived.entry(name.clone()).or_default() += 1;
+        service.holds.get(&name).cloned()
+    };
+    if let Some(hold) = hold {
+        hold.acquire().await.unwrap().forget();
+    }
     let mut service = state.lock().unwrap();
     let header = |name: &str| {
         headers
@@ -210,6 +222,34 @@ impl PushService {
             .unwrap()
             .failures
             .insert(name.to_owned(), n);
+    }
+
+    /// Pushes to `NAME` wait, unanswered, until [`PushService::release`].
+    pub fn hold(&self, name: &str) {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        self.state
+            .lock()
+            .unwrap()
+            .holds
+            .insert(name.to_owned(), gate);
+    }
+
+    /// Answers one push held for `NAME`, and lets later ones through.
+    pub fn release(&self, name: &str) {
+        if let Some(gate) = self.state.lock().unwrap().holds.remove(name) {
+            gate.add_permits(1);
+        }
+    }
+
+    /// How many pushes reached `NAME`, answered or held.
+    pub fn arrived(&self, name: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .arrived
+            .get(name)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// `NAME` answers 410 from now on (the browser unsubscribed).
