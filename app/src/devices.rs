@@ -160,6 +160,9 @@ fn DeviceRow(
                 <span class="device-name">{device.name.clone()}</span>
                 <span class=scope_class>{scope_text}</span>
                 {this_device.then(|| view! { <span class="badge badge-this">"This device"</span> })}
+                {(device.notified > 0).then(|| view! {
+                    <span class="badge badge-notified" data-testid="device-notified">"Notifications on"</span>
+                })}
             </div>
             <p class="device-times">
                 "Paired " {move || format_time(created, offset.get())}
@@ -304,6 +307,7 @@ mod tests {
             last_used_at: None,
             this_device,
             demo_owner: false,
+            notified: 0,
         }
     }
 

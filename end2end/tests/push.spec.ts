@@ -138,6 +138,12 @@ test('a waiting card reaches the phone as a notification, and its answer replace
     });
     expect(subscribed.status()).toBe(201);
     subscription = (await subscribed.json()).id;
+    // Devices says which devices get notifications.
+    await page.goto('/devices');
+    const me = page.getByTestId('device-row').filter({ has: page.locator('.badge-this') });
+    await expect(me.getByTestId('device-notified')).toHaveText('Notifications on');
+    await page.goto('/activity');
+    await expect(page.getByTestId('chat-input')).toBeEditable();
 
     await page.getByTestId('chat-input').fill(REQUEST);
     await page.getByTestId('chat-send').click();

@@ -189,9 +189,13 @@ impl AppBackend for WebBackend {
 
     async fn devices(&self, viewer: &Viewer) -> Result<Vec<DeviceInfo>, String> {
         let devices = DeviceStore::list(&self.state.store).await.map_err(text)?;
+        let notified = iris_core::ports::PushStore::subscription_counts(&self.state.store)
+            .await
+            .map_err(text)?;
         Ok(devices
             .into_iter()
             .map(|d| DeviceInfo {
+                notified: notified.get(&d.name).copied().unwrap_or(0),
                 this_device: d.name == viewer.name,
                 demo_owner: self.state.demo_token.is_some() && d.name == crate::state::DEMO_DEVICE,
                 scope: pairing::device_scope(d.scope),

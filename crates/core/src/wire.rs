@@ -668,6 +668,10 @@ pub struct DeviceInfo {
     /// cannot be revoked while the demo runs.
     #[serde(default)]
     pub demo_owner: bool,
+    /// How many push subscriptions it has (its browsers that get a notification when a card
+    /// waits).
+    #[serde(default)]
+    pub notified: u32,
 }
 
 /// A fresh one-time pairing link: open `url` in the browser to pair within 10 minutes.

@@ -199,6 +199,21 @@ impl PushStore for Store {
             .collect()
     }
 
+    async fn subscription_counts(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, u32>, StoreError> {
+        let rows = sqlx::query_as::<_, (String, i64)>(
+            "SELECT device, COUNT(*) FROM push_subscriptions GROUP BY device",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("counting push subscriptions"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(device, n)| (device, u32::try_from(n).unwrap_or(u32::MAX)))
+            .collect())
+    }
+
     async fn remove_subscription(&self, device: &str, id: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM push_subscriptions WHERE id = $1 AND device = $2")
             .bind(id)

@@ -93,6 +93,14 @@ pub trait PushStore: Send + Sync {
     /// [`StoreError::Backend`].
     async fn subscriptions(&self, device: &str) -> Result<Vec<PushSubscription>, StoreError>;
 
+    /// How many subscriptions each device has, by device name (devices with none are absent).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn subscription_counts(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, u32>, StoreError>;
+
     /// Removes subscription `id` of `device` with its jobs: whether it existed (another
     /// device's subscription is never touched, and counts as absent).
     ///
