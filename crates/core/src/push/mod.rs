@@ -17,7 +17,7 @@ use base64ct::{Base64UrlUnpadded, Encoding};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{Approval, ApprovalStatus, Event};
+use crate::wire::{Approval, ApprovalStatus, Event, Execution};
 
 /// Longest endpoint URL accepted, in bytes (real push services use under 500).
 pub const ENDPOINT_MAX_BYTES: usize = 2048;
@@ -380,13 +380,16 @@ pub struct PushMessage {
 
 impl PushMessage {
     /// The push an event asks for, if any: `approval.requested` → the card waits;
-    /// `approval.responded` with a decided row, or `approval.lapsed` → the card closed. Other
-    /// events (an execution's progress, a resumed run's words) push nothing. The text holds the
-    /// card's title only: never its arguments or item lines, which stay behind the device's
-    /// credentials.
+    /// `approval.responded` with a decided row whose call has not started, or
+    /// `approval.lapsed` → the card closed. Other events push nothing: a pending row's, a
+    /// resumed run's words, and the later `approval.responded` of an approved call's execution
+    /// and undo (the decision's own event already closed the card; staging it again would cost
+    /// every execution commit its statements for nothing). The text holds the card's title
+    /// only: never its arguments or item lines, which stay behind the device's credentials.
     pub fn for_event(event: &Event, at: DateTime<Utc>) -> Option<PushMessage> {
         let (kind, row, outcome) = match event {
             Event::ApprovalRequested(row) => (PushKind::Requested, row, None),
+            Event::ApprovalResponded(row) if row.execution != Execution::None => return None,
             Event::ApprovalResponded(row) | Event::ApprovalLapsed(row) => {
                 let outcome = match row.status {
                     ApprovalStatus::Pending => return None,

@@ -251,6 +251,21 @@ fn a_decided_or_lapsed_card_pushes_its_closing_once_per_kind() {
         assert_eq!(payload["type"], "approval.closed");
         assert_eq!(payload["outcome"], outcome);
     }
+    // The execution's and the undo's later updates of an approved row push nothing: the
+    // decision's own event closed the card.
+    for execution in [
+        crate::wire::Execution::Executing,
+        crate::wire::Execution::Executed,
+        crate::wire::Execution::Failed,
+        crate::wire::Execution::Unknown,
+    ] {
+        let mut ran = row(ApprovalStatus::Approved);
+        ran.execution = execution;
+        assert!(
+            PushMessage::for_event(&Event::ApprovalResponded(ran), at(14, 10)).is_none(),
+            "{execution:?}"
+        );
+    }
     // A pending row's update and a run's words push nothing.
     assert!(PushMessage::for_event(
         &Event::ApprovalResponded(row(ApprovalStatus::Pending)),
