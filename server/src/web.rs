@@ -371,18 +371,10 @@ fn demo_host(headers: &axum::http::HeaderMap, public_origin: Option<&str>) -> bo
     else {
         return false;
     };
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
     let public_host = public_origin
         .and_then(|o| o.split_once("://"))
         .map(|(_, rest)| rest);
-    name.eq_ignore_ascii_case("localhost")
-        || name == "::1"
-        || name
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    iris_core::push::is_loopback(iris_core::push::host_of(host))
         || public_host.is_some_and(|p| p.eq_ignore_ascii_case(host))
 }
 

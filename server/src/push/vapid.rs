@@ -80,8 +80,12 @@ impl VapidKey {
 /// # Errors
 /// When it is not, in a sentence naming the key.
 pub fn check_key(keys: &PushKeys) -> anyhow::Result<()> {
+    public_key(keys).map(|_| ())
+}
+
+/// The subscription's public key as a P-256 point.
+fn public_key(keys: &PushKeys) -> anyhow::Result<web_push_native::p256::PublicKey> {
     web_push_native::p256::PublicKey::from_sec1_bytes(keys.p256dh())
-        .map(|_| ())
         .map_err(|_| anyhow::anyhow!("the subscription's key `p256dh` is not a point on P-256"))
 }
 
@@ -90,8 +94,7 @@ pub fn check_key(keys: &PushKeys) -> anyhow::Result<()> {
 /// # Errors
 /// When the subscription's public key is not a point on P-256.
 pub fn encrypt(payload: &str, keys: &PushKeys) -> anyhow::Result<Vec<u8>> {
-    let public = web_push_native::p256::PublicKey::from_sec1_bytes(keys.p256dh())
-        .map_err(|_| anyhow::anyhow!("the subscription's p256dh is not a point on P-256"))?;
+    let public = public_key(keys)?;
     let auth = web_push_native::Auth::clone_from_slice(keys.auth());
     web_push_native::encrypt(payload.as_bytes().to_vec(), &public, &auth)
         .map_err(|e| anyhow::anyhow!("encrypting a push: {e}"))

@@ -137,7 +137,7 @@ impl From<PushEndpoint> for String {
 }
 
 /// The host of an authority (`[::1]:8080` → `::1`, `example.net:443` → `example.net`).
-fn host_of(authority: &str) -> &str {
+pub fn host_of(authority: &str) -> &str {
     if let Some(v6) = authority.strip_prefix('[') {
         return v6.split(']').next().unwrap_or_default();
     }
@@ -168,8 +168,10 @@ fn is_internal_address(host: &str) -> bool {
     false
 }
 
-/// Whether a host names this machine.
-fn is_loopback(host: &str) -> bool {
+/// Whether a host (from [`host_of`]) names this machine: `localhost`, `::1` or 127.0.0.0/8. The
+/// one rule for it: push endpoints may use plain http only on such a host, and the demo signs
+/// in only page loads that name such a host.
+pub fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host == "::1"
         || host
