@@ -8,6 +8,7 @@ import { defineConfig } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { PASSKEY_PORT } from './tests/helpers';
 
 const PORT = 3210;
 const BASE_URL = `http://127.0.0.1:${PORT}`;
@@ -16,6 +17,7 @@ const BASE_URL = `http://127.0.0.1:${PORT}`;
 const runDir =
   process.env.IRIS_E2E_RUN_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'iris-e2e-'));
 process.env.IRIS_E2E_RUN_DIR = runDir;
+fs.mkdirSync(path.join(runDir, 'passkeys'), { recursive: true });
 
 export default defineConfig({
   testDir: './tests',
@@ -46,23 +48,46 @@ export default defineConfig({
     },
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
-  webServer: {
-    command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
-    url: `${BASE_URL}/activity`,
-    reuseExistingServer: false,
-    timeout: 120_000,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: {
-      IRIS_BIND: `127.0.0.1:${PORT}`,
-      IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'iris.db')}`,
-      IRIS_MAILDIR: path.join(runDir, 'Maildir'),
-      LEPTOS_SITE_ROOT: '../target/site',
-      LEPTOS_SITE_PKG_DIR: 'pkg',
-      LEPTOS_OUTPUT_NAME: 'iris',
-      LEPTOS_SITE_ADDR: `127.0.0.1:${PORT}`,
-      // Web Push on (push.spec.ts), with a push service of the spec's own on loopback.
-      IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
+  webServer: [
+    {
+      command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
+      url: `${BASE_URL}/activity`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: {
+        IRIS_BIND: `127.0.0.1:${PORT}`,
+        IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'iris.db')}`,
+        IRIS_MAILDIR: path.join(runDir, 'Maildir'),
+        LEPTOS_SITE_ROOT: '../target/site',
+        LEPTOS_SITE_PKG_DIR: 'pkg',
+        LEPTOS_OUTPUT_NAME: 'iris',
+        LEPTOS_SITE_ADDR: `127.0.0.1:${PORT}`,
+        // Web Push on (push.spec.ts), with a push service of the spec's own on loopback.
+        IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
+      },
     },
-  },
+    // A second demo server for passkeys.spec.ts: WebAuthn needs `localhost` (browsers refuse an
+    // IP address as a passkey's site), and every destructive card needs the owner's passkey.
+    {
+      command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
+      url: `http://127.0.0.1:${PASSKEY_PORT}/activity`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: {
+        IRIS_BIND: `127.0.0.1:${PASSKEY_PORT}`,
+        IRIS_PUBLIC_URL: `http://localhost:${PASSKEY_PORT}`,
+        IRIS_PASSKEY_REQUIRED: 'destructive',
+        IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'passkeys', 'iris.db')}`,
+        IRIS_MAILDIR: path.join(runDir, 'passkeys', 'Maildir'),
+        LEPTOS_SITE_ROOT: '../target/site',
+        LEPTOS_SITE_PKG_DIR: 'pkg',
+        LEPTOS_OUTPUT_NAME: 'iris',
+        LEPTOS_SITE_ADDR: `127.0.0.1:${PASSKEY_PORT}`,
+      },
+    },
+  ],
 });

@@ -137,6 +137,9 @@ pub fn ApprovalCard(
                 .into(),
         ));
     }
+    // ADR-0118 decision 4: approving this card needs the owner's passkey, asked for by the
+    // browser after the confirm step; rejecting never does.
+    let passkey_required = approval.passkey_required;
     let respond = {
         let id = id.clone();
         Callback::new(move |decision: Decision| {
@@ -147,7 +150,14 @@ pub fn ApprovalCard(
             state.error.set(None);
             let id = id.clone();
             leptos::task::spawn_local(async move {
-                let answer = respond_approval(id.clone(), decision, None).await;
+                let answer = if passkey_required && decision == Decision::Approve {
+                    crate::passkeys::approve_with_passkey(&id, None).await
+                } else {
+                    respond_approval(id.clone(), decision, None)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                };
                 state.busy.try_set(false);
                 state.dialog_open.try_set(false);
                 match answer {
@@ -157,7 +167,7 @@ pub fn ApprovalCard(
                         }
                     }
                     Err(error) => {
-                        state.error.try_set(Some(error.to_string()));
+                        state.error.try_set(Some(error));
                     }
                 }
                 if let Some(live) = live_ctx {
@@ -309,6 +319,11 @@ pub fn ApprovalCard(
         let action_words = card.action.clone();
         Some(
             view! {
+                {passkey_required.then(|| view! {
+                    <p class="card-passkey" data-testid="passkey-note">
+                        "Approving needs your passkey: your browser asks for it after you confirm."
+                    </p>
+                })}
                 <div class="card-actions">
                     <button
                         type="button"

@@ -108,6 +108,7 @@ fn DeviceList(
         <p class="plugins-intro">{intro}</p>
         <ul class="device-list" data-testid="device-list">{rows}</ul>
         {can_manage.then(|| view! { <PairPanel/> })}
+        <crate::passkeys::PasskeyPanel can_manage/>
     }
 }
 

@@ -434,6 +434,7 @@ mod tests {
             result: None,
             resume_error: None,
             undo: None,
+            passkey_required: false,
         };
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
         approval.execution = Execution::Executed;

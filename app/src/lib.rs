@@ -35,6 +35,7 @@ pub mod format;
 pub mod history;
 pub mod live;
 pub mod pairing;
+pub mod passkeys;
 pub mod plugins;
 pub mod push;
 pub mod trail;

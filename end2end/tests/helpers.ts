@@ -20,6 +20,11 @@ export const NOT_ON_CARD = ['Autumn clearance', 'has shipped', 'smart home start
 export const DESKTOP = { width: 1280, height: 900 };
 export const PHONE = { width: 375, height: 812 };
 
+/** The port of the second demo server, the one passkeys.spec.ts uses (playwright.config.ts). */
+export const PASSKEY_PORT = 3211;
+/** Its address: WebAuthn needs `localhost`, never an IP address. */
+export const PASSKEY_URL = `http://localhost:${PASSKEY_PORT}`;
+
 const SHOTS = path.join(__dirname, '..', 'screenshots');
 
 /** Collects the page's console errors and warnings (hydration mismatches, panics). */

@@ -67,6 +67,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
         created_at,
         expires_at: created_at + chrono::Duration::hours(1),
         preconditions: vec![],
+        passkey_required: false,
     };
     let checkpoint = Checkpoint {
         id: format!("cp-{id}"),

@@ -390,6 +390,7 @@ fn service(store: &Store, plugin: Arc<NoopPlugin>) -> ApprovalService {
         Pausing::Governed {
             ttl: Ttl::default(),
             clock: Arc::new(SystemClock),
+            passkeys: Default::default(),
         },
         Vec::new(),
     );
@@ -620,6 +621,7 @@ async fn event_delay(url: &str, rounds: usize) {
             created_at: chrono::Utc::now(),
             expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
             preconditions: vec![],
+            passkey_required: false,
         };
         row.args_canonical = iris_core::canonical::canonical_json(&row.args);
         row.call_hash = iris_core::canonical::call_hash(&row.tool, &row.args);

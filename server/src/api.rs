@@ -28,6 +28,7 @@ use crate::api_routes::{Endpoint, API_ROUTES};
 use crate::auth::{self, Presented};
 use crate::error::ApiError;
 use crate::openapi;
+use crate::passkeys::api as passkeys;
 use crate::push::api as push;
 use crate::state::AppState;
 
@@ -119,6 +120,7 @@ async fn wrong_method(allowed: String) -> axum::response::Response {
     let body = ErrorBody {
         error: format!("this route answers only {allowed}; nothing was changed"),
         approval: None,
+        code: None,
     };
     (
         axum::http::StatusCode::METHOD_NOT_ALLOWED,
@@ -147,6 +149,12 @@ fn handler(endpoint: Endpoint, method: MethodFilter) -> MethodRouter<AppState> {
         Endpoint::PushSubscribe => on(method, push::subscribe),
         Endpoint::PushSubscriptions => on(method, push::list),
         Endpoint::PushUnsubscribe => on(method, push::unsubscribe),
+        Endpoint::ApprovalPasskey => on(method, passkeys::approval_challenge),
+        Endpoint::Passkeys => on(method, passkeys::list),
+        Endpoint::PasskeyRegistration => on(method, passkeys::registration),
+        Endpoint::PasskeyProof => on(method, passkeys::proof),
+        Endpoint::PasskeyRegister => on(method, passkeys::register),
+        Endpoint::PasskeyRemove => on(method, passkeys::remove),
     }
 }
 
@@ -227,7 +235,10 @@ pub(crate) fn refuse_cross_site(
 /// Parses a JSON object body. Only an object with distinct keys is accepted: serde would also
 /// read a struct from a JSON array (`["approve"]`), which is not the contract's shape, and would
 /// keep the last of two equal keys ([`crate::json`]).
-fn parse_json<T: serde::de::DeserializeOwned>(body: &Bytes, what: &str) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    body: &Bytes,
+    what: &str,
+) -> Result<T, ApiError> {
     let value = crate::json::parse_strict(body)
         .map_err(|e| ApiError::BadRequest(format!("{what}: {e}; nothing was changed")))?;
     if !value.is_object() {
@@ -400,7 +411,7 @@ pub(crate) async fn get_approval(
         (status = 200, description = "The answer was stored; an approved call runs once.", body = RespondResponse),
         (status = 400, description = "The body does not parse; nothing changed.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
-        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
+        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); or, with `code` = `passkey_required` and the card in `approval`, approving this card needs the owner's passkey (`passkey` from `POST /governance/approvals/{id}/passkey`) and none acceptable came; nothing changed.", body = ErrorBody),
         (status = 404, description = "No approval has this id.", body = ErrorBody),
         (status = 409, description = "Already decided: `approval` says by whom, where and when.", body = ErrorBody),
         (status = 410, description = "Expired: nothing runs.", body = ErrorBody),
@@ -422,7 +433,13 @@ pub(crate) async fn respond(
     let approval = to_the_end(async move {
         state
             .service
-            .respond(&id, request.decision, request.reason, &actor)
+            .respond_with_passkey(
+                &id,
+                request.decision,
+                request.reason,
+                &actor,
+                request.passkey.as_ref(),
+            )
             .await
             .map_err(ApiError::from)
     })

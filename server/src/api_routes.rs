@@ -42,6 +42,18 @@ pub enum Endpoint {
     PushSubscriptions,
     /// `DELETE /api/push/subscriptions/{id}`: this device removes one of its own.
     PushUnsubscribe,
+    /// `POST /governance/approvals/{id}/passkey`: a passkey challenge for approving one card.
+    ApprovalPasskey,
+    /// `GET /api/passkeys`: the owner's passkeys and whether they work here.
+    Passkeys,
+    /// `POST /api/passkeys/registrations`: a challenge to register a passkey.
+    PasskeyRegistration,
+    /// `POST /api/passkeys/proofs`: a challenge to prove an existing passkey.
+    PasskeyProof,
+    /// `POST /api/passkeys`: register a passkey.
+    PasskeyRegister,
+    /// `DELETE /api/passkeys/{id}`: remove a passkey.
+    PasskeyRemove,
 }
 
 /// Who may call a route (DESIGN §2 "device, scope": every state-changing route is control only).
@@ -137,6 +149,12 @@ pub const API_ROUTES: &[ApiRoute] = &[
         "/governance/approvals/{id}/undo",
         Access::Control,
     ),
+    route(
+        Endpoint::ApprovalPasskey,
+        "POST",
+        "/governance/approvals/{id}/passkey",
+        Access::Control,
+    ),
     route(Endpoint::PushKey, "GET", "/api/push/key", Access::AnyDevice),
     route(
         Endpoint::PushSubscribe,
@@ -155,5 +173,35 @@ pub const API_ROUTES: &[ApiRoute] = &[
         "DELETE",
         "/api/push/subscriptions/{id}",
         Access::OwnDevice,
+    ),
+    route(
+        Endpoint::Passkeys,
+        "GET",
+        "/api/passkeys",
+        Access::AnyDevice,
+    ),
+    route(
+        Endpoint::PasskeyRegistration,
+        "POST",
+        "/api/passkeys/registrations",
+        Access::Control,
+    ),
+    route(
+        Endpoint::PasskeyProof,
+        "POST",
+        "/api/passkeys/proofs",
+        Access::Control,
+    ),
+    route(
+        Endpoint::PasskeyRegister,
+        "POST",
+        "/api/passkeys",
+        Access::Control,
+    ),
+    route(
+        Endpoint::PasskeyRemove,
+        "DELETE",
+        "/api/passkeys/{id}",
+        Access::Control,
     ),
 ];

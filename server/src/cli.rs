@@ -3,6 +3,7 @@
 //! an answer from the CLI goes through the same `respond_to_approval` as every other surface
 //! (surface `cli`). `remote` holds the HTTP side and the exit codes, `render` the terminal text.
 
+pub mod at_server;
 mod remote;
 mod render;
 

@@ -111,6 +111,11 @@ pub struct Settings {
     /// an `https:` URL; unset, Web Push is off (`crate::push`).
     #[serde(default)]
     pub vapid_subject: Option<String>,
+    /// `IRIS_PASSKEY_REQUIRED`: which approvals need the owner's passkey, `never` (default),
+    /// `destructive`, or `approvals` (destructive calls and pinned writes); anything else stops
+    /// `iris serve` naming it (`iris_core::passkey::PasskeyPolicy`).
+    #[serde(default)]
+    pub passkey_required: Option<String>,
     /// `IRIS_TELEGRAM_API_URL`.
     #[serde(default)]
     pub telegram_api_url: Option<String>,

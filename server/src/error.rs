@@ -52,6 +52,11 @@ pub enum ApiError {
     /// 503: the server is well, and asking is not a failure to log on every page load.
     #[error("{0}")]
     Off(String),
+    /// 403 with the code `passkey_required` and the card: approving it needs the owner's
+    /// passkey (ADR-0118 decision 4), or a change to the set of passkeys needs a proof from an
+    /// existing one (then without a card).
+    #[error("{0}")]
+    PasskeyRequired(String, Option<Box<Approval>>),
 }
 
 impl From<RespondError> for ApiError {
@@ -62,6 +67,7 @@ impl From<RespondError> for ApiError {
             RespondError::NotFound(_) => ApiError::NotFound(text),
             RespondError::AlreadyDecided(row) => ApiError::Conflict(text, row),
             RespondError::Expired(row) => ApiError::Gone(text, row),
+            RespondError::PasskeyRequired(_, row) => ApiError::PasskeyRequired(text, Some(row)),
             RespondError::Store(s) => ApiError::from(s),
         }
     }
@@ -125,7 +131,7 @@ impl ApiError {
             ApiError::Unauthorized | ApiError::UnknownToken | ApiError::SessionEnded => {
                 StatusCode::UNAUTHORIZED
             }
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::PasskeyRequired(..) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(..) | ApiError::InUse(_) => StatusCode::CONFLICT,
             ApiError::Gone(..) => StatusCode::GONE,
@@ -140,13 +146,24 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let error = self.to_string();
         let status = self.status();
+        let code = matches!(self, ApiError::PasskeyRequired(..))
+            .then(|| iris_core::wire::PASSKEY_REQUIRED.to_string());
         let approval = match self {
             ApiError::Conflict(_, row) | ApiError::Gone(_, row) => Some(*row),
+            ApiError::PasskeyRequired(_, row) => row.map(|r| *r),
             _ => None,
         };
         if status.is_server_error() {
             tracing::error!(%error, "request failed");
         }
-        (status, Json(ErrorBody { error, approval })).into_response()
+        (
+            status,
+            Json(ErrorBody {
+                error,
+                approval,
+                code,
+            }),
+        )
+            .into_response()
     }
 }

@@ -28,6 +28,7 @@ pub mod json;
 pub mod model;
 pub mod openapi;
 pub mod pairing;
+pub mod passkeys;
 pub mod push;
 pub mod session;
 pub mod single_server;
@@ -254,6 +255,20 @@ pub enum Command {
         #[arg(long, value_parser = ["read", "control"])]
         scope: String,
     },
+    /// The owner's passkeys (talks to the database directly): list them, or remove one without
+    /// a proof (the recovery path when a passkey is lost).
+    Passkeys {
+        /// What to do with passkeys.
+        #[command(subcommand)]
+        command: cli::at_server::PasskeysCommand,
+    },
+    /// The audit log (talks to the database directly): `verify ID` checks the passkey that
+    /// approved a card again and says which passkey approved which call.
+    Audit {
+        /// What to do.
+        #[command(subcommand)]
+        command: cli::at_server::AuditCommand,
+    },
 }
 
 /// Runs the `iris` binary's command line.
@@ -269,5 +284,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Approvals { command } => std::process::exit(cli::approvals(command).await as i32),
         Command::Chat(args) => std::process::exit(cli::chat(args).await as i32),
         Command::Pair { scope } => cli::pair(&scope).await,
+        Command::Passkeys { command } => cli::at_server::passkeys(command).await,
+        Command::Audit { command } => cli::at_server::audit(command).await,
     }
 }

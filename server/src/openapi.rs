@@ -42,6 +42,12 @@ use crate::api;
         crate::push::api::subscribe,
         crate::push::api::list,
         crate::push::api::unsubscribe,
+        crate::passkeys::api::approval_challenge,
+        crate::passkeys::api::list,
+        crate::passkeys::api::registration,
+        crate::passkeys::api::proof,
+        crate::passkeys::api::register,
+        crate::passkeys::api::remove,
     ),
     modifiers(&SecuritySchemes),
     tags(
@@ -50,6 +56,7 @@ use crate::api;
         (name = "events", description = "Live notices (Server-Sent Events)."),
         (name = "plugins", description = "Loaded plugins, their tools, effects and gates."),
         (name = "meta", description = "Liveness and this document; public."),
+        (name = "passkeys", description = "Passkeys bound to the call: the owner's passkeys (WebAuthn with user verification); IRIS_PASSKEY_REQUIRED says which cards need one to be approved."),
         (name = "push", description = "Web Push: a device subscribes itself to a notification when a card waits and when it closes (IRIS_VAPID_SUBJECT turns it on)."),
     )
 )]

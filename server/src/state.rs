@@ -11,7 +11,9 @@ use chrono::Utc;
 use futures::future::BoxFuture;
 use iris_core::agent::{Agent, Pausing};
 use iris_core::approval::Ttl;
-use iris_core::approvals::{ApprovalService, EscalationSettings, JobRuntime, LeaseSettings};
+use iris_core::approvals::{
+    ApprovalService, EscalationSettings, JobRuntime, LeaseSettings, PasskeySettings,
+};
 use iris_core::plugin::Plugin;
 use iris_core::ports::{Clock, Device, DeviceStore, Scope, SystemClock};
 use iris_core::toolbox::Toolbox;
@@ -54,6 +56,8 @@ pub struct AppState {
     pub workers: tokio_util::task::TaskTracker,
     /// Web Push (`IRIS_VAPID_SUBJECT`), `None` while it is off.
     pub push: Option<Arc<crate::push::WebPush>>,
+    /// Passkeys: the relying party (or why they are off) and `IRIS_PASSKEY_REQUIRED`.
+    pub passkeys: Arc<crate::passkeys::Passkeys>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -189,6 +193,7 @@ pub async fn build(
     let email = Arc::new(email);
     let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
     let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
+    let passkeys = Arc::new(crate::passkeys::Passkeys::from_settings(&settings)?);
     let pausing = if settings.approvals_enabled {
         Pausing::Governed {
             ttl: Ttl {
@@ -196,6 +201,7 @@ pub async fn build(
                 evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
             },
             clock: clock.clone(),
+            passkeys: passkeys.policy,
         }
     } else {
         Pausing::Ungoverned("approvals are switched off (IRIS_APPROVALS_ENABLED=false)".into())
@@ -226,6 +232,10 @@ pub async fn build(
         judge: Arc::new(iris_core::escalation::RuleJudge),
         curator: Arc::new(store.clone()),
         max_hops: settings.escalation_max_hops,
+    })
+    .with_passkeys(PasskeySettings {
+        check: passkeys.clone(),
+        store: Arc::new(store.clone()),
     });
 
     let demo_token = if demo {
@@ -271,5 +281,6 @@ pub async fn build(
         shutdown: tokio_util::sync::CancellationToken::new(),
         workers: tokio_util::task::TaskTracker::new(),
         push,
+        passkeys,
     })
 }

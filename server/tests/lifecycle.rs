@@ -336,6 +336,7 @@ impl World {
         Pausing::Governed {
             ttl: Ttl::default(),
             clock: self.clock.clone(),
+            passkeys: Default::default(),
         }
     }
 
@@ -1070,6 +1071,7 @@ rules:
         Pausing::Governed {
             ttl: Ttl::default(),
             clock: clock.clone(),
+            passkeys: Default::default(),
         },
         vec![],
     );

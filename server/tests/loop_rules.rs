@@ -170,6 +170,7 @@ async fn setup(calls: Vec<ToolCall>, ungoverned: Option<&str>) -> Setup {
         None => Pausing::Governed {
             ttl: Ttl::default(),
             clock: Arc::new(SystemClock),
+            passkeys: Default::default(),
         },
         Some(why) => Pausing::Ungoverned(why.into()),
     };

@@ -249,6 +249,7 @@ impl World {
         let pausing = Pausing::Governed {
             ttl: Ttl::default(),
             clock: clock.clone(),
+            passkeys: Default::default(),
         };
         let agent = Agent::new(Arc::new(Asks), toolbox, pausing, vec![]);
         let service = Arc::new(support::service(&store, agent, clock.clone()));

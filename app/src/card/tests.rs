@@ -40,6 +40,7 @@ fn destructive() -> Approval {
         result: None,
         resume_error: None,
         undo: None,
+        passkey_required: false,
     }
 }
 

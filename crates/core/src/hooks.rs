@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::approval::{kind_for, Ttl};
 use crate::canonical::{call_hash, canonical_json};
 use crate::manifest::{Gate, ToolSpec};
+use crate::passkey::PasskeyPolicy;
 use crate::plugin::{CallContext, Plugin};
 use crate::ports::{Clock, NewApproval};
 use crate::wire::Card;
@@ -78,6 +79,8 @@ pub struct DestructiveApprovalHook {
     pub clock: Arc<dyn Clock>,
     /// Answerable window.
     pub ttl: Ttl,
+    /// Which cards need the owner's passkey (pinned into the row).
+    pub passkeys: PasskeyPolicy,
 }
 
 /// DestructiveApprovalHook's priority: after every other PreToolUse deny (DESIGN §2).
@@ -136,6 +139,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
             created_at,
             expires_at: self.ttl.expires_at(kind, created_at),
             preconditions: description.preconditions,
+            passkey_required: self.passkeys.requires(kind),
         };
         HookDecision::RequireApproval(Some(Box::new(row)))
     }

@@ -38,6 +38,8 @@ pub mod model;
 #[cfg(feature = "kernel")]
 pub mod pairing;
 #[cfg(feature = "kernel")]
+pub mod passkey;
+#[cfg(feature = "kernel")]
 pub mod plugin;
 #[cfg(feature = "kernel")]
 pub mod ports;

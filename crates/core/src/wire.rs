@@ -246,6 +246,10 @@ pub struct Approval {
     /// while nobody has asked.
     #[serde(default)]
     pub undo: Option<UndoRecord>,
+    /// Whether approving needs the owner's passkey, pinned when the row was written
+    /// (`IRIS_PASSKEY_REQUIRED`; ADR-0118 decision 4). Rejecting never does.
+    #[serde(default)]
+    pub passkey_required: bool,
 }
 
 /// The key of an executed call's result under which the executor keeps the undo button's words
@@ -372,7 +376,28 @@ pub struct RespondRequest {
     /// Optional words from the owner, stored on the row.
     #[serde(default)]
     pub reason: Option<String>,
+    /// The owner's passkey answer, for approving a card with `passkey_required` (ADR-0118
+    /// decision 4): the challenge's `ceremony_id` from
+    /// `POST /governance/approvals/{id}/passkey` and the browser's credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<Assertion>,
 }
+
+/// The browser's answer to a passkey challenge: the ceremony it answers and the
+/// `PublicKeyCredential` JSON (`{"id", "rawId", "type", "response": {...}}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Assertion {
+    /// The ceremony (challenge) it answers.
+    pub ceremony_id: String,
+    /// The browser's credential JSON.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub credential: Value,
+}
+
+/// The `code` of a 403 refusing an approve that needs the owner's passkey: surfaces branch on
+/// it (a 403 without it means a read device).
+pub const PASSKEY_REQUIRED: &str = "passkey_required";
 
 /// `POST /governance/approvals/{id}/respond` 200 body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -521,9 +546,13 @@ pub struct Conversation {
 pub struct ErrorBody {
     /// A sentence naming the thing and the rule.
     pub error: String,
-    /// For 409: the row as it stands (who decided, where, when).
+    /// For 409: the row as it stands (who decided, where, when); for a 403
+    /// [`PASSKEY_REQUIRED`], the card.
     #[serde(default)]
     pub approval: Option<Approval>,
+    /// A machine-readable reason where a status alone is ambiguous: [`PASSKEY_REQUIRED`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// A notice the channel router fans out (SSE on `GET /api/events`; DESIGN §2 "channel router").

@@ -34,6 +34,7 @@ mod lifecycle;
 mod listing;
 mod locks;
 mod open;
+mod passkeys;
 mod push;
 mod rows;
 mod telegram;

@@ -30,8 +30,8 @@ use crate::{timestamp_text, Engine, Store};
 const SNAPSHOT_SELECT: &str = "SELECT j.approval_id AS job_id, j.lease_epoch AS job_epoch, \
      j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
      a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
-     a.reason, a.resume_error, a.preconditions, l.state AS execution, l.result AS result, \
-     c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
+     a.reason, a.resume_error, a.preconditions, a.passkey_required, l.state AS execution, \
+     l.result AS result, c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
      v.id AS conv_id, v.transcript AS conv_transcript \
      FROM resume_jobs j JOIN approvals a ON a.id = j.approval_id \
      LEFT JOIN ledger l ON l.approval_id = a.id \
@@ -144,8 +144,9 @@ impl Store {
             Stmt::new(
                 "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
                  call_hash, items, card, run_id, context_summary, created_at, expires_at, \
-                 preconditions, card_text) \
-                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                 preconditions, card_text, passkey_required) \
+                 VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                 $15)",
             )
             .text(&row.id)
             .text(row.kind.as_str())
@@ -160,7 +161,8 @@ impl Store {
             .text(&timestamp_text(row.created_at))
             .text(&timestamp_text(row.expires_at))
             .text(&to_json(&row.preconditions, "approval preconditions")?)
-            .text(&card_search_text(&row.card)),
+            .text(&card_search_text(&row.card))
+            .flag(row.passkey_required),
             "writing an approval row",
         )
         .await?;
@@ -441,6 +443,7 @@ impl ApprovalStore for Store {
     async fn decide(
         &self,
         approval_id: &str,
+        ceremony: Option<&str>,
         plan: &(dyn for<'r> Fn(&'r DecisionRead) -> Option<DecisionCommit> + Send + Sync),
     ) -> Result<Decided, StoreError> {
         let mut tx = self.begin_write().await?;
@@ -469,12 +472,17 @@ impl ApprovalStore for Store {
             tx.rollback().await;
             return Err(StoreError::NotFound(format!("approval {approval_id}")));
         };
-        let read = match approval_from_row(&row) {
-            Ok(approval) => DecisionRead {
+        let ceremony = match ceremony {
+            None => Ok(None),
+            Some(id) => self.read_ceremony(&mut tx, id).await,
+        };
+        let read = match (approval_from_row(&row), ceremony) {
+            (Ok(approval), Ok(ceremony)) => DecisionRead {
                 approval,
                 lapsed: row.int_at("lapsed_now").ok().flatten() == Some(1),
+                ceremony,
             },
-            Err(e) => {
+            (Err(e), _) | (_, Err(e)) => {
                 tx.rollback().await;
                 return Err(e);
             }
@@ -748,6 +756,10 @@ impl Store {
                 "deciding an approval",
             )
             .await?;
+            if let Some(used) = &commit.passkey {
+                let binding = Some((approval_id, commit.after.call_hash.as_str()));
+                self.use_passkey(&mut tx, binding, used).await?;
+            }
             self.write_audit(&mut tx, std::slice::from_ref(&commit.audit))
                 .await?;
             tx.exec(

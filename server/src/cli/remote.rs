@@ -41,6 +41,9 @@ pub enum ExitCode {
     Expired = 8,
     /// 9: not confirmed: the owner did not say yes at the prompt; nothing was sent.
     NotConfirmed = 9,
+    /// 10: the card needs the owner's passkey (403 with the code `passkey_required`): approve it
+    /// on the card in the web app; rejecting still works here.
+    PasskeyRequired = 10,
 }
 
 /// The exit codes as `iris approvals --help` prints them (keep in step with [`ExitCode`] and
@@ -59,6 +62,8 @@ Exit codes (the same for `iris chat`):
   8  expired (410): nobody answered in time; nothing ran and nothing will
      (undo: the card's undo window has closed; nothing was changed)
   9  not confirmed: you did not answer yes at the prompt (nothing was sent)
+ 10  this card needs your passkey: approve it on the card in the web app (the message gives
+     its link); you can still reject it here (nothing was changed)
 
 Environment: IRIS_URL (default http://127.0.0.1:3000) and IRIS_TOKEN (a device token from
 `iris devices add`; a control device to approve or reject, any device to list and show).";
@@ -105,6 +110,7 @@ impl Failure {
         match self {
             Failure::Usage(_) => ExitCode::Usage,
             Failure::Unreachable { .. } => ExitCode::Unreachable,
+            Failure::Refused { .. } if self.needs_passkey() => ExitCode::PasskeyRequired,
             Failure::Refused { status, .. } => match *status {
                 StatusCode::UNAUTHORIZED => ExitCode::Unauthorized,
                 StatusCode::FORBIDDEN => ExitCode::Forbidden,
@@ -132,6 +138,14 @@ impl Failure {
             ),
             Failure::Settled(row) => settled_message(row),
             Failure::NotConfirmed => "Not approved: you did not answer yes. Nothing was sent.".into(),
+            Failure::Refused { error, url, id, .. } if self.needs_passkey() => {
+                let id = id.as_deref().map(printable).unwrap_or_default();
+                format!(
+                    "this card needs your passkey: approve it on the card at {url}/activity/{id} \
+                     (you can still reject it here with `iris approvals reject {id}`). {}",
+                    printable(error).trim_end_matches('.').to_string() + "; nothing was changed."
+                )
+            }
             Failure::Refused {
                 status,
                 error,
@@ -159,6 +173,14 @@ impl Failure {
                 (status, _) => format!("the server answered {status}: {}", printable(error)),
             },
         }
+    }
+
+    /// Whether the server refused because the card needs the owner's passkey (a 403 whose
+    /// body's `code` is `passkey_required`; a 403 without it means a read device).
+    pub fn needs_passkey(&self) -> bool {
+        matches!(self, Failure::Refused { status, body: Some(body), .. }
+            if *status == StatusCode::FORBIDDEN
+                && body["code"] == iris_core::wire::PASSKEY_REQUIRED)
     }
 
     /// The server's JSON error body, for `--json` (none when the server sent none).

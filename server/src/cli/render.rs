@@ -295,6 +295,7 @@ mod tests {
             result: None,
             resume_error: None,
             undo: None,
+            passkey_required: false,
         }
     }
 

@@ -150,13 +150,17 @@ pub struct InlineKeyboard {
     pub inline_keyboard: Vec<Vec<InlineButton>>,
 }
 
-/// An inline button that sends `callback_data` back when tapped.
+/// An inline button that sends `callback_data` back when tapped, or opens `url`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InlineButton {
     /// The words on the button.
     pub text: String,
-    /// What comes back ([`super::callback::CallbackData`]).
+    /// What comes back ([`super::callback::CallbackData`]); empty for a link button.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub callback_data: String,
+    /// The page a link button opens (the card in the web app).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// A Bot API client for one bot.

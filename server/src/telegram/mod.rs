@@ -412,7 +412,7 @@ impl Bridge {
                     }
                 };
                 let text = render::card_text(&row);
-                let keyboard = render::card_keyboard(&row);
+                let keyboard = render::card_keyboard(&row, &self.card_link(&row.id));
                 match self.api.send_message(self.owner, &text, &keyboard).await {
                     Ok(message_id) => {
                         let now = chrono::Utc::now();
@@ -448,6 +448,14 @@ impl Bridge {
         }
     }
 
+    /// The card's page in the web app (`IRIS_PUBLIC_URL`, else the bind address), for the
+    /// "Open the card" button of a card that needs the owner's passkey.
+    fn card_link(&self, id: &str) -> String {
+        let base = crate::pairing::configured_base(&self.state.settings)
+            .unwrap_or_else(|_| "http://localhost:3000".into());
+        format!("{base}/activity/{id}")
+    }
+
     /// Stores what a message shows; a failure is logged (the message then updates at the next
     /// event, tap or start).
     async fn remember(&self, card: TelegramCard) {
@@ -467,7 +475,10 @@ impl Bridge {
         view: TelegramView,
     ) {
         let (text, keyboard) = match view {
-            TelegramView::Card => (render::card_text(row), Some(render::card_keyboard(row))),
+            TelegramView::Card => (
+                render::card_text(row),
+                Some(render::card_keyboard(row, &self.card_link(&row.id))),
+            ),
             TelegramView::Confirm => (
                 render::confirm_text(row),
                 Some(render::confirm_keyboard(row)),
@@ -665,6 +676,13 @@ impl Bridge {
             return Answer::alert(closed_sentence(&row));
         }
         match data.step {
+            // Telegram cannot approve a card that needs the owner's passkey: the card stays
+            // (with "Open the card"), and Reject still works.
+            Step::Ask | Step::Yes if row.passkey_required => {
+                self.show(card, message.message_id, &row, TelegramView::Card)
+                    .await;
+                Answer::alert(render::NEEDS_PASSKEY)
+            }
             Step::Ask => {
                 self.show(card, message.message_id, &row, TelegramView::Confirm)
                     .await;
@@ -751,6 +769,7 @@ impl Bridge {
                 Answer::alert(format!("{e}; nothing was changed."))
             }
             Err(RespondError::Forbidden(_)) => Answer::alert(NOT_ALLOWED),
+            Err(RespondError::PasskeyRequired(..)) => Answer::alert(render::NEEDS_PASSKEY),
             Err(RespondError::Store(e)) => {
                 tracing::error!(approval = %row.id, error = %e, "Telegram: storing the answer failed");
                 Answer::alert("The answer could not be stored; nothing was decided. Try again.")
@@ -847,6 +866,7 @@ mod tests {
             result: None,
             resume_error: None,
             undo: None,
+            passkey_required: false,
         };
         assert!(!settled(&row));
         row.status = ApprovalStatus::Approved;

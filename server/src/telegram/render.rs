@@ -87,8 +87,13 @@ fn body(approval: &Approval) -> String {
 
 /// The pending card: body and when it expires. Sent with [`card_keyboard`].
 pub fn card_text(approval: &Approval) -> String {
+    let passkey = if approval.passkey_required {
+        format!("\n{}", escape(NEEDS_PASSKEY))
+    } else {
+        String::new()
+    };
     format!(
-        "{}\n{}",
+        "{}\n{}{passkey}",
         body(approval),
         escape(&format!(
             "Expires {}.",
@@ -165,16 +170,30 @@ fn button(text: &str, step: Step, approval: &Approval) -> InlineButton {
             approval_id: approval.id.clone(),
         }
         .encode(),
+        url: None,
     }
 }
 
+/// The words of a card that needs the owner's passkey (ADR-0118 decision 4): Telegram cannot
+/// approve it.
+pub const NEEDS_PASSKEY: &str =
+    "This card needs your passkey: open the card to approve it. You can still reject it here.";
+
 /// The card's two buttons: the action (the card's `action`, e.g. "Trash 3 emails") and Reject.
-pub fn card_keyboard(approval: &Approval) -> InlineKeyboard {
+/// A card that needs the owner's passkey gets "Open the card" (a link to `link`, the card's page
+/// in the web app) instead of the action.
+pub fn card_keyboard(approval: &Approval, link: &str) -> InlineKeyboard {
+    let first = if approval.passkey_required {
+        InlineButton {
+            text: "Open the card".into(),
+            callback_data: String::new(),
+            url: Some(link.to_string()),
+        }
+    } else {
+        button(&approval.card.action, Step::Ask, approval)
+    };
     InlineKeyboard {
-        inline_keyboard: vec![vec![
-            button(&approval.card.action, Step::Ask, approval),
-            button("Reject", Step::Reject, approval),
-        ]],
+        inline_keyboard: vec![vec![first, button("Reject", Step::Reject, approval)]],
     }
 }
 
@@ -229,6 +248,7 @@ mod tests {
             result: None,
             resume_error: None,
             undo: None,
+            passkey_required: false,
         }
     }
 
@@ -303,7 +323,7 @@ mod tests {
     #[test]
     fn keyboards_name_the_row_and_the_step() {
         let a = approval();
-        let k = card_keyboard(&a);
+        let k = card_keyboard(&a, "http://localhost:3000/activity/x");
         assert_eq!(k.inline_keyboard.len(), 1);
         let row = &k.inline_keyboard[0];
         assert_eq!(row[0].text, "Trash 2 emails");

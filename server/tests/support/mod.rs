@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod authenticator;
 pub mod push;
 pub mod telegram;
 
@@ -819,6 +820,7 @@ pub async fn seed_card(
         created_at,
         expires_at: created_at + chrono::Duration::hours(1),
         preconditions: vec![],
+        passkey_required: false,
     };
     let checkpoint = Checkpoint {
         id: format!("cp-{id}"),

@@ -51,6 +51,8 @@ pub enum Pausing {
         ttl: Ttl,
         /// Time source for the rows' created/expires.
         clock: Arc<dyn Clock>,
+        /// Which cards need the owner's passkey (`IRIS_PASSKEY_REQUIRED`).
+        passkeys: crate::passkey::PasskeyPolicy,
     },
     /// Approved-per-call calls are refused; the sentence says why (approvals switched off, no
     /// queue to pause on).
@@ -182,10 +184,16 @@ impl Agent {
     ) -> Agent {
         let mut hooks = extra_hooks;
         hooks.push(Arc::new(ConfirmOnceHook));
-        if let Pausing::Governed { ttl, clock } = &pausing {
+        if let Pausing::Governed {
+            ttl,
+            clock,
+            passkeys,
+        } = &pausing
+        {
             hooks.push(Arc::new(DestructiveApprovalHook {
                 clock: clock.clone(),
                 ttl: *ttl,
+                passkeys: *passkeys,
             }));
         }
         hooks.sort_by_key(|h| h.priority());
@@ -321,7 +329,7 @@ impl Agent {
                                 NOT_RUN_PAUSED,
                             );
                             let tool = spec.name.clone();
-                            let Pausing::Governed { ttl, clock } = &self.pausing else {
+                            let Pausing::Governed { ttl, clock, .. } = &self.pausing else {
                                 let why = self.ungovernable().unwrap_or_default();
                                 let reply = format!(
                                     "I stopped after `{tool}`: {reason}. It cannot pause for your review ({why}), so this run ends here; nothing more was done."
@@ -558,6 +566,7 @@ fn evaluator_row(
         created_at: now,
         expires_at: ttl.expires_at(ApprovalKind::Evaluator, now),
         preconditions: Vec::new(),
+        passkey_required: false,
     }
 }
 

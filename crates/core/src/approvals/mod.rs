@@ -21,6 +21,7 @@
 //! compare-and-set statements and the database's triggers are the second line.
 
 pub mod execute;
+pub mod passkey;
 pub mod plan;
 pub mod respond;
 pub mod resume;
@@ -37,6 +38,7 @@ use crate::escalation::{CuratorStore, EscalationMode, Judge};
 use crate::ports::{ApprovalStore, Clock, Scope, StoreError};
 use crate::wire::Approval;
 
+pub use passkey::{PasskeyChallenge, PasskeySettings};
 pub use respond::RespondError;
 pub use resume::RetryError;
 pub use turn::{chat_message, ChatError, Turns, MAX_MESSAGE_CHARS};
@@ -120,6 +122,7 @@ pub struct ApprovalService {
     leases: LeaseSettings,
     escalation: Option<EscalationSettings>,
     runtime: Arc<dyn JobRuntime>,
+    passkeys: Option<PasskeySettings>,
 }
 
 impl ApprovalService {
@@ -140,7 +143,15 @@ impl ApprovalService {
             leases,
             escalation: None,
             runtime,
+            passkeys: None,
         }
+    }
+
+    /// Asks for and checks the owner's passkey on cards that need one (none by default: such a
+    /// card can then only be rejected; ADR-0118 decision 4).
+    pub fn with_passkeys(mut self, passkeys: PasskeySettings) -> ApprovalService {
+        self.passkeys = Some(passkeys);
+        self
     }
 
     /// Reviews every finished chat turn with `escalation` (none by default).

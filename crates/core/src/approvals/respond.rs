@@ -2,10 +2,13 @@
 //! the sweep's lapse. Each is one commit: the compare-and-set from `pending`, its audit entry and
 //! the resume job; the run resumes later, in the job worker (a separate, recoverable step).
 
-use serde_json::json;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
 
 use super::{Actor, ApprovalService};
 use crate::approval::can_move;
+use crate::passkey::{Assertion, PasskeyRefusal};
 use crate::ports::{
     Decided, DecisionCommit, DecisionRead, NewAuditEntry, Response, Scope, StoreError,
 };
@@ -28,6 +31,11 @@ pub enum RespondError {
     /// The row lapsed unanswered (410).
     #[error("This approval expired at {} and can no longer be answered; nothing was changed.", .0.expires_at.format("%Y-%m-%d %H:%M:%S UTC"))]
     Expired(Box<Approval>),
+    /// Approving this row needs the owner's passkey and none acceptable came with the answer
+    /// (403 with the code `passkey_required`, checked after the 404/409/410 checks); the
+    /// sentence names the passkey and the rule; nothing was decided.
+    #[error("{0}")]
+    PasskeyRequired(String, Box<Approval>),
     /// Storage failed; nothing was decided (500).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -55,6 +63,27 @@ impl ApprovalService {
         reason: Option<String>,
         actor: &Actor,
     ) -> Result<Approval, RespondError> {
+        self.respond_with_passkey(id, decision, reason, actor, None)
+            .await
+    }
+
+    /// [`ApprovalService::respond`] with the owner's passkey answer for a card that needs one
+    /// (ADR-0118 decision 4): approving such a card checks `passkey` inside the decision's unit
+    /// of work ([`ApprovalService::check_passkey`]: this approval's ceremony and call hash,
+    /// unused, unlapsed, verified with user verification), after the 404/409/410 checks, and
+    /// the commit marks the ceremony used. Rejecting never needs one.
+    ///
+    /// # Errors
+    /// As [`ApprovalService::respond`], and [`RespondError::PasskeyRequired`] when the card
+    /// needs a passkey and `passkey` is missing or not accepted (nothing is decided).
+    pub async fn respond_with_passkey(
+        &self,
+        id: &str,
+        decision: Decision,
+        reason: Option<String>,
+        actor: &Actor,
+        passkey: Option<&Assertion>,
+    ) -> Result<Approval, RespondError> {
         if actor.scope != Scope::Control {
             return Err(RespondError::Forbidden(actor.name.clone()));
         }
@@ -66,12 +95,31 @@ impl ApprovalService {
             .map(|r| r.trim().to_string())
             .filter(|r| !r.is_empty());
         let at = self.clock.now();
+        let refused: Mutex<Option<PasskeyRefusal>> = Mutex::new(None);
         let plan = |read: &DecisionRead| {
             if read.lapsed {
                 return self.expiry(&read.approval, at);
             }
             if !can_move(read.approval.status, status) {
                 return None;
+            }
+            let mut used = None;
+            let mut proof = Value::Null;
+            if status == ApprovalStatus::Approved && read.approval.passkey_required {
+                match self.check_passkey(read, passkey, at) {
+                    Ok((passkey_use, record)) => {
+                        used = Some(passkey_use);
+                        proof = record;
+                    }
+                    Err(refusal) => {
+                        *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(refusal);
+                        return None;
+                    }
+                }
+            }
+            let mut result = json!({"decision": status.as_str(), "reason": reason});
+            if !proof.is_null() {
+                result["passkey"] = proof;
             }
             let response = Response {
                 status,
@@ -84,7 +132,7 @@ impl ApprovalService {
                 approval_id: id.to_string(),
                 kind: AuditKind::Decision,
                 item: None,
-                result: json!({"decision": status.as_str(), "reason": reason}),
+                result,
                 undo_available: false,
                 actor: actor.name.clone(),
                 surface: Some(actor.surface.clone()),
@@ -96,9 +144,11 @@ impl ApprovalService {
                 audit,
                 events: vec![Event::ApprovalResponded(after.clone())],
                 after,
+                passkey: used,
             })
         };
-        let decided = match self.store.decide(id, &plan).await {
+        let ceremony = passkey.map(|p| p.ceremony_id.as_str());
+        let decided = match self.store.decide(id, ceremony, &plan).await {
             Ok(decided) => decided,
             Err(StoreError::NotFound(_)) => return Err(RespondError::NotFound(id.to_string())),
             Err(e) => return Err(e.into()),
@@ -116,7 +166,24 @@ impl ApprovalService {
                 self.runtime.job_ready();
                 Ok(*row)
             }
-            Decided::Unchanged(row) => Err(settled(*row)),
+            Decided::Unchanged(row) => {
+                let refusal = refused.into_inner().unwrap_or_else(|p| p.into_inner());
+                match refusal {
+                    Some(refusal) => Err(RespondError::PasskeyRequired(refusal.to_string(), row)),
+                    // The row was still pending when read, yet nothing was written: the
+                    // ceremony's compare-and-set lost to another use of the same answer.
+                    None if row.status == ApprovalStatus::Pending && passkey.is_some() => {
+                        Err(RespondError::PasskeyRequired(
+                            PasskeyRefusal::WrongCeremony(
+                                "a challenge that was already used (an answer is used once)".into(),
+                            )
+                            .to_string(),
+                            row,
+                        ))
+                    }
+                    None => Err(settled(*row)),
+                }
+            }
         }
     }
 
@@ -149,6 +216,7 @@ impl ApprovalService {
             audit,
             events: vec![Event::ApprovalLapsed(after.clone())],
             after,
+            passkey: None,
         })
     }
 
@@ -168,7 +236,7 @@ impl ApprovalService {
                 None
             }
         };
-        match self.store.decide(id, &plan).await? {
+        match self.store.decide(id, None, &plan).await? {
             Decided::Written(row) => {
                 self.runtime.job_ready();
                 Ok(Some(*row))

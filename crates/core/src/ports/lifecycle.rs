@@ -67,6 +67,11 @@ pub struct DecisionCommit {
     pub after: Approval,
     /// Events to publish when the commit lands.
     pub events: Vec<Event>,
+    /// The passkey an approval used (ADR-0118 decision 4): its ceremony is marked used and the
+    /// passkey's counter written in this commit, each by compare-and-set (ceremony unused,
+    /// unlapsed by the store's time source, for this approval and its call hash; passkey not
+    /// removed), or nothing is written.
+    pub passkey: Option<crate::passkey::PasskeyUse>,
 }
 
 /// A row as a decision reads it, inside the decision's transaction (no other writer can change
@@ -77,6 +82,9 @@ pub struct DecisionRead {
     pub approval: Approval,
     /// Whether it has lapsed by the store's time source (`expires_at` at or before now).
     pub lapsed: bool,
+    /// The passkey ceremony the answer names, read in the same transaction (`None` when none
+    /// was named or it does not exist).
+    pub ceremony: Option<crate::passkey::Ceremony>,
 }
 
 /// What a decision's unit of work did.
@@ -301,6 +309,7 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// compare-and-set from `pending` (an answer needs the row not to have lapsed by the store's
     /// time source, an expiry needs it lapsed), its audit entry and a resume job, in one commit.
     /// When `plan` returns `None`, or the compare-and-set refuses, nothing is written.
+    /// `ceremony` names a passkey ceremony to read into [`DecisionRead::ceremony`].
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for an unknown row; [`StoreError::Corrupt`] for a row that does
@@ -308,6 +317,7 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     async fn decide(
         &self,
         approval_id: &str,
+        ceremony: Option<&str>,
         plan: &(dyn for<'r> Fn(&'r DecisionRead) -> Option<DecisionCommit> + Send + Sync),
     ) -> Result<Decided, StoreError>;
 

@@ -9,6 +9,7 @@
 //! - [`telegram`]: which Telegram message shows which approval;
 //! - [`undo`]: the undo from the card (claim, outcome);
 //! - [`push`]: Web Push's key, subscriptions and outbox;
+//! - [`passkeys`]: the owner's passkeys and the server's ceremonies;
 //! - [`clock`]: the time source.
 //!
 //! The shared records of a row's life live here: [`NewApproval`] (request terms), [`Response`],
@@ -25,6 +26,7 @@ pub mod clock;
 pub mod devices;
 pub mod lifecycle;
 pub mod listing;
+pub mod passkeys;
 pub mod push;
 pub mod telegram;
 pub mod undo;
@@ -36,6 +38,7 @@ pub use listing::{
     card_search_text, parse_listing_time, ApprovalPage, ApprovalQuery, ListingError, PageCursor,
     PageLimit, SearchText, StatusFilter,
 };
+pub use passkeys::{PasskeyChange, PasskeyStore};
 pub use push::{PushEnd, PushJob, PushStore};
 pub use telegram::{TelegramCard, TelegramCardStore, TelegramView};
 pub use undo::{UndoClaim, UndoOutcome, UndoStore};
@@ -95,6 +98,10 @@ pub struct NewApproval {
     /// execution; staleness). Empty: the call pins none. Immutable like the other terms.
     #[serde(default)]
     pub preconditions: Vec<Value>,
+    /// Whether approving needs the owner's passkey ([`crate::passkey::PasskeyPolicy::requires`]
+    /// when the row is written). Immutable like the other terms.
+    #[serde(default)]
+    pub passkey_required: bool,
 }
 
 impl NewApproval {
@@ -121,6 +128,7 @@ impl NewApproval {
             result: None,
             resume_error: None,
             undo: None,
+            passkey_required: self.passkey_required,
         }
     }
 }

@@ -43,6 +43,7 @@ fn row(status: ApprovalStatus) -> Approval {
         created_at: at(14, 0),
         expires_at: at(15, 0),
         preconditions: vec![],
+        passkey_required: false,
     }
     .pending_view();
     row.status = status;

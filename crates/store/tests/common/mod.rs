@@ -220,10 +220,11 @@ pub async fn decide(store: &Store, id: &str, response: &Response) -> Result<bool
             },
             after,
             events: Vec::new(),
+            passkey: None,
         })
     };
     Ok(matches!(
-        store.decide(id, &commit).await?,
+        store.decide(id, None, &commit).await?,
         Decided::Written(_)
     ))
 }
@@ -280,6 +281,7 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             .iter()
             .map(|s| json!({"folder": "INBOX", "message_id": format!("{s}@shop.example")}))
             .collect(),
+        passkey_required: false,
     }
 }
 

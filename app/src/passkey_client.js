@@ -1,0 +1,171 @@
+// The browser half of passkeys bound to the call (ADR-0118 decision 4), called from
+// app/src/passkeys.rs: the WebAuthn ceremonies (navigator.credentials.create / .get) between the
+// server's challenge and its check. The server makes every challenge and verifies every answer;
+// nothing here decides anything.
+//
+// Every function resolves, never throws:
+//   passkeyList()            the JSON text of GET /api/passkeys, or "failed:SENTENCE"
+//   addPasskey(name)         "ok" or "failed:SENTENCE" (with a proof from an existing passkey
+//                            first, when one exists)
+//   removePasskey(id)        "ok" or "failed:SENTENCE" (with a proof)
+//   approveWithPasskey(id)   "ok" or "failed:SENTENCE": the card's challenge, the passkey's
+//                            answer, and the approve in one request
+
+function b64urlToBytes(text) {
+  const b64 = text.replace(/-/g, '+').replace(/_/g, '/');
+  const padded = b64 + '='.repeat((4 - (b64.length % 4)) % 4);
+  const raw = atob(padded);
+  const bytes = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+  return bytes.buffer;
+}
+
+function bytesToB64url(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let raw = '';
+  for (let i = 0; i < bytes.length; i++) raw += String.fromCharCode(bytes[i]);
+  return btoa(raw).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function supported() {
+  return window.isSecureContext && 'credentials' in navigator && 'PublicKeyCredential' in window;
+}
+
+/** The server's creation options with their binary fields as bytes. */
+function creationOptions(options) {
+  const o = { ...options.publicKey };
+  o.challenge = b64urlToBytes(o.challenge);
+  o.user = { ...o.user, id: b64urlToBytes(o.user.id) };
+  o.excludeCredentials = (o.excludeCredentials || []).map((c) => ({ ...c, id: b64urlToBytes(c.id) }));
+  // The server's extension requests are advice; browsers ignore what they do not know.
+  delete o.extensions;
+  return o;
+}
+
+/** The server's request options with their binary fields as bytes. */
+function requestOptions(options) {
+  const o = { ...options.publicKey };
+  o.challenge = b64urlToBytes(o.challenge);
+  o.allowCredentials = (o.allowCredentials || []).map((c) => ({ ...c, id: b64urlToBytes(c.id) }));
+  delete o.extensions;
+  return o;
+}
+
+function registrationJSON(credential) {
+  return {
+    id: credential.id,
+    rawId: bytesToB64url(credential.rawId),
+    type: credential.type,
+    response: {
+      attestationObject: bytesToB64url(credential.response.attestationObject),
+      clientDataJSON: bytesToB64url(credential.response.clientDataJSON),
+    },
+    extensions: {},
+  };
+}
+
+function assertionJSON(credential) {
+  const r = credential.response;
+  return {
+    id: credential.id,
+    rawId: bytesToB64url(credential.rawId),
+    type: credential.type,
+    response: {
+      authenticatorData: bytesToB64url(r.authenticatorData),
+      clientDataJSON: bytesToB64url(r.clientDataJSON),
+      signature: bytesToB64url(r.signature),
+      userHandle: r.userHandle ? bytesToB64url(r.userHandle) : null,
+    },
+    extensions: {},
+  };
+}
+
+/** A POST (or `method`) with JSON to this site: [status, body]. */
+async function send(path, body, method = 'POST') {
+  const response = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body ?? {}),
+  });
+  const json = await response.json().catch(() => ({}));
+  return [response.status, json];
+}
+
+/** What the browser's refusal means for the owner. */
+function ceremonyFailed(e) {
+  if (e && e.name === 'NotAllowedError') {
+    return 'failed:The passkey was not used (cancelled, timed out, or not verified); nothing was changed.';
+  }
+  if (e && e.name === 'InvalidStateError') {
+    return 'failed:This passkey is registered already; nothing was changed.';
+  }
+  return 'failed:' + ((e && e.message) || 'the passkey could not be used') + '; nothing was changed.';
+}
+
+/** A proof from an existing passkey, or null when none is registered. Throws the browser's error. */
+async function proof() {
+  const [status, challenge] = await send('/api/passkeys/proofs');
+  // 404: none is registered (passkeys being off was already said by the step before).
+  if (status === 404) return null;
+  if (status !== 200) throw new Error(challenge.error || `the server answered ${status}`);
+  const credential = await navigator.credentials.get({ publicKey: requestOptions(challenge.options) });
+  return { ceremony_id: challenge.ceremony_id, credential: assertionJSON(credential) };
+}
+
+export async function passkeyList() {
+  try {
+    const response = await fetch('/api/passkeys', { credentials: 'same-origin' });
+    const text = await response.text();
+    if (!response.ok) return 'failed:' + (JSON.parse(text).error || `the server answered ${response.status}`);
+    return text;
+  } catch (e) {
+    return 'failed:the server could not be reached';
+  }
+}
+
+export async function addPasskey(name) {
+  if (!supported()) return 'failed:This browser cannot use passkeys here (it needs https or localhost).';
+  try {
+    const [status, challenge] = await send('/api/passkeys/registrations', { name });
+    if (status !== 200) return 'failed:' + (challenge.error || `the server answered ${status}`);
+    const existing = await proof();
+    const created = await navigator.credentials.create({ publicKey: creationOptions(challenge.options) });
+    const body = { ceremony_id: challenge.ceremony_id, credential: registrationJSON(created) };
+    if (existing) body.proof = existing;
+    const [saved, answer] = await send('/api/passkeys', body);
+    return saved === 201 ? 'ok' : 'failed:' + (answer.error || `the server answered ${saved}`);
+  } catch (e) {
+    return ceremonyFailed(e);
+  }
+}
+
+export async function removePasskey(id) {
+  if (!supported()) return 'failed:This browser cannot use passkeys here (it needs https or localhost).';
+  try {
+    const existing = await proof();
+    const [status, answer] = await send(`/api/passkeys/${encodeURIComponent(id)}`, { proof: existing }, 'DELETE');
+    return status === 204 ? 'ok' : 'failed:' + (answer.error || `the server answered ${status}`);
+  } catch (e) {
+    return ceremonyFailed(e);
+  }
+}
+
+export async function approveWithPasskey(id, reason) {
+  if (!supported()) return 'failed:This browser cannot use passkeys here (it needs https or localhost); approve on a device that can, or reject.';
+  try {
+    const path = `/governance/approvals/${encodeURIComponent(id)}`;
+    const [status, challenge] = await send(`${path}/passkey`);
+    if (status !== 200) return 'failed:' + (challenge.error || `the server answered ${status}`);
+    const credential = await navigator.credentials.get({ publicKey: requestOptions(challenge.options) });
+    const body = {
+      decision: 'approve',
+      passkey: { ceremony_id: challenge.ceremony_id, credential: assertionJSON(credential) },
+    };
+    if (reason) body.reason = reason;
+    const [answered, answer] = await send(`${path}/respond`, body);
+    return answered === 200 ? 'ok' : 'failed:' + (answer.error || `the server answered ${answered}`);
+  } catch (e) {
+    return ceremonyFailed(e);
+  }
+}

@@ -1,0 +1,183 @@
+//! The passkey a card may need to be approved (ADR-0118 decision 4; [`crate::passkey`]): the
+//! challenge made for one approval and its call hash, and the check of the answer, run inside
+//! the decision's unit of work ([`ApprovalService::respond_with_passkey`]) so the row is still
+//! pending, its call hash unchanged and the ceremony unused when the decision commits.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::{Actor, ApprovalService, RespondError};
+use crate::passkey::{
+    Assertion, Ceremony, CeremonyPurpose, PasskeyCheck, PasskeyRefusal, PasskeyUse, CEREMONY_SECS,
+};
+use crate::ports::{DecisionRead, PasskeyStore, Scope, StoreError};
+use crate::wire::ApprovalStatus;
+
+/// What the service needs to ask for and check passkeys: the cryptography and the storage of
+/// passkeys and ceremonies.
+#[derive(Clone)]
+pub struct PasskeySettings {
+    /// Makes challenges and verifies answers (the server's `webauthn-rs`).
+    pub check: Arc<dyn PasskeyCheck>,
+    /// The owner's passkeys and the ceremonies.
+    pub store: Arc<dyn PasskeyStore>,
+}
+
+/// A challenge made for one approval: the ceremony's id, the options for the browser, and when
+/// it lapses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PasskeyChallenge {
+    /// The ceremony to send back with the answer.
+    pub ceremony_id: String,
+    /// `navigator.credentials.get` options (`{"publicKey": {...}}`).
+    pub options: Value,
+    /// After this instant the answer is refused.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl ApprovalService {
+    /// Makes a passkey challenge for approving row `id`, bound to its call hash, stored as a
+    /// ceremony that lapses after [`CEREMONY_SECS`] and is used once.
+    ///
+    /// # Errors
+    /// [`RespondError::Forbidden`] for read scope; `NotFound`; `AlreadyDecided`/`Expired` when
+    /// the row can no longer be answered; `PasskeyRequired` when passkeys are off here or none
+    /// is registered; `Store`.
+    pub async fn passkey_challenge(
+        &self,
+        id: &str,
+        actor: &Actor,
+    ) -> Result<PasskeyChallenge, RespondError> {
+        if actor.scope != Scope::Control {
+            return Err(RespondError::Forbidden(actor.name.clone()));
+        }
+        let row = self
+            .store
+            .approval(id)
+            .await?
+            .ok_or_else(|| RespondError::NotFound(id.to_string()))?;
+        let now = self.clock.now();
+        if row.status == ApprovalStatus::Expired
+            || (row.status == ApprovalStatus::Pending && row.expires_at <= now)
+        {
+            return Err(RespondError::Expired(Box::new(row)));
+        }
+        if row.status != ApprovalStatus::Pending {
+            return Err(RespondError::AlreadyDecided(Box::new(row)));
+        }
+        let refuse = |refusal: PasskeyRefusal| {
+            RespondError::PasskeyRequired(refusal.to_string(), Box::new(row.clone()))
+        };
+        let Some(settings) = &self.passkeys else {
+            return Err(refuse(PasskeyRefusal::Off(
+                "no passkey verifier is set up".into(),
+            )));
+        };
+        if let Some(why) = settings.check.off_reason() {
+            return Err(refuse(PasskeyRefusal::Off(why)));
+        }
+        let keys: Vec<String> = settings
+            .store
+            .passkeys(false)
+            .await?
+            .into_iter()
+            .map(|p| p.key)
+            .collect();
+        if keys.is_empty() {
+            return Err(refuse(PasskeyRefusal::Off(
+                "no passkey is registered yet; add one on the Devices page".into(),
+            )));
+        }
+        let (options, state) = settings
+            .check
+            .challenge(&keys)
+            .map_err(|e| RespondError::Store(StoreError::Backend(e)))?;
+        let ceremony = Ceremony {
+            id: uuid::Uuid::new_v4().to_string(),
+            purpose: CeremonyPurpose::Approve,
+            approval_id: Some(row.id.clone()),
+            call_hash: Some(row.call_hash.clone()),
+            state,
+            device: actor.name.clone(),
+            created_at: now,
+            expires_at: now + chrono::Duration::seconds(CEREMONY_SECS),
+            used_at: None,
+        };
+        settings.store.start_ceremony(&ceremony).await?;
+        Ok(PasskeyChallenge {
+            ceremony_id: ceremony.id,
+            options,
+            expires_at: ceremony.expires_at,
+        })
+    }
+
+    /// Checks the passkey answer for approving the row `read` (inside the decision's unit):
+    /// an assertion made for a ceremony of this approval and this call hash, unused and
+    /// unlapsed at `at`, that verifies with user verification. Returns what the commit writes
+    /// (the ceremony used, the passkey's new counter) and what the audit entry keeps.
+    pub(super) fn check_passkey(
+        &self,
+        read: &DecisionRead,
+        assertion: Option<&Assertion>,
+        at: DateTime<Utc>,
+    ) -> Result<(PasskeyUse, Value), PasskeyRefusal> {
+        let assertion = assertion.ok_or(PasskeyRefusal::Missing)?;
+        let settings = self
+            .passkeys
+            .as_ref()
+            .ok_or_else(|| PasskeyRefusal::Off("no passkey verifier is set up".into()))?;
+        if let Some(why) = settings.check.off_reason() {
+            return Err(PasskeyRefusal::Off(why));
+        }
+        let approval = &read.approval;
+        let ceremony = read
+            .ceremony
+            .as_ref()
+            .filter(|c| c.id == assertion.ceremony_id)
+            .ok_or_else(|| PasskeyRefusal::WrongCeremony("no challenge this server made".into()))?;
+        if ceremony.purpose != CeremonyPurpose::Approve
+            || ceremony.approval_id.as_deref() != Some(approval.id.as_str())
+        {
+            return Err(PasskeyRefusal::WrongCeremony("another approval".into()));
+        }
+        if ceremony.call_hash.as_deref() != Some(approval.call_hash.as_str()) {
+            return Err(PasskeyRefusal::WrongCeremony("another call".into()));
+        }
+        if ceremony.used_at.is_some() {
+            return Err(PasskeyRefusal::WrongCeremony(
+                "a challenge that was already used (an answer is used once)".into(),
+            ));
+        }
+        if ceremony.expires_at <= at {
+            return Err(PasskeyRefusal::WrongCeremony(format!(
+                "a challenge that lapsed at {} (challenges last two minutes)",
+                ceremony.expires_at.format("%H:%M:%S UTC")
+            )));
+        }
+        let verified = settings
+            .check
+            .verify(&ceremony.state, &assertion.credential)?;
+        let response = &assertion.credential["response"];
+        let record = json!({
+            "ceremony_id": ceremony.id,
+            "credential_id": verified.credential_id,
+            "call_hash": approval.call_hash,
+            "client_data_json": response["clientDataJSON"],
+            "authenticator_data": response["authenticatorData"],
+            "signature": response["signature"],
+            "user_handle": response.get("userHandle").cloned().unwrap_or(Value::Null),
+            "counter": verified.counter,
+        });
+        Ok((
+            PasskeyUse {
+                ceremony_id: ceremony.id.clone(),
+                credential_id: verified.credential_id,
+                key: verified.key,
+                at,
+            },
+            record,
+        ))
+    }
+}

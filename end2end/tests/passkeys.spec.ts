@@ -1,0 +1,163 @@
+// Passkeys bound to the call (ADR-0118 decision 4) in a real Chromium with the DevTools
+// protocol's virtual authenticator (ctap2, internal, user verification): register the first
+// passkey on Devices, approve a card that needs it (the call runs once), a passkey that does not
+// verify the user is refused (nothing runs), and an answer made for one card is refused on
+// another. This spec runs against its own server (playwright.config.ts, "passkeys"):
+// IRIS_PUBLIC_URL=http://localhost:PORT (WebAuthn refuses an IP address) and
+// IRIS_PASSKEY_REQUIRED=destructive.
+import { expect, test, type Page } from '@playwright/test';
+import { PASSKEY_URL, pageShots, REQUEST, shot, watchConsole } from './helpers';
+
+test.use({ baseURL: PASSKEY_URL });
+
+/** A virtual platform authenticator that verifies the user (Face ID, fingerprint) by default. */
+async function authenticator(page: Page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return {
+    setUserVerified: (isUserVerified: boolean) =>
+      cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified }),
+    credentials: async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials,
+  };
+}
+
+/** Asks for the promo clean-up in the chat: the new card's id. */
+async function ask(page: Page): Promise<string> {
+  await page.goto('/activity');
+  const input = page.getByTestId('chat-input');
+  await expect(input).toBeEditable();
+  await input.fill(REQUEST);
+  await page.getByTestId('chat-send').click();
+  const link = page
+    .getByTestId('chat-line')
+    .filter({ has: page.getByTestId('chat-approval-link') })
+    .last()
+    .getByTestId('chat-approval-link');
+  await expect(link).toBeVisible();
+  return (await link.getAttribute('href'))!.split('/').pop()!;
+}
+
+async function row(page: Page, id: string) {
+  return (await page.request.get(`/governance/approvals/${id}`)).json();
+}
+
+test('a card that needs the passkey is approved with it, once, and never without', async ({ page }) => {
+  const problems = watchConsole(page);
+  await page.goto('/devices');
+  const key = await authenticator(page);
+  const panel = page.getByTestId('passkey-panel');
+  await expect(panel).toContainText('Approving a destructive card needs one of your passkeys.');
+  await expect(panel.getByTestId('passkeys-none')).toBeVisible();
+  await pageShots(page, 'passkeys-devices-empty');
+
+  // Register the first passkey: no proof needed.
+  await panel.getByTestId('passkey-name').fill('This laptop');
+  await panel.getByTestId('passkey-add').click();
+  await expect(panel.getByTestId('passkey-said')).toHaveText('Passkey added.');
+  await expect(panel.getByTestId('passkey-row')).toHaveCount(1);
+  await expect(panel.getByTestId('passkey-row')).toContainText('This laptop');
+  await expect(panel.getByTestId('passkey-row')).toContainText('last used never');
+  expect(await key.credentials()).toHaveLength(1);
+  await pageShots(page, 'passkeys-devices');
+
+  // A card that needs it says so; confirming asks the authenticator, and the call runs once.
+  const id = await ask(page);
+  await page.goto(`/activity/${id}`);
+  const card = page.getByTestId(`card-${id}`);
+  await expect(card.getByTestId('passkey-note')).toContainText('Approving needs your passkey');
+  await shot(card, 'passkeys-card');
+  await card.getByTestId('action-button').click();
+  await page.getByRole('dialog').getByTestId('dialog-confirm').click();
+  await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
+  await expect
+    .poll(async () => (await row(page, id)).execution)
+    .toBe('executed');
+  const audit = await (await page.request.get(`/api/audit?approval_id=${id}`)).json();
+  const decisions = audit.entries.filter((e: { kind: string }) => e.kind === 'decision');
+  expect(decisions).toHaveLength(1);
+  expect(decisions[0].result.passkey.credential_id).toBeTruthy();
+  await page.goto('/devices');
+  await expect(page.getByTestId('passkey-row')).not.toContainText('last used never');
+
+  // The authenticator no longer verifies the user: refused on the card, nothing runs.
+  await key.setUserVerified(false);
+  const second = await ask(page);
+  await page.goto(`/activity/${second}`);
+  const secondCard = page.getByTestId(`card-${second}`);
+  await secondCard.getByTestId('action-button').click();
+  await page.getByRole('dialog').getByTestId('dialog-confirm').click();
+  await expect(secondCard.locator('[role=alert]').first()).toContainText(/passkey|verify/i);
+  expect((await row(page, second)).status).toBe('pending');
+  expect((await row(page, second)).execution).toBe('none');
+  await shot(secondCard, 'passkeys-refused');
+  await key.setUserVerified(true);
+
+  // An answer made for one card, sent with the approve of another: refused, nothing runs.
+  const third = await ask(page);
+  const replayed = await page.evaluate(
+    async ([madeFor, usedOn]) => {
+      const bytes = (t: string) =>
+        Uint8Array.from(atob(t.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(t.length / 4) * 4, '=')), (c) =>
+          c.charCodeAt(0),
+        ).buffer;
+      const text = (b: ArrayBuffer) =>
+        btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+      const post = (path: string, body: object) =>
+        fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      const challenge = await (await post(`/governance/approvals/${madeFor}/passkey`, {})).json();
+      const o = challenge.options.publicKey;
+      const credential = (await navigator.credentials.get({
+        publicKey: {
+          ...o,
+          extensions: undefined,
+          challenge: bytes(o.challenge),
+          allowCredentials: o.allowCredentials.map((c: { id: string; type: string }) => ({ ...c, id: bytes(c.id) })),
+        },
+      })) as PublicKeyCredential;
+      const r = credential.response as AuthenticatorAssertionResponse;
+      const answer = await post(`/governance/approvals/${usedOn}/respond`, {
+        decision: 'approve',
+        passkey: {
+          ceremony_id: challenge.ceremony_id,
+          credential: {
+            id: credential.id,
+            rawId: text(credential.rawId),
+            type: 'public-key',
+            response: {
+              authenticatorData: text(r.authenticatorData),
+              clientDataJSON: text(r.clientDataJSON),
+              signature: text(r.signature),
+              userHandle: r.userHandle ? text(r.userHandle) : null,
+            },
+            extensions: {},
+          },
+        },
+      });
+      return { status: answer.status, body: await answer.json() };
+    },
+    [third, second],
+  );
+  expect(replayed.status).toBe(403);
+  expect(replayed.body.code).toBe('passkey_required');
+  expect(replayed.body.error).toContain('another approval');
+  expect((await row(page, second)).status).toBe('pending');
+
+  // Rejecting is one tap, no passkey.
+  for (const open of [second, third]) {
+    await page.goto(`/activity/${open}`);
+    await page.getByTestId(`card-${open}`).getByTestId('reject-button').click();
+    await expect(page.getByTestId(`card-${open}`).getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
+  }
+  // The refused requests are logged by the browser as failed loads; nothing else may be.
+  expect(problems.filter((p) => !p.includes('status of 403'))).toEqual([]);
+});

@@ -1,0 +1,104 @@
+//! `iris passkeys list|remove` and `iris audit verify`: run at the server against its database
+//! (like `iris devices`), the recovery path when the owner's passkeys are lost and the later
+//! check of who approved what (ADR-0118 decision 4).
+
+use anyhow::{bail, Context};
+use chrono::Utc;
+use clap::Subcommand;
+use iris_core::ports::{PasskeyChange, PasskeyStore};
+
+use crate::config::Settings;
+use crate::passkeys::verify::{verify, Verdict};
+use crate::passkeys::Passkeys;
+
+/// `iris passkeys …`.
+#[derive(Subcommand)]
+pub enum PasskeysCommand {
+    /// List the owner's passkeys: id, name, added (when, by which device), last used.
+    List {
+        /// Also list removed passkeys (kept so old decisions can still be verified).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Remove a passkey by id without a proof from another (the recovery path: run it at the
+    /// server when a passkey is lost). Its row stays for `iris audit verify`.
+    Remove {
+        /// The passkey's id (from `iris passkeys list`).
+        id: String,
+    },
+}
+
+/// `iris audit …`.
+#[derive(Subcommand)]
+pub enum AuditCommand {
+    /// Check the passkey of an approval's decision again from its audit entry (the signature
+    /// against the challenge recorded for that approval and call hash, and the passkey's stored
+    /// public key), and print which passkey approved which call. Exits 1 when it does not verify.
+    Verify {
+        /// The approval id.
+        id: String,
+    },
+}
+
+/// Runs `iris passkeys …`.
+///
+/// # Errors
+/// When the database cannot be opened, or no live passkey has the id.
+pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
+    let store = super::open_store().await?;
+    match command {
+        PasskeysCommand::List { all } => {
+            let list = store.passkeys(all).await?;
+            if list.is_empty() {
+                println!("no passkeys (register one on the Devices page of the web app)");
+            }
+            for p in list {
+                let removed = p
+                    .removed_at
+                    .map(|t| format!("\tremoved {}", t.to_rfc3339()))
+                    .unwrap_or_default();
+                println!(
+                    "{}\t{}\tadded {} by {}\tlast used {}{removed}",
+                    p.id,
+                    p.name,
+                    p.created_at.to_rfc3339(),
+                    p.added_by,
+                    p.last_used_at
+                        .map(|t| t.to_rfc3339())
+                        .unwrap_or_else(|| "never".into())
+                );
+            }
+        }
+        PasskeysCommand::Remove { id } => {
+            match store
+                .remove_passkey(&id, None, "iris passkeys remove", Utc::now())
+                .await?
+            {
+                PasskeyChange::Done => println!("removed passkey `{id}`"),
+                PasskeyChange::Refused(_) => {
+                    bail!("no live passkey has the id `{id}` (see `iris passkeys list`)")
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `iris audit verify ID`.
+///
+/// # Errors
+/// When the database cannot be opened, the approval does not exist, or its passkey does not
+/// verify.
+pub async fn audit(command: AuditCommand) -> anyhow::Result<()> {
+    let AuditCommand::Verify { id } = command;
+    let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
+    let passkeys = Passkeys::from_settings(&settings)?;
+    let store = super::open_store().await?;
+    match verify(&store, &passkeys, &id).await? {
+        Verdict::Verified(line) | Verdict::NoPasskey(line) => {
+            println!("{line}");
+            Ok(())
+        }
+        Verdict::Failed(why) => bail!("{why}"),
+    }
+}

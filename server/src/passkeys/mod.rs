@@ -1,0 +1,255 @@
+//! Passkeys bound to the call (ADR-0118 decision 4; `iris_core::passkey`): the server's
+//! WebAuthn, by `webauthn-rs`.
+//!
+//! - [`Passkeys`]: the relying party (`IRIS_PUBLIC_URL`'s host; WebAuthn needs https or
+//!   `localhost`, and browsers refuse an IP address, so anything else turns passkeys off with a
+//!   sentence saying why) and `IRIS_PASSKEY_REQUIRED`. It implements the core's
+//!   [`PasskeyCheck`] (challenges and assertions) and makes registration challenges.
+//! - `api.rs`: `GET /api/passkeys`, `POST /api/passkeys/registrations` (a registration
+//!   challenge), `POST /api/passkeys/proofs` (a challenge to prove an existing passkey),
+//!   `POST /api/passkeys` (register), `DELETE /api/passkeys/{id}`, and
+//!   `POST /governance/approvals/{id}/passkey` (a challenge for approving that card).
+//! - `verify.rs`: `iris audit verify`, the decision's passkey checked again from the audit.
+
+pub mod api;
+pub mod verify;
+
+use base64ct::{Base64UrlUnpadded, Encoding};
+use iris_core::passkey::{PasskeyCheck, PasskeyPolicy, PasskeyRefusal, VerifiedAssertion};
+use serde_json::Value;
+use webauthn_rs::prelude::{
+    Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
+    RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder, WebauthnError,
+};
+
+use crate::config::Settings;
+
+/// The one owner's WebAuthn user handle: IRIS has one owner, so every passkey is registered for
+/// the same user (an authenticator keeps one credential per user and site).
+const OWNER_HANDLE: Uuid = Uuid::from_u128(0x1415_0000_0000_4000_8000_0000_0000_0001);
+
+/// The relying party's display name.
+const RP_NAME: &str = "IRIS";
+
+/// The server's WebAuthn: on (a relying party) or off (why), and which cards need a passkey.
+pub struct Passkeys {
+    webauthn: Result<Webauthn, String>,
+    /// `IRIS_PASSKEY_REQUIRED`.
+    pub policy: PasskeyPolicy,
+    /// The relying party's id (`localhost`, `iris.example.org`) when on.
+    pub rp_id: Option<String>,
+}
+
+/// A registration challenge: the options for `navigator.credentials.create` and the state to
+/// keep with its ceremony.
+pub struct Registration {
+    /// `{"publicKey": {...}}`.
+    pub options: Value,
+    /// `webauthn-rs`'s registration state, JSON.
+    pub state: String,
+}
+
+/// A registered passkey's credential id and stored key.
+pub struct Registered {
+    /// Base64url, unpadded.
+    pub credential_id: String,
+    /// `webauthn-rs`'s `Passkey`, JSON (public key, algorithm, counter).
+    pub key: String,
+}
+
+impl Passkeys {
+    /// Reads `IRIS_PASSKEY_REQUIRED` and the relying party from `IRIS_PUBLIC_URL` (else
+    /// `http://` + `IRIS_BIND`).
+    ///
+    /// # Errors
+    /// A bad `IRIS_PASSKEY_REQUIRED` or `IRIS_PUBLIC_URL` (the sentence names it).
+    pub fn from_settings(settings: &Settings) -> anyhow::Result<Passkeys> {
+        let policy = match crate::config::non_blank(&settings.passkey_required) {
+            None => PasskeyPolicy::Never,
+            Some(text) => PasskeyPolicy::parse(text).map_err(anyhow::Error::msg)?,
+        };
+        let origin = crate::pairing::configured_base(settings).map_err(anyhow::Error::msg)?;
+        Ok(Passkeys::for_origin(&origin, policy))
+    }
+
+    /// WebAuthn for the site at `origin` (`http://localhost:3000`, `https://iris.example.org`).
+    pub fn for_origin(origin: &str, policy: PasskeyPolicy) -> Passkeys {
+        let webauthn = relying_party(origin).and_then(|(rp_id, url)| {
+            WebauthnBuilder::new(&rp_id, &url)
+                .and_then(|b| b.rp_name(RP_NAME).build())
+                .map_err(|e| format!("WebAuthn cannot be set up for {origin}: {e}"))
+        });
+        let rp_id = webauthn.as_ref().ok().and_then(|_| {
+            Url::parse(origin)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+        });
+        Passkeys {
+            webauthn,
+            policy,
+            rp_id,
+        }
+    }
+
+    fn webauthn(&self) -> Result<&Webauthn, String> {
+        self.webauthn.as_ref().map_err(Clone::clone)
+    }
+
+    /// A registration challenge for a new passkey named `name`, excluding the credentials of
+    /// `existing` (their stored keys).
+    ///
+    /// # Errors
+    /// Passkeys are off, or a stored key does not parse.
+    pub fn start_registration(
+        &self,
+        name: &str,
+        existing: &[String],
+    ) -> Result<Registration, String> {
+        let webauthn = self.webauthn()?;
+        let exclude = existing
+            .iter()
+            .map(|key| parse_key(key).map(|p| p.cred_id().clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (options, state) = webauthn
+            .start_passkey_registration(OWNER_HANDLE, "owner", name, Some(exclude))
+            .map_err(|e| format!("making a registration challenge failed: {e}"))?;
+        Ok(Registration {
+            options: to_value(&options)?,
+            state: to_text(&state)?,
+        })
+    }
+
+    /// Verifies a registration (`credential`, the browser's `PublicKeyCredential` JSON) against
+    /// its ceremony's `state`: challenge, origin, relying party, user verification.
+    ///
+    /// # Errors
+    /// A sentence saying what did not verify.
+    pub fn finish_registration(
+        &self,
+        state: &str,
+        credential: &Value,
+    ) -> Result<Registered, String> {
+        let webauthn = self.webauthn()?;
+        let state: PasskeyRegistration = serde_json::from_str(state)
+            .map_err(|e| format!("the stored registration challenge does not parse: {e}"))?;
+        let credential: RegisterPublicKeyCredential = serde_json::from_value(credential.clone())
+            .map_err(|e| format!("`credential` is not a WebAuthn registration: {e}"))?;
+        let passkey = webauthn
+            .finish_passkey_registration(&credential, &state)
+            .map_err(|e| match e {
+                WebauthnError::UserNotVerified => PasskeyRefusal::NotVerified.to_string(),
+                other => format!("the new passkey did not verify: {other}"),
+            })?;
+        Ok(Registered {
+            credential_id: credential_id_text(&passkey)?,
+            key: to_text(&passkey)?,
+        })
+    }
+}
+
+impl PasskeyCheck for Passkeys {
+    fn verify(&self, state: &str, credential: &Value) -> Result<VerifiedAssertion, PasskeyRefusal> {
+        let webauthn = self.webauthn().map_err(PasskeyRefusal::Off)?;
+        let auth: PasskeyAuthentication = serde_json::from_str(state).map_err(|e| {
+            PasskeyRefusal::Invalid(format!("the stored challenge does not parse: {e}"))
+        })?;
+        let answer: PublicKeyCredential =
+            serde_json::from_value(credential.clone()).map_err(|e| {
+                PasskeyRefusal::Invalid(format!("`credential` is not a WebAuthn assertion: {e}"))
+            })?;
+        let result = webauthn
+            .finish_passkey_authentication(&answer, &auth)
+            .map_err(|e| match e {
+                WebauthnError::UserNotVerified => PasskeyRefusal::NotVerified,
+                other => PasskeyRefusal::Invalid(other.to_string()),
+            })?;
+        if !result.user_verified() {
+            return Err(PasskeyRefusal::NotVerified);
+        }
+        // The stored key with the new counter: the challenge's state holds the credentials it
+        // allowed, as they were stored when it was made.
+        let mut passkey = allowed_passkeys(state)
+            .into_iter()
+            .find(|p| p.cred_id() == result.cred_id())
+            .ok_or_else(|| {
+                PasskeyRefusal::Invalid("the answering passkey was not asked for".into())
+            })?;
+        passkey.update_credential(&result);
+        Ok(VerifiedAssertion {
+            credential_id: credential_id_text(&passkey).map_err(PasskeyRefusal::Invalid)?,
+            counter: result.counter(),
+            key: to_text(&passkey).map_err(PasskeyRefusal::Invalid)?,
+        })
+    }
+
+    fn challenge(&self, passkeys: &[String]) -> Result<(Value, String), String> {
+        let webauthn = self.webauthn()?;
+        let keys = passkeys
+            .iter()
+            .map(|k| parse_key(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (options, state) = webauthn
+            .start_passkey_authentication(&keys)
+            .map_err(|e| format!("making a passkey challenge failed: {e}"))?;
+        Ok((to_value(&options)?, to_text(&state)?))
+    }
+
+    fn off_reason(&self) -> Option<String> {
+        self.webauthn.as_ref().err().cloned()
+    }
+}
+
+/// The relying party of the site at `origin`: its host, when browsers allow WebAuthn there
+/// (https with a name, or `localhost`); else why not.
+fn relying_party(origin: &str) -> Result<(String, Url), String> {
+    let url = Url::parse(origin).map_err(|e| format!("{origin} is not a URL ({e})"))?;
+    let host = url.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return Err(format!(
+            "passkeys are off: this server's address {origin} is an IP address, and browsers \
+             refuse an IP address as a passkey's site; set IRIS_PUBLIC_URL to an https:// name, \
+             or to http://localhost:PORT on this machine"
+        ));
+    }
+    if url.scheme() != "https" && host != "localhost" {
+        return Err(format!(
+            "passkeys are off: this server's address {origin} is plain http, and browsers allow \
+             passkeys only on https or on localhost; set IRIS_PUBLIC_URL to an https:// address"
+        ));
+    }
+    Ok((host.to_string(), url))
+}
+
+/// The credentials a stored authentication state allows, as stored keys.
+fn allowed_passkeys(state: &str) -> Vec<Passkey> {
+    let Ok(value) = serde_json::from_str::<Value>(state) else {
+        return Vec::new();
+    };
+    value["ast"]["credentials"]
+        .as_array()
+        .map(|creds| {
+            creds
+                .iter()
+                .filter_map(|c| serde_json::from_value(serde_json::json!({"cred": c})).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn parse_key(key: &str) -> Result<Passkey, String> {
+    serde_json::from_str(key).map_err(|e| format!("a stored passkey does not parse: {e}"))
+}
+
+/// A passkey's credential id as base64url without padding (the browser's `id`).
+fn credential_id_text(passkey: &Passkey) -> Result<String, String> {
+    Ok(Base64UrlUnpadded::encode_string(passkey.cred_id()))
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| format!("serialising WebAuthn options failed: {e}"))
+}
+
+fn to_text<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| format!("serialising WebAuthn state failed: {e}"))
+}
