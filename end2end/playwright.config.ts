@@ -81,6 +81,8 @@ export default defineConfig({
         IRIS_BIND: `127.0.0.1:${PASSKEY_PORT}`,
         IRIS_PUBLIC_URL: `http://localhost:${PASSKEY_PORT}`,
         IRIS_PASSKEY_REQUIRED: 'destructive',
+        // Push on as on the first server (off, every page's push key would log a 404).
+        IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
         IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'passkeys', 'iris.db')}`,
         IRIS_MAILDIR: path.join(runDir, 'passkeys', 'Maildir'),
         LEPTOS_SITE_ROOT: '../target/site',

@@ -105,9 +105,10 @@ function ceremonyFailed(e) {
 
 /** A proof from an existing passkey, or null when none is registered. Throws the browser's error. */
 async function proof() {
+  const listed = await fetch('/api/passkeys', { credentials: 'same-origin' });
+  const { passkeys = [] } = await listed.json().catch(() => ({}));
+  if (listed.ok && passkeys.length === 0) return null;
   const [status, challenge] = await send('/api/passkeys/proofs');
-  // 404: none is registered (passkeys being off was already said by the step before).
-  if (status === 404) return null;
   if (status !== 200) throw new Error(challenge.error || `the server answered ${status}`);
   const credential = await navigator.credentials.get({ publicKey: requestOptions(challenge.options) });
   return { ceremony_id: challenge.ceremony_id, credential: assertionJSON(credential) };

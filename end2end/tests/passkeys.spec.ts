@@ -6,7 +6,7 @@
 // IRIS_PUBLIC_URL=http://localhost:PORT (WebAuthn refuses an IP address) and
 // IRIS_PASSKEY_REQUIRED=destructive.
 import { expect, test, type Page } from '@playwright/test';
-import { PASSKEY_URL, pageShots, REQUEST, shot, watchConsole } from './helpers';
+import { PASSKEY_URL, pageShots, REQUEST, watchConsole } from './helpers';
 
 test.use({ baseURL: PASSKEY_URL });
 
@@ -47,6 +47,18 @@ async function ask(page: Page): Promise<string> {
   return (await link.getAttribute('href'))!.split('/').pop()!;
 }
 
+/** Asks again over the API, as this signed-in browser: the new card's id. */
+async function askAgain(page: Page): Promise<string> {
+  const answer = await page.request.post('/api/chat', {
+    data: { message: REQUEST },
+    headers: { Origin: PASSKEY_URL },
+  });
+  expect(answer.status()).toBe(200);
+  const body = await answer.json();
+  expect(body.status).toBe('awaiting_approval');
+  return body.approval_id;
+}
+
 async function row(page: Page, id: string) {
   return (await page.request.get(`/governance/approvals/${id}`)).json();
 }
@@ -75,7 +87,7 @@ test('a card that needs the passkey is approved with it, once, and never without
   await page.goto(`/activity/${id}`);
   const card = page.getByTestId(`card-${id}`);
   await expect(card.getByTestId('passkey-note')).toContainText('Approving needs your passkey');
-  await shot(card, 'passkeys-card');
+  await pageShots(page, 'passkeys-card');
   await card.getByTestId('action-button').click();
   await page.getByRole('dialog').getByTestId('dialog-confirm').click();
   await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
@@ -86,12 +98,15 @@ test('a card that needs the passkey is approved with it, once, and never without
   const decisions = audit.entries.filter((e: { kind: string }) => e.kind === 'decision');
   expect(decisions).toHaveLength(1);
   expect(decisions[0].result.passkey.credential_id).toBeTruthy();
+  // Put the mail back (the card's undo needs no passkey), so the next asks find it again.
+  const undone = await page.request.post(`/governance/approvals/${id}/undo`, { headers: { Origin: PASSKEY_URL } });
+  expect(undone.status()).toBe(200);
   await page.goto('/devices');
   await expect(page.getByTestId('passkey-row')).not.toContainText('last used never');
 
   // The authenticator no longer verifies the user: refused on the card, nothing runs.
   await key.setUserVerified(false);
-  const second = await ask(page);
+  const second = await askAgain(page);
   await page.goto(`/activity/${second}`);
   const secondCard = page.getByTestId(`card-${second}`);
   await secondCard.getByTestId('action-button').click();
@@ -99,11 +114,11 @@ test('a card that needs the passkey is approved with it, once, and never without
   await expect(secondCard.locator('[role=alert]').first()).toContainText(/passkey|verify/i);
   expect((await row(page, second)).status).toBe('pending');
   expect((await row(page, second)).execution).toBe('none');
-  await shot(secondCard, 'passkeys-refused');
+  await pageShots(page, 'passkeys-refused');
   await key.setUserVerified(true);
 
   // An answer made for one card, sent with the approve of another: refused, nothing runs.
-  const third = await ask(page);
+  const third = await askAgain(page);
   const replayed = await page.evaluate(
     async ([madeFor, usedOn]) => {
       const bytes = (t: string) =>
@@ -158,6 +173,13 @@ test('a card that needs the passkey is approved with it, once, and never without
     await page.getByTestId(`card-${open}`).getByTestId('reject-button').click();
     await expect(page.getByTestId(`card-${open}`).getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   }
+  // Removing the passkey asks it first; then none is left and Devices says so.
+  await page.goto('/devices');
+  const panel2 = page.getByTestId('passkey-panel');
+  await expect(panel2.getByTestId('passkey-row')).toHaveCount(1);
+  await panel2.getByTestId('passkey-remove').click();
+  await expect(panel2.getByTestId('passkey-said')).toHaveText('Passkey removed.');
+  await expect(panel2.getByTestId('passkeys-none')).toBeVisible();
   // The refused requests are logged by the browser as failed loads; nothing else may be.
   expect(problems.filter((p) => !p.includes('status of 403'))).toEqual([]);
 });
