@@ -756,3 +756,49 @@ async fn two_servers_share_one_bot_one_poller_one_card_one_edit() {
     assert_eq!(bot.conflicts(), 0, "two servers polled at once");
     assert!(bot.calls("getUpdates").len() > 1);
 }
+
+/// ADR-0118 decision 4: a card that needs the owner's passkey arrives with "Open the card" (a
+/// link to its page in the web app) instead of the action; tapping an old action or Yes only
+/// says so, and Reject is still one tap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_that_needs_the_passkey_opens_the_web_app_and_can_only_be_rejected_here() {
+    let bot = FakeBot::start().await;
+    let (world, control, server) = start(
+        &bot,
+        &[
+            ("IRIS_PASSKEY_REQUIRED", "destructive"),
+            ("IRIS_PUBLIC_URL", "https://iris.example.org"),
+        ],
+    )
+    .await;
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+    let row0 = halt(&client, &control).await;
+    assert_eq!(row0["passkey_required"], true);
+    let id = row0["id"].as_str().unwrap().to_string();
+    let sent = eventually("the card message", || async {
+        let sent = bot.calls("sendMessage");
+        (!sent.is_empty()).then_some(sent)
+    })
+    .await;
+    assert_eq!(
+        sent[0]["reply_markup"],
+        json!({"inline_keyboard": [[
+            {"text": "Open the card", "url": format!("https://iris.example.org/activity/{id}")},
+            {"text": "Reject", "callback_data": format!("r:{id}")}
+        ]]})
+    );
+    let text = sent[0]["text"].as_str().unwrap();
+    assert!(text.contains(&escape("This card needs your passkey")), "{text}");
+
+    // An action or Yes tap (an old message, a forged one) approves nothing.
+    for step in ["a", "y"] {
+        let q = bot.tap(OWNER, OWNER, 1, &format!("{step}:{id}"));
+        assert!(bot.answer(&q).await.contains("needs your passkey"));
+        assert_eq!(row(&client, &control, &id).await["status"], "pending");
+    }
+    assert_eq!(snapshot(&world.maildir), original);
+    let q = bot.tap(OWNER, OWNER, 1, &format!("r:{id}"));
+    assert_eq!(bot.answer(&q).await, "Rejected; nothing was changed.");
+    assert_eq!(row(&client, &control, &id).await["status"], "rejected");
+}

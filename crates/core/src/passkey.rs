@@ -130,6 +130,51 @@ pub struct Ceremony {
 
 pub use crate::wire::Assertion;
 
+impl Ceremony {
+    /// Whether an answer to this ceremony may be used at `at` for `purpose`, and for an approve
+    /// for approval `binding.0` with call hash `binding.1` (the one rule every use checks: the
+    /// approve's decision and the proofs before the set of passkeys changes). The commit that
+    /// uses it checks the same again by compare-and-set.
+    ///
+    /// # Errors
+    /// [`PasskeyRefusal::WrongCeremony`] naming what it was made for, or that it was used or
+    /// lapsed.
+    pub fn usable(
+        &self,
+        purpose: CeremonyPurpose,
+        binding: Option<(&str, &str)>,
+        at: DateTime<Utc>,
+    ) -> Result<(), PasskeyRefusal> {
+        if self.purpose != purpose {
+            return Err(PasskeyRefusal::WrongCeremony(format!(
+                "another purpose ({}, not {})",
+                self.purpose.as_str(),
+                purpose.as_str()
+            )));
+        }
+        if let Some((approval_id, call_hash)) = binding {
+            if self.approval_id.as_deref() != Some(approval_id) {
+                return Err(PasskeyRefusal::WrongCeremony("another approval".into()));
+            }
+            if self.call_hash.as_deref() != Some(call_hash) {
+                return Err(PasskeyRefusal::WrongCeremony("another call".into()));
+            }
+        }
+        if self.used_at.is_some() {
+            return Err(PasskeyRefusal::WrongCeremony(
+                "a challenge that was already used (an answer is used once)".into(),
+            ));
+        }
+        if self.expires_at <= at {
+            return Err(PasskeyRefusal::WrongCeremony(format!(
+                "a challenge that lapsed at {} (challenges last two minutes)",
+                self.expires_at.format("%H:%M:%S UTC")
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A passkey the owner registered (`passkeys`; rows are kept after removal so old decisions
 /// can still be verified).
 #[derive(Debug, Clone, PartialEq)]
@@ -253,6 +298,57 @@ mod tests {
             let got = [Destructive, PinnedWrite, Evaluator].map(|k| policy.requires(k));
             assert_eq!(got, want, "{policy:?}");
         }
+    }
+
+    fn ceremony(purpose: CeremonyPurpose, at: DateTime<Utc>) -> Ceremony {
+        Ceremony {
+            id: "c1".into(),
+            purpose,
+            approval_id: (purpose == CeremonyPurpose::Approve).then(|| "a1".into()),
+            call_hash: (purpose == CeremonyPurpose::Approve).then(|| "h1".into()),
+            state: "{}".into(),
+            device: "laptop".into(),
+            created_at: at,
+            expires_at: at + chrono::Duration::seconds(CEREMONY_SECS),
+            used_at: None,
+        }
+    }
+
+    #[test]
+    fn a_ceremony_is_used_once_for_its_purpose_approval_and_call_within_two_minutes() {
+        let t0 = DateTime::parse_from_rfc3339("2026-12-02T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let approve = ceremony(CeremonyPurpose::Approve, t0);
+        let this = Some(("a1", "h1"));
+        assert_eq!(approve.usable(CeremonyPurpose::Approve, this, t0), Ok(()));
+        let just_before = t0 + chrono::Duration::seconds(CEREMONY_SECS - 1);
+        assert_eq!(approve.usable(CeremonyPurpose::Approve, this, just_before), Ok(()));
+        let refusal = |c: &Ceremony, purpose, binding, at| match c.usable(purpose, binding, at) {
+            Err(PasskeyRefusal::WrongCeremony(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
+        let lapse = t0 + chrono::Duration::seconds(CEREMONY_SECS);
+        assert!(refusal(&approve, CeremonyPurpose::Approve, this, lapse).contains("lapsed"));
+        assert!(
+            refusal(&approve, CeremonyPurpose::Approve, Some(("a2", "h1")), t0)
+                .contains("another approval")
+        );
+        assert!(
+            refusal(&approve, CeremonyPurpose::Approve, Some(("a1", "h2")), t0)
+                .contains("another call")
+        );
+        assert!(refusal(&approve, CeremonyPurpose::Manage, None, t0).contains("another purpose"));
+        let used = Ceremony {
+            used_at: Some(t0),
+            ..approve
+        };
+        assert!(refusal(&used, CeremonyPurpose::Approve, this, t0).contains("already used"));
+        let manage = ceremony(CeremonyPurpose::Manage, t0);
+        assert_eq!(manage.usable(CeremonyPurpose::Manage, None, t0), Ok(()));
+        assert!(
+            refusal(&manage, CeremonyPurpose::Approve, this, t0).contains("another purpose")
+        );
     }
 
     #[test]

@@ -141,14 +141,11 @@ async fn check_proof(
         .store
         .ceremony(&proof.ceremony_id)
         .await?
-        .filter(|c| c.purpose == CeremonyPurpose::Manage)
-        .ok_or_else(|| refuse("the proof answers no challenge of this server for it".into()))?;
+        .ok_or_else(|| refuse("the proof answers no challenge of this server".into()))?;
     let now = Utc::now();
-    if ceremony.used_at.is_some() || ceremony.expires_at <= now {
-        return Err(refuse(
-            "the proof's challenge was already used or lapsed (challenges last two minutes)".into(),
-        ));
-    }
+    ceremony
+        .usable(CeremonyPurpose::Manage, None, now)
+        .map_err(|e| refuse(e.to_string()))?;
     let verified = state
         .passkeys
         .verify(&ceremony.state, &proof.credential)

@@ -137,25 +137,16 @@ impl ApprovalService {
             .as_ref()
             .filter(|c| c.id == assertion.ceremony_id)
             .ok_or_else(|| PasskeyRefusal::WrongCeremony("no challenge this server made".into()))?;
-        if ceremony.purpose != CeremonyPurpose::Approve
-            || ceremony.approval_id.as_deref() != Some(approval.id.as_str())
-        {
-            return Err(PasskeyRefusal::WrongCeremony("another approval".into()));
-        }
-        if ceremony.call_hash.as_deref() != Some(approval.call_hash.as_str()) {
-            return Err(PasskeyRefusal::WrongCeremony("another call".into()));
-        }
-        if ceremony.used_at.is_some() {
-            return Err(PasskeyRefusal::WrongCeremony(
-                "a challenge that was already used (an answer is used once)".into(),
-            ));
-        }
-        if ceremony.expires_at <= at {
-            return Err(PasskeyRefusal::WrongCeremony(format!(
-                "a challenge that lapsed at {} (challenges last two minutes)",
-                ceremony.expires_at.format("%H:%M:%S UTC")
-            )));
-        }
+        // A ceremony made to prove a passkey before a change is "another approval" here.
+        let purpose = match ceremony.purpose {
+            CeremonyPurpose::Approve => CeremonyPurpose::Approve,
+            _ => return Err(PasskeyRefusal::WrongCeremony("another approval".into())),
+        };
+        ceremony.usable(
+            purpose,
+            Some((approval.id.as_str(), approval.call_hash.as_str())),
+            at,
+        )?;
         let verified = settings
             .check
             .verify(&ceremony.state, &assertion.credential)?;
