@@ -17,5 +17,10 @@ export LEPTOS_SITE_ADDR="$IRIS_BIND"
 # Web Push on, so "Notify this device when a card waits" can be tried (README); a contact of
 # your own replaces it.
 export IRIS_VAPID_SUBJECT="${IRIS_VAPID_SUBJECT:-mailto:owner@example.org}"
+# Passkeys need a name, never an IP address (WebAuthn): on this machine the demo's address is
+# http://localhost:PORT (127.0.0.1 still works for everything else).
+if [ -z "${IRIS_PUBLIC_URL:-}" ] && [[ "$IRIS_BIND" == 127.0.0.1:* ]]; then
+  export IRIS_PUBLIC_URL="http://localhost:${IRIS_BIND##*:}"
+fi
 printf '[serve-demo] open http://%s and ask "trash the promo emails from this week", then "undo that"\n' "$IRIS_BIND"
 exec target/debug/iris serve --demo

@@ -430,6 +430,12 @@ pub(crate) async fn respond(
         &body,
         "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\"}",
     )?;
+    // A card that needs the owner's passkey is approved on its page in the web app: the refusal
+    // names it, for a client (a script with a bearer token) that cannot make a passkey answer.
+    let card = format!(
+        "{}/activity/{id}",
+        crate::pairing::configured_base(&state.settings).unwrap_or_default()
+    );
     let approval = to_the_end(async move {
         state
             .service
@@ -441,7 +447,16 @@ pub(crate) async fn respond(
                 request.passkey.as_ref(),
             )
             .await
-            .map_err(ApiError::from)
+            .map_err(|e| match ApiError::from(e) {
+                ApiError::PasskeyRequired(text, row) => ApiError::PasskeyRequired(
+                    format!(
+                        "{} (the card: {card}); nothing was changed",
+                        text.trim_end_matches('.')
+                    ),
+                    row,
+                ),
+                other => other,
+            })
     })
     .await?;
     Ok(Json(RespondResponse { approval }))

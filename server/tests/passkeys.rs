@@ -252,10 +252,11 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(10), "{stderr}");
     assert!(
-        stderr.contains(&format!("{}/activity/{id}", server.url)),
+        stderr.contains(&format!("{ORIGIN}/activity/{id}")),
         "{stderr}"
     );
     assert!(stderr.contains("needs your passkey"), "{stderr}");
+    assert!(stderr.contains("iris approvals reject"), "{stderr}");
 
     // With the spare passkey's fresh, verified answer: approved, and the call runs once.
     let good = answer(&client, &laptop, &mut spare_key, &id, true).await;

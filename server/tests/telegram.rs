@@ -789,7 +789,10 @@ async fn a_card_that_needs_the_passkey_opens_the_web_app_and_can_only_be_rejecte
         ]]})
     );
     let text = sent[0]["text"].as_str().unwrap();
-    assert!(text.contains(&escape("This card needs your passkey")), "{text}");
+    assert!(
+        text.contains(&escape("This card needs your passkey")),
+        "{text}"
+    );
 
     // An action or Yes tap (an old message, a forged one) approves nothing.
     for step in ["a", "y"] {

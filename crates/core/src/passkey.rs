@@ -323,7 +323,10 @@ mod tests {
         let this = Some(("a1", "h1"));
         assert_eq!(approve.usable(CeremonyPurpose::Approve, this, t0), Ok(()));
         let just_before = t0 + chrono::Duration::seconds(CEREMONY_SECS - 1);
-        assert_eq!(approve.usable(CeremonyPurpose::Approve, this, just_before), Ok(()));
+        assert_eq!(
+            approve.usable(CeremonyPurpose::Approve, this, just_before),
+            Ok(())
+        );
         let refusal = |c: &Ceremony, purpose, binding, at| match c.usable(purpose, binding, at) {
             Err(PasskeyRefusal::WrongCeremony(why)) => why,
             other => panic!("not refused: {other:?}"),
@@ -346,9 +349,7 @@ mod tests {
         assert!(refusal(&used, CeremonyPurpose::Approve, this, t0).contains("already used"));
         let manage = ceremony(CeremonyPurpose::Manage, t0);
         assert_eq!(manage.usable(CeremonyPurpose::Manage, None, t0), Ok(()));
-        assert!(
-            refusal(&manage, CeremonyPurpose::Approve, this, t0).contains("another purpose")
-        );
+        assert!(refusal(&manage, CeremonyPurpose::Approve, this, t0).contains("another purpose"));
     }
 
     #[test]

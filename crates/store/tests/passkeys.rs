@@ -85,7 +85,10 @@ async fn the_first_passkey_needs_no_proof_and_every_later_change_one(engine: Eng
     );
     assert!(s.ceremony("m1").await.unwrap().unwrap().used_at.is_some());
     let first = &s.passkeys(false).await.unwrap()[0];
-    assert_eq!(first.key, "{\"cred\":\"AAA\",\"counter\":1}", "the counter was kept");
+    assert_eq!(
+        first.key, "{\"cred\":\"AAA\",\"counter\":1}",
+        "the counter was kept"
+    );
     assert_eq!(first.last_used_at, Some(at));
     // The used proof cannot add a third.
     assert!(matches!(
@@ -121,7 +124,9 @@ async fn a_removed_passkey_keeps_its_row_and_proves_nothing(engine: Engine) {
         ("r2", CeremonyPurpose::Register),
         ("m1", CeremonyPurpose::Manage),
     ] {
-        s.start_ceremony(&ceremony(id, purpose, None)).await.unwrap();
+        s.start_ceremony(&ceremony(id, purpose, None))
+            .await
+            .unwrap();
     }
     s.add_passkey("r1", None, &passkey("p1", "AAA"), t0())
         .await
@@ -225,7 +230,13 @@ async fn a_decision_uses_its_cards_ceremony_once(engine: Engine) {
         s.approval("a").await.unwrap().unwrap().status,
         ApprovalStatus::Pending
     );
-    assert!(s.ceremony("for-b").await.unwrap().unwrap().used_at.is_none());
+    assert!(s
+        .ceremony("for-b")
+        .await
+        .unwrap()
+        .unwrap()
+        .used_at
+        .is_none());
     let plan = approve("for-a");
     assert!(matches!(
         s.decide("a", Some("for-a"), &plan).await.unwrap(),
@@ -234,9 +245,19 @@ async fn a_decision_uses_its_cards_ceremony_once(engine: Engine) {
     let row_now = s.approval("a").await.unwrap().unwrap();
     assert_eq!(row_now.status, ApprovalStatus::Approved);
     assert!(row_now.passkey_required);
-    assert!(s.ceremony("for-a").await.unwrap().unwrap().used_at.is_some());
+    assert!(s
+        .ceremony("for-a")
+        .await
+        .unwrap()
+        .unwrap()
+        .used_at
+        .is_some());
     // The card's need is a request term: the database refuses to change it.
-    let refusal = refused(s, "UPDATE approvals SET passkey_required = false WHERE id = 'a'").await;
+    let refusal = refused(
+        s,
+        "UPDATE approvals SET passkey_required = false WHERE id = 'a'",
+    )
+    .await;
     assert!(refusal.contains("immutable"), "{refusal}");
     assert!(!s.approval("b").await.unwrap().unwrap().passkey_required);
 }

@@ -138,12 +138,13 @@ impl Failure {
             ),
             Failure::Settled(row) => settled_message(row),
             Failure::NotConfirmed => "Not approved: you did not answer yes. Nothing was sent.".into(),
-            Failure::Refused { error, url, id, .. } if self.needs_passkey() => {
+            // The server's sentence names the card's page (its public address: passkeys work
+            // only there).
+            Failure::Refused { error, id, .. } if self.needs_passkey() => {
                 let id = id.as_deref().map(printable).unwrap_or_default();
                 format!(
-                    "this card needs your passkey: approve it on the card at {url}/activity/{id} \
-                     (you can still reject it here with `iris approvals reject {id}`). {}",
-                    printable(error).trim_end_matches('.').to_string() + "; nothing was changed."
+                    "{}. You can still reject it here with `iris approvals reject {id}`.",
+                    printable(error).trim_end_matches('.')
                 )
             }
             Failure::Refused {
