@@ -436,3 +436,40 @@ async fn two_servers_on_one_database_accept_one_answer_once() {
     assert_eq!(done["status"], "approved");
     assert_eq!(decisions(&ca, &laptop, &id).await.len(), 1);
 }
+
+/// `IRIS_PASSKEY_REQUIRED=approvals` covers pinned writes too (a reply that sends mail);
+/// `destructive` does not: the need is pinned into each card when it is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_covers_a_pinned_write_and_destructive_does_not() {
+    for (policy, needed) in [("approvals", true), ("destructive", false)] {
+        let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+        let mut world = World::new(&model.base_url);
+        world.env.push(("IRIS_PUBLIC_URL".into(), ORIGIN.into()));
+        world
+            .env
+            .push(("IRIS_PASSKEY_REQUIRED".into(), policy.into()));
+        let server = world.start_with(&["serve", "--demo"]);
+        let laptop = world.add_device("laptop", "control");
+        let client = server.client();
+        let (status, halted) = client
+            .post(
+                "/api/chat",
+                Some(&laptop),
+                json!({"message": "reply to Anna that Thursday works"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{halted}");
+        let id = halted["approval_id"].as_str().unwrap().to_owned();
+        let row = client
+            .get(&format!("/governance/approvals/{id}"), &laptop)
+            .await;
+        assert_eq!(row["kind"], "pinned_write", "{row}");
+        assert_eq!(row["passkey_required"], needed, "{policy}: {row}");
+        let (status, body) = approve(&client, &laptop, &id, None).await;
+        if needed {
+            assert_needs_passkey(status, &body, &id);
+        } else {
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    }
+}
