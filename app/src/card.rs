@@ -48,6 +48,8 @@ pub struct CardState {
     pub show_call: RwSignal<bool>,
     /// Where the focus was in this card; `None` once it moved to something outside the card.
     pub focus: RwSignal<Option<CardFocus>>,
+    /// Its "What happened" trail is open (a live refetch that redraws the card keeps it open).
+    pub trail_open: RwSignal<bool>,
 }
 
 impl CardState {
@@ -59,6 +61,7 @@ impl CardState {
             error: RwSignal::new(None),
             show_call: RwSignal::new(false),
             focus: RwSignal::new(None),
+            trail_open: RwSignal::new(false),
         }
     }
 }
@@ -369,6 +372,7 @@ pub fn ApprovalCard(
                 approval_id=id.clone()
                 lines=card.lines.clone()
                 items=approval.items.clone()
+                open=state.trail_open
             />
         }
     });

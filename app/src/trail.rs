@@ -113,9 +113,13 @@ pub fn CardTrail(
     lines: Vec<String>,
     /// The row's items, in the lines' order.
     items: Vec<String>,
+    /// Whether it is open: kept by the page with the card's state, so a live refetch that
+    /// draws the card anew keeps it open (and loads it again).
+    #[prop(optional)]
+    open: Option<RwSignal<bool>>,
 ) -> impl IntoView {
     let entries: RwSignal<Option<Result<Vec<AuditEntry>, String>>> = RwSignal::new(None);
-    let open = RwSignal::new(false);
+    let open = open.unwrap_or_else(|| RwSignal::new(false));
     let details_ref: NodeRef<html::Details> = NodeRef::new();
     let offset = clock_offset();
     let live = use_context::<Live>();
@@ -175,6 +179,7 @@ pub fn CardTrail(
             class="card-trail"
             data-testid="card-trail"
             node_ref=details_ref
+            prop:open=move || open.get()
             on:toggle=move |_| {
                 if let Some(details) = details_ref.get() {
                     open.set(details.open());

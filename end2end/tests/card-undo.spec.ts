@@ -69,8 +69,26 @@ test('the card undoes exactly what ran, once, and says so', async ({ page }) => 
   }
   await shotsOf(page, id, 'card-undo-done');
 
-  // Once whatever the taps: another surface is told who undid it, and nothing runs again.
+  // A card arriving meanwhile (a live event: the page loads its lists again) leaves this
+  // trail open with its entries.
   const cli = addDevice('undo-cli', 'control');
+  const asked = await page.request.post('/api/chat', {
+    headers: { Authorization: `Bearer ${cli.token}` },
+    data: { message: 'trash the promo emails from this week' },
+  });
+  const another = (await asked.json()).approval_id;
+  await expect(page.getByTestId(`card-${another}`)).toBeVisible();
+  await expect(page.getByTestId(`card-${id}`).getByTestId('card-trail')).toHaveAttribute('open', '');
+  await expect(
+    page.getByTestId(`card-${id}`).locator('[data-testid=trail-entry][data-kind=undo]'),
+  ).toHaveCount(n + 2);
+  const rejected = await page.request.post(`/governance/approvals/${another}/respond`, {
+    headers: { Authorization: `Bearer ${cli.token}` },
+    data: { decision: 'reject' },
+  });
+  expect(rejected.status()).toBe(200);
+
+  // Once whatever the taps: another surface is told who undid it, and nothing runs again.
   const again = await page.request.post(`/governance/approvals/${id}/undo`, {
     headers: { Authorization: `Bearer ${cli.token}` },
   });
