@@ -30,10 +30,36 @@ pub fn ActivityPage() -> impl IntoView {
     provide_context(crate::card::AnsweredHere(RwSignal::new(None)));
     let poll = RwSignal::new(0_u32);
 
-    let data = Resource::new(
-        move || (focus.get(), live.tick.get(), poll.get()),
-        |(focus, _, _)| activity_data(focus),
-    );
+    // The page is drawn once per card in the URL (`first`, rendered on the server); live events
+    // and polls load the lists again into `latest`, which the drawn lists follow card by card
+    // (keyed), so a card that did not change keeps its elements: a button about to be tapped,
+    // an open trail, the focus.
+    let first = Resource::new(move || focus.get(), activity_data);
+    let latest = RwSignal::new(None::<ActivitySnapshot>);
+    Effect::new(move |_| {
+        focus.track();
+        latest.set(None);
+    });
+    Effect::new(move |ran: Option<()>| {
+        live.tick.track();
+        poll.track();
+        if ran.is_some() {
+            let focus = focus.get_untracked();
+            leptos::task::spawn_local(async move {
+                if let Ok(snapshot) = activity_data(focus).await {
+                    latest.try_set(Some(snapshot));
+                }
+            });
+        }
+    });
+    // The snapshot on screen: read only inside effects (the server's render reads `first` in
+    // the Transition below).
+    let data = move || {
+        latest
+            .get()
+            .map(Ok)
+            .or_else(|| first.get().map(|r| r.map_err(|e| e.to_string())))
+    };
 
     // Card states live with the page so a redraw keeps dialogs, errors and requests in flight.
     let owner = StoredValue::new(Owner::current().unwrap_or_default());
@@ -53,7 +79,7 @@ pub fn ActivityPage() -> impl IntoView {
     // render and hydration agree): answered later, here or elsewhere, they stay open in full.
     let shown_pending = StoredValue::new(HashSet::<String>::new());
     Effect::new(move |_| {
-        if let Some(Ok(d)) = data.get() {
+        if let Some(Ok(d)) = data() {
             shown_pending.update_value(|s| s.extend(d.pending.iter().map(|a| a.id.clone())));
         }
     });
@@ -62,7 +88,7 @@ pub fn ActivityPage() -> impl IntoView {
     // Bring the focused card into view once it is on screen (once per id).
     let scrolled_for = StoredValue::new(None::<String>);
     Effect::new(move |_| {
-        let loaded = data.get().is_some_and(|d| d.is_ok());
+        let loaded = matches!(data(), Some(Ok(_)));
         let Some(id) = focus.get() else { return };
         if !loaded || scrolled_for.with_value(|s| s.as_deref() == Some(id.as_str())) {
             return;
@@ -73,7 +99,7 @@ pub fn ActivityPage() -> impl IntoView {
 
     // While an approved call has no outcome yet, look again now and then.
     Effect::new(move |_| {
-        let waiting = data.get().and_then(Result::ok).is_some_and(|d| {
+        let waiting = data().and_then(Result::ok).is_some_and(|d| {
             d.cards()
                 .any(|a| a.status == ApprovalStatus::Approved && !a.execution.has_outcome())
         });
@@ -99,8 +125,14 @@ pub fn ActivityPage() -> impl IntoView {
         <div class="activity">
             <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    match data.await {
-                        Ok(d) => activity_view(d, focus.get(), state_for, seen, older).into_any(),
+                    match first.await {
+                        Ok(d) => {
+                            let current = Memo::new(move |_| {
+                                latest.get().unwrap_or_else(|| d.clone())
+                            });
+                            activity_view(current, focus.get_untracked(), state_for, seen, older)
+                                .into_any()
+                        }
                         Err(e) => view! {
                             <div class="page-error" role="alert" data-testid="page-error">
                                 <p>{e.to_string()}</p>
@@ -148,38 +180,34 @@ impl Older {
     }
 }
 
-/// The lists: waiting, then answered (the first page, then what "Older cards" loaded).
+/// The lists: waiting, then answered (the first page, then what "Older cards" loaded), following
+/// `current` (the latest snapshot) card by card.
 fn activity_view(
-    data: ActivitySnapshot,
+    current: Memo<ActivitySnapshot>,
     focus: Option<String>,
     state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
     seen: impl Fn(&str) -> bool + Copy + Send + Sync + 'static,
     older: Older,
 ) -> AnyView {
-    let ActivitySnapshot {
-        viewer,
-        pending,
-        answered,
-        older: first_cursor,
-        missing,
-    } = data;
-    let pending_count = pending.len();
-    let answered_empty = answered.is_empty();
-    let name = viewer.name.clone();
-    let can_answer = viewer.can_answer;
-    let shown: HashSet<String> = pending
-        .iter()
-        .chain(&answered)
-        .map(|a| a.id.clone())
-        .collect();
+    let (name, can_answer, missing) = current.with_untracked(|d| {
+        (
+            d.viewer.name.clone(),
+            d.viewer.can_answer,
+            d.missing.clone(),
+        )
+    });
+    let viewer = current.with_untracked(|d| d.viewer.clone());
+    let pending_count = move || current.with(|d| d.pending.len());
+    let answered_empty = move || current.with(|d| d.answered.is_empty());
 
     // Waiting cards in full; answered ones as lines of the history (a card already shown in
-    // full on this page stays open).
-    let list = move |items: Vec<Approval>| {
+    // full on this page stays open). Keyed by the card's id and state: a card that did not
+    // change keeps its elements when the lists load again.
+    let list = move |items: Signal<Vec<Approval>>| {
         let viewer = viewer.clone();
         let focus = focus.clone();
         view! {
-            <For each=move || items.clone() key=card_key let:approval>
+            <For each=move || items.get() key=card_key let:approval>
                 {
                     let focused = focus.as_deref() == Some(approval.id.as_str());
                     let seen = seen(&approval.id);
@@ -197,22 +225,20 @@ fn activity_view(
             </For>
         }
     };
+    let pending = Signal::derive(move || current.with(|d| d.pending.clone()));
+    let answered = Signal::derive(move || current.with(|d| d.answered.clone()));
     // Older cards not already on the first page (a refetch may have moved one up).
-    let older_list = {
-        let list = list.clone();
-        move || {
-            let cards: Vec<Approval> = older
-                .cards
-                .get()
-                .into_iter()
-                .filter(|a| !shown.contains(&a.id))
-                .collect();
-            list.clone()(cards)
-        }
-    };
-    let first_cursor = StoredValue::new(first_cursor);
+    let older_cards = Signal::derive(move || {
+        let shown: HashSet<String> = current.with(|d| d.cards().map(|a| a.id.clone()).collect());
+        older
+            .cards
+            .get()
+            .into_iter()
+            .filter(|a| !shown.contains(&a.id))
+            .collect()
+    });
     let next_cursor = move || match older.cursor.get() {
-        None => first_cursor.get_value(),
+        None => current.with(|d| d.older.clone()),
         Some(after_loaded) => after_loaded,
     };
 
@@ -229,19 +255,21 @@ fn activity_view(
         <section class="card-section" aria-labelledby="pending-title">
             <h2 id="pending-title" class="section-title">
                 {if can_answer { "Waiting for you" } else { "Waiting for an answer" }}
-                <span class="count" aria-label=format!("{pending_count} waiting")>{pending_count}</span>
+                <span class="count" aria-label=move || format!("{} waiting", pending_count())>{pending_count}</span>
             </h2>
-            {(pending_count == 0).then(|| view! {
+            <Show when=move || pending_count() == 0>
                 <p class="empty">
                     {if can_answer { "Nothing is waiting for you." } else { "Nothing is waiting for an answer." }}
                 </p>
-            })}
+            </Show>
             <div class="card-list" data-testid="pending-list">{list.clone()(pending)}</div>
         </section>
         <section class="card-section" aria-labelledby="answered-title">
             <h2 id="answered-title" class="section-title">"Answered"</h2>
-            {answered_empty.then(|| view! { <p class="empty">"Nothing answered yet."</p> })}
-            <div class="card-list" data-testid="answered-list">{list(answered)}{older_list}</div>
+            <Show when=answered_empty>
+                <p class="empty">"Nothing answered yet."</p>
+            </Show>
+            <div class="card-list" data-testid="answered-list">{list.clone()(answered)}{list(older_cards)}</div>
             <div class="older">
                 <Show when=move || next_cursor().is_some()>
                     <button
