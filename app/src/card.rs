@@ -394,6 +394,7 @@ pub fn ApprovalCard(
                         busy=state.busy.into()
                         on_cancel=close_dialog
                         on_confirm=Callback::new(move |()| respond.run(Decision::Approve))
+                        passkey=passkey_required
                     />
                 }
             })

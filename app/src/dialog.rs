@@ -35,6 +35,9 @@ pub(crate) fn ConfirmDialog(
     busy: Signal<bool>,
     on_cancel: Callback<()>,
     on_confirm: Callback<()>,
+    /// Approving needs the owner's passkey: the browser asks for it after this confirm.
+    #[prop(optional)]
+    passkey: bool,
 ) -> impl IntoView {
     let cancel_ref: NodeRef<html::Button> = NodeRef::new();
     let confirm_ref: NodeRef<html::Button> = NodeRef::new();
@@ -131,6 +134,9 @@ pub(crate) fn ConfirmDialog(
                         </ul>
                     })}
                     {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
+                    {passkey.then(|| view! {
+                        <p class="dialog-passkey" data-testid="dialog-passkey">"Then your browser asks for your passkey."</p>
+                    })}
                 </div>
                 <div class="dialog-actions">
                     <button

@@ -114,12 +114,27 @@ async function proof() {
   return { ceremony_id: challenge.ceremony_id, credential: assertionJSON(credential) };
 }
 
+/** This page at the relying party's host, when the page is elsewhere (127.0.0.1 vs localhost). */
+function elsewhere(rpId) {
+  if (!rpId) return null;
+  const host = location.hostname;
+  if (host === rpId || host.endsWith('.' + rpId)) return null;
+  return `${location.protocol}//${rpId}${location.port ? ':' + location.port : ''}${location.pathname}`;
+}
+
+/** The sentence for a ceremony that cannot work at this address. */
+function openThere(url) {
+  return `failed:Passkeys work at this server's own address, not this one: open ${url} and try there; nothing was changed.`;
+}
+
 export async function passkeyList() {
   try {
     const response = await fetch('/api/passkeys', { credentials: 'same-origin' });
     const text = await response.text();
     if (!response.ok) return 'failed:' + (JSON.parse(text).error || `the server answered ${response.status}`);
-    return text;
+    const listing = JSON.parse(text);
+    listing.elsewhere = listing.enabled ? elsewhere(listing.relying_party) : null;
+    return JSON.stringify(listing);
   } catch (e) {
     return 'failed:the server could not be reached';
   }
@@ -130,6 +145,8 @@ export async function addPasskey(name) {
   try {
     const [status, challenge] = await send('/api/passkeys/registrations', { name });
     if (status !== 200) return 'failed:' + (challenge.error || `the server answered ${status}`);
+    const there = elsewhere(challenge.options.publicKey.rp && challenge.options.publicKey.rp.id);
+    if (there) return openThere(there);
     const existing = await proof();
     const created = await navigator.credentials.create({ publicKey: creationOptions(challenge.options) });
     const body = { ceremony_id: challenge.ceremony_id, credential: registrationJSON(created) };
@@ -158,6 +175,8 @@ export async function approveWithPasskey(id, reason) {
     const path = `/governance/approvals/${encodeURIComponent(id)}`;
     const [status, challenge] = await send(`${path}/passkey`);
     if (status !== 200) return 'failed:' + (challenge.error || `the server answered ${status}`);
+    const there = elsewhere(challenge.options.publicKey.rpId);
+    if (there) return openThere(there);
     const credential = await navigator.credentials.get({ publicKey: requestOptions(challenge.options) });
     const body = {
       decision: 'approve',

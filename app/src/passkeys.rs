@@ -37,6 +37,11 @@ pub struct PasskeyListing {
     pub off_reason: Option<String>,
     /// `never`, `destructive` or `approvals`.
     pub required: String,
+    /// This page's address when passkeys work only at another (the browser set it: the
+    /// relying party's host is not the page's, e.g. the page on 127.0.0.1 and passkeys on
+    /// localhost).
+    #[serde(default)]
+    pub elsewhere: Option<String>,
 }
 
 impl PasskeyListing {
@@ -47,7 +52,7 @@ impl PasskeyListing {
             "approvals" => {
                 "Approving a destructive card or one that acts for you needs one of your passkeys."
             }
-            _ => "No card needs a passkey on this server (IRIS_PASSKEY_REQUIRED is never).",
+            _ => "New cards do not need a passkey here (IRIS_PASSKEY_REQUIRED is never); a card written while one was required still needs it.",
         }
     }
 }
@@ -189,15 +194,14 @@ pub fn PasskeyPanel(
             {move || match listing.get() {
                 None => view! { <p class="page-note">"Loading passkeys…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="device-error" role="alert">{e}</p> }.into_any(),
-                Some(Ok(list)) if !list.enabled => view! {
-                    <p class="passkey-off" data-testid="passkeys-off">
-                        {list.off_reason.clone().unwrap_or_default()}
-                    </p>
-                }
-                .into_any(),
                 Some(Ok(list)) => {
                     let needs_proof = !list.passkeys.is_empty();
                     let requirement = list.requirement();
+                    // Off here, or on at another address: say so, keep the list, offer no
+                    // change this page cannot make.
+                    let off = list.off_reason.clone().map(|why| format!("Passkeys are off on this server: {why}."));
+                    let elsewhere = list.elsewhere.clone();
+                    let can_manage = can_manage && off.is_none() && elsewhere.is_none();
                     let rows = list
                         .passkeys
                         .into_iter()
@@ -230,6 +234,13 @@ pub fn PasskeyPanel(
                         .collect_view();
                     view! {
                         <p class="plugins-intro">{requirement}</p>
+                        {off.map(|why| view! { <p class="passkey-off" data-testid="passkeys-off">{why}</p> })}
+                        {elsewhere.map(|url| view! {
+                            <p class="passkey-off" data-testid="passkeys-elsewhere">
+                                "Passkeys work at this server's own address, not this one: "
+                                <a href=url.clone()>{url.clone()}</a>
+                            </p>
+                        })}
                         {(!needs_proof).then(|| view! {
                             <p class="page-note" data-testid="passkeys-none">"No passkey yet."</p>
                         })}

@@ -89,6 +89,9 @@ test('a card that needs the passkey is approved with it, once, and never without
   await expect(card.getByTestId('passkey-note')).toContainText('Approving needs your passkey');
   await pageShots(page, 'passkeys-card');
   await card.getByTestId('action-button').click();
+  await expect(page.getByRole('dialog').getByTestId('dialog-passkey')).toHaveText(
+    'Then your browser asks for your passkey.',
+  );
   await page.getByRole('dialog').getByTestId('dialog-confirm').click();
   await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
   await expect
@@ -180,6 +183,10 @@ test('a card that needs the passkey is approved with it, once, and never without
   await panel2.getByTestId('passkey-remove').click();
   await expect(panel2.getByTestId('passkey-said')).toHaveText('Passkey removed.');
   await expect(panel2.getByTestId('passkeys-none')).toBeVisible();
+  // On the server's IP address the page says where passkeys work instead.
+  await page.goto(`http://127.0.0.1:${new URL(PASSKEY_URL).port}/devices`);
+  await expect(page.getByTestId('passkeys-elsewhere')).toContainText(`${PASSKEY_URL}/devices`);
+  await expect(page.getByTestId('passkey-add')).toHaveCount(0);
   // The refused requests are logged by the browser as failed loads; nothing else may be.
   expect(problems.filter((p) => !p.includes('status of 403'))).toEqual([]);
 });

@@ -428,7 +428,7 @@ pub(crate) async fn respond(
     // Any `tool`/`args` in the body are ignored: only the decision and reason are read.
     let request: RespondRequest = parse_json(
         &body,
-        "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\"}",
+        "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\", \"passkey\"?: {\"ceremony_id\", \"credential\"}}",
     )?;
     // A card that needs the owner's passkey is approved on its page in the web app: the refusal
     // names it, for a client (a script with a bearer token) that cannot make a passkey answer.

@@ -461,6 +461,11 @@ async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
     if row.status != ApprovalStatus::Pending || row.expires_at <= now {
         return Err(Failure::Settled(Box::new(row)));
     }
+    // Nothing to confirm here: the server refuses it without the owner's passkey (exit 10,
+    // with the card's link), so the owner is not asked a question whose yes cannot work.
+    if row.passkey_required {
+        return Ok(());
+    }
     let mut err = std::io::stderr();
     let _ = write!(
         err,
@@ -541,7 +546,11 @@ async fn run_chat(args: ChatArgs) -> Result<(), Failure> {
         print!("{}", render::card(&row, Utc::now()));
         println!();
         println!("Web:     {}/activity/{}", remote.base, segment(id));
-        println!("Approve: iris approvals approve {id}");
+        if row.passkey_required {
+            println!("Approve: on the card in the web app (it needs your passkey)");
+        } else {
+            println!("Approve: iris approvals approve {id}");
+        }
         println!("Reject:  iris approvals reject {id} --reason \"…\"");
     }
     println!(

@@ -170,6 +170,15 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     assert_eq!(listed["required"], "destructive", "{listed}");
     assert_eq!(listed["passkeys"], json!([]));
 
+    // A name is shown in terminals: no control or direction characters.
+    let (status, _) = client
+        .post(
+            "/api/passkeys/registrations",
+            Some(&laptop),
+            json!({"name": "evil\u{202e}\u{1b}[31m"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     // A read device cannot register; the first passkey needs no proof.
     let (status, _) = client
         .post(
@@ -310,6 +319,37 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
         verified.contains("approved by passkey \"Spare\""),
         "{verified}"
     );
+    // Checked against the site the decision was made on: a later address does not change it.
+    let moved = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["audit", "verify", &id])
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .env("IRIS_PUBLIC_URL", "https://iris.example.org")
+        .output()
+        .unwrap();
+    assert!(
+        moved.status.success() && String::from_utf8_lossy(&moved.stdout).contains("Spare"),
+        "{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+    // Run against a database that is not there: said, not created.
+    let nowhere = world.dir.path().join("nowhere.db");
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["passkeys", "list"])
+        .env(
+            "IRIS_DATABASE_URL",
+            format!("sqlite://{}", nowhere.display()),
+        )
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no database at"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+    assert!(!nowhere.exists());
     assert!(
         verified.contains(row["call_hash"].as_str().unwrap()),
         "{verified}"

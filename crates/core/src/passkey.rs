@@ -216,9 +216,12 @@ pub enum PasskeyRefusal {
     /// No assertion was sent for a card that needs one.
     #[error("this card needs your passkey: approve it on the card in the web app")]
     Missing,
-    /// Passkeys are off on this server (no verifier).
+    /// Passkeys are off on this server (no verifier): why.
     #[error("this card needs your passkey, and passkeys are off on this server: {0}")]
     Off(String),
+    /// No passkey is registered yet.
+    #[error("this card needs your passkey, and none is registered yet: add one on the Devices page, then approve")]
+    NoneRegistered,
     /// The ceremony is unknown, for another approval or call, used, or lapsed.
     #[error("the passkey answer was made for {0}; ask for a new challenge on the card")]
     WrongCeremony(String),
@@ -252,6 +255,10 @@ pub trait PasskeyCheck: Send + Sync {
 
     /// Why passkeys are off here, or `None` when they are on.
     fn off_reason(&self) -> Option<String>;
+
+    /// The site's origin the answers are checked against (`http://localhost:3000`), kept with
+    /// each decision so it can be checked again after the address changes; `None` when off.
+    fn origin(&self) -> Option<String>;
 }
 
 /// The passkey a decision used, written in the decision's commit: its ceremony is marked used

@@ -40,12 +40,32 @@ pub enum AuditCommand {
     },
 }
 
+/// The server's database for a command that reads it: refused when `IRIS_DATABASE_URL` names
+/// a SQLite file that does not exist (a read would make an empty one and say "nothing here"
+/// about the wrong database); the one read is named on stderr.
+async fn server_store() -> anyhow::Result<iris_store::Store> {
+    let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
+    let url = &settings.database_url;
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let path = path.split('?').next().unwrap_or(path);
+        if !std::path::Path::new(path).exists() {
+            bail!(
+                "no database at {path} (IRIS_DATABASE_URL is {url}): run this where the server \
+                 keeps its data, with the server's IRIS_DATABASE_URL (the demo's is \
+                 sqlite://data/demo.db)"
+            );
+        }
+    }
+    eprintln!("database: {url}");
+    super::open_store().await
+}
+
 /// Runs `iris passkeys …`.
 ///
 /// # Errors
 /// When the database cannot be opened, or no live passkey has the id.
 pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
-    let store = super::open_store().await?;
+    let store = server_store().await?;
     match command {
         PasskeysCommand::List { all } => {
             let list = store.passkeys(all).await?;
@@ -60,7 +80,7 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
                 println!(
                     "{}\t{}\tadded {} by {}\tlast used {}{removed}",
                     p.id,
-                    p.name,
+                    super::render::printable(&p.name),
                     p.created_at.to_rfc3339(),
                     p.added_by,
                     p.last_used_at
@@ -93,7 +113,7 @@ pub async fn audit(command: AuditCommand) -> anyhow::Result<()> {
     let AuditCommand::Verify { id } = command;
     let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
     let passkeys = Passkeys::from_settings(&settings)?;
-    let store = super::open_store().await?;
+    let store = server_store().await?;
     match verify(&store, &passkeys, &id).await? {
         Verdict::Verified(line) | Verdict::NoPasskey(line) => {
             println!("{line}");

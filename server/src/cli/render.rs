@@ -127,6 +127,12 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
             relative(approval.expires_at, now),
             lapse_notice(&when(approval.expires_at))
         ),
+        ApprovalStatus::Pending if approval.passkey_required => format!(
+            "pending: waiting for your answer until {} ({}). Approving needs your passkey, on \
+             the card in the web app; you can reject it here.",
+            when(approval.expires_at),
+            relative(approval.expires_at, now)
+        ),
         ApprovalStatus::Pending => format!(
             "pending: waiting for your answer until {} ({})",
             when(approval.expires_at),

@@ -239,10 +239,20 @@ pub(crate) async fn registration(
             "a passkey's name must be 1 to {MAX_NAME_CHARS} characters; nothing was changed"
         )));
     }
+    // Names are shown in terminals and on pages: no control or text-direction characters.
+    if name.chars().any(|c| {
+        c.is_control() || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    }) {
+        return Err(ApiError::BadRequest(
+            "a passkey's name must not hold control or text-direction characters; nothing was changed"
+                .into(),
+        ));
+    }
     let passkeys = on(&state)?;
+    // Only live ones: a removed passkey's authenticator may register a new one.
     let existing: Vec<String> = state
         .store
-        .passkeys(true)
+        .passkeys(false)
         .await?
         .into_iter()
         .map(|p| p.key)

@@ -15,7 +15,9 @@ pub mod api;
 pub mod verify;
 
 use base64ct::{Base64UrlUnpadded, Encoding};
-use iris_core::passkey::{PasskeyCheck, PasskeyPolicy, PasskeyRefusal, VerifiedAssertion};
+use iris_core::passkey::{
+    PasskeyCheck, PasskeyPolicy, PasskeyRefusal, VerifiedAssertion, CEREMONY_SECS,
+};
 use serde_json::Value;
 use webauthn_rs::prelude::{
     Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
@@ -76,7 +78,12 @@ impl Passkeys {
     pub fn for_origin(origin: &str, policy: PasskeyPolicy) -> Passkeys {
         let webauthn = relying_party(origin).and_then(|(rp_id, url)| {
             WebauthnBuilder::new(&rp_id, &url)
-                .and_then(|b| b.rp_name(RP_NAME).build())
+                .and_then(|b| {
+                    // The browser's prompt lasts as long as the ceremony (CEREMONY_SECS).
+                    b.rp_name(RP_NAME)
+                        .timeout(std::time::Duration::from_secs(CEREMONY_SECS as u64))
+                        .build()
+                })
                 .map_err(|e| format!("WebAuthn cannot be set up for {origin}: {e}"))
         });
         let rp_id = webauthn.as_ref().ok().and_then(|_| {
@@ -154,14 +161,14 @@ impl PasskeyCheck for Passkeys {
             PasskeyRefusal::Invalid(format!("the stored challenge does not parse: {e}"))
         })?;
         let answer: PublicKeyCredential =
-            serde_json::from_value(credential.clone()).map_err(|e| {
-                PasskeyRefusal::Invalid(format!("`credential` is not a WebAuthn assertion: {e}"))
+            serde_json::from_value(credential.clone()).map_err(|_| {
+                PasskeyRefusal::Invalid("`credential` is not a WebAuthn assertion".into())
             })?;
         let result = webauthn
             .finish_passkey_authentication(&answer, &auth)
             .map_err(|e| match e {
                 WebauthnError::UserNotVerified => PasskeyRefusal::NotVerified,
-                other => PasskeyRefusal::Invalid(other.to_string()),
+                other => PasskeyRefusal::Invalid(in_words(&other)),
             })?;
         if !result.user_verified() {
             return Err(PasskeyRefusal::NotVerified);
@@ -197,6 +204,14 @@ impl PasskeyCheck for Passkeys {
     fn off_reason(&self) -> Option<String> {
         self.webauthn.as_ref().err().cloned()
     }
+
+    fn origin(&self) -> Option<String> {
+        self.webauthn
+            .as_ref()
+            .ok()
+            .and_then(|w| w.get_allowed_origins().first())
+            .map(|u| u.origin().ascii_serialization())
+    }
 }
 
 /// The relying party of the site at `origin`: its host, when browsers allow WebAuthn there
@@ -207,18 +222,36 @@ fn relying_party(origin: &str) -> Result<(String, Url), String> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.parse::<std::net::IpAddr>().is_ok() {
         return Err(format!(
-            "passkeys are off: this server's address {origin} is an IP address, and browsers \
+            "this server's address {origin} is an IP address, and browsers \
              refuse an IP address as a passkey's site; set IRIS_PUBLIC_URL to an https:// name, \
              or to http://localhost:PORT on this machine"
         ));
     }
     if url.scheme() != "https" && host != "localhost" {
         return Err(format!(
-            "passkeys are off: this server's address {origin} is plain http, and browsers allow \
+            "this server's address {origin} is plain http, and browsers allow \
              passkeys only on https or on localhost; set IRIS_PUBLIC_URL to an https:// address"
         ));
     }
     Ok((host.to_string(), url))
+}
+
+/// What a refused assertion means for the owner, in their words (`webauthn-rs`'s own text is for
+/// developers).
+fn in_words(error: &WebauthnError) -> String {
+    match error {
+        WebauthnError::CredentialPossibleCompromise => "the passkey's signature counter went \
+            backwards, so it may have been copied; remove it (Devices, or `iris passkeys remove` \
+            at the server) and add it again"
+            .into(),
+        WebauthnError::MismatchedChallenge => "it answers another challenge".into(),
+        WebauthnError::InvalidRPOrigin | WebauthnError::InvalidRPIDHash => {
+            "it was made on another site (open IRIS at its own address)".into()
+        }
+        WebauthnError::CredentialNotFound => "the passkey that answered is not one of yours".into(),
+        WebauthnError::UserNotPresent => "nobody touched the authenticator".into(),
+        _ => "its signature or data do not check out".into(),
+    }
 }
 
 /// The credentials a stored authentication state allows, as stored keys.

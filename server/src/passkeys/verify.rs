@@ -96,7 +96,18 @@ where
         },
         "extensions": {},
     });
-    if let Err(e) = passkeys.verify(&ceremony.state, &credential) {
+    // Checked against the site the decision was made on (kept with it), so a later change of
+    // IRIS_PUBLIC_URL does not make old decisions look forged.
+    let recorded = proof["origin"]
+        .as_str()
+        .map(|origin| Passkeys::for_origin(origin, passkeys.policy));
+    let checker = recorded.as_ref().unwrap_or(passkeys);
+    if let Some(why) = checker.off_reason() {
+        return Ok(Verdict::Failed(format!(
+            "approval `{id}`'s passkey cannot be checked here: {why}"
+        )));
+    }
+    if let Err(e) = checker.verify(&ceremony.state, &credential) {
         return Ok(Verdict::Failed(format!(
             "the passkey signature of approval `{id}` does not verify: {e}"
         )));

@@ -86,9 +86,7 @@ impl ApprovalService {
             .map(|p| p.key)
             .collect();
         if keys.is_empty() {
-            return Err(refuse(PasskeyRefusal::Off(
-                "no passkey is registered yet; add one on the Devices page".into(),
-            )));
+            return Err(refuse(PasskeyRefusal::NoneRegistered));
         }
         let (options, state) = settings
             .check
@@ -160,6 +158,7 @@ impl ApprovalService {
             "signature": response["signature"],
             "user_handle": response.get("userHandle").cloned().unwrap_or(Value::Null),
             "counter": verified.counter,
+            "origin": settings.check.origin(),
         });
         Ok((
             PasskeyUse {

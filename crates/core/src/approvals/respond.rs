@@ -171,11 +171,14 @@ impl ApprovalService {
                 match refusal {
                     Some(refusal) => Err(RespondError::PasskeyRequired(refusal.to_string(), row)),
                     // The row was still pending when read, yet nothing was written: the
-                    // ceremony's compare-and-set lost to another use of the same answer.
+                    // ceremony's or the passkey's compare-and-set refused (another use of the
+                    // same answer won, or the passkey was removed meanwhile).
                     None if row.status == ApprovalStatus::Pending && passkey.is_some() => {
                         Err(RespondError::PasskeyRequired(
                             PasskeyRefusal::WrongCeremony(
-                                "a challenge that was already used (an answer is used once)".into(),
+                                "a challenge that was used meanwhile, or by a passkey that was \
+                                 removed meanwhile"
+                                    .into(),
                             )
                             .to_string(),
                             row,
