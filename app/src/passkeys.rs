@@ -290,7 +290,7 @@ mod tests {
             required: "never".into(),
             ..list
         };
-        assert!(never.requirement().contains("No card needs"));
+        assert!(never.requirement().contains("New cards do not need a passkey"));
     }
 
     #[test]
