@@ -290,7 +290,9 @@ mod tests {
             required: "never".into(),
             ..list
         };
-        assert!(never.requirement().contains("New cards do not need a passkey"));
+        assert!(never
+            .requirement()
+            .contains("New cards do not need a passkey"));
     }
 
     #[test]
