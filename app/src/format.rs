@@ -281,7 +281,8 @@ fn day_month_time<Tz: chrono::TimeZone>(at: &DateTime<Tz>) -> String {
     format!("{} {month}, {:02}:{:02}", at.day(), at.hour(), at.minute())
 }
 
-/// "by phone via cli" (each part only when known).
+/// "by phone via cli" (each part only when known), and "with a passkey" for an approval that
+/// needed one (it is approved only with one; ADR-0118 decision 4).
 pub fn who_and_where(approval: &Approval) -> String {
     let mut words = String::new();
     if let Some(by) = approval.responded_by.as_deref().filter(|s| !s.is_empty()) {
@@ -291,6 +292,9 @@ pub fn who_and_where(approval: &Approval) -> String {
     if let Some(surface) = approval.surface.as_deref().filter(|s| !s.is_empty()) {
         words.push_str(" via ");
         words.push_str(surface);
+    }
+    if approval.passkey_required && approval.status == iris_core::wire::ApprovalStatus::Approved {
+        words.push_str(" with a passkey");
     }
     words
 }

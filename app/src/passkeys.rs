@@ -166,13 +166,13 @@ pub fn PasskeyPanel(
     let run = move |work: std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<String, String>>>,
     >,
-                    done: &'static str| {
+                    done: String| {
         busy.set(true);
         said.set(None);
         leptos::task::spawn_local(async move {
             let answer = work.await;
             busy.try_set(false);
-            said.try_set(Some(answer.map(|_| done.to_owned())));
+            said.try_set(Some(answer.map(|_| done)));
             listing.try_set(Some(load().await));
         });
     };
@@ -185,7 +185,8 @@ pub fn PasskeyPanel(
             chosen
         };
         name.set(String::new());
-        run(Box::pin(add(chosen)), "Passkey added.");
+        let done = format!("Passkey \u{201c}{chosen}\u{201d} added.");
+        run(Box::pin(add(chosen)), done);
     };
     let offset = clock_offset();
     view! {
@@ -207,6 +208,7 @@ pub fn PasskeyPanel(
                         .into_iter()
                         .map(|p| {
                             let id = p.id.clone();
+                            let removed = format!("Passkey \u{201c}{}\u{201d} removed.", p.name);
                             let created = p.created_at;
                             let last = p.last_used_at;
                             view! {
@@ -223,7 +225,7 @@ pub fn PasskeyPanel(
                                         <div class="device-actions">
                                             <button class="btn btn-quiet" type="button" data-testid="passkey-remove"
                                                 disabled=move || busy.get()
-                                                on:click=move |_| run(Box::pin(remove(id.clone())), "Passkey removed.")>
+                                                on:click=move |_| run(Box::pin(remove(id.clone())), removed.clone())>
                                                 "Remove"
                                             </button>
                                         </div>

@@ -75,7 +75,7 @@ test('a card that needs the passkey is approved with it, once, and never without
   // Register the first passkey: no proof needed.
   await panel.getByTestId('passkey-name').fill('This laptop');
   await panel.getByTestId('passkey-add').click();
-  await expect(panel.getByTestId('passkey-said')).toHaveText('Passkey added.');
+  await expect(panel.getByTestId('passkey-said')).toHaveText('Passkey “This laptop” added.');
   await expect(panel.getByTestId('passkey-row')).toHaveCount(1);
   await expect(panel.getByTestId('passkey-row')).toContainText('This laptop');
   await expect(panel.getByTestId('passkey-row')).toContainText('last used never');
@@ -94,6 +94,7 @@ test('a card that needs the passkey is approved with it, once, and never without
   );
   await page.getByRole('dialog').getByTestId('dialog-confirm').click();
   await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
+  await expect(card.getByTestId('outcome')).toContainText('with a passkey');
   await expect
     .poll(async () => (await row(page, id)).execution)
     .toBe('executed');
@@ -181,7 +182,7 @@ test('a card that needs the passkey is approved with it, once, and never without
   const panel2 = page.getByTestId('passkey-panel');
   await expect(panel2.getByTestId('passkey-row')).toHaveCount(1);
   await panel2.getByTestId('passkey-remove').click();
-  await expect(panel2.getByTestId('passkey-said')).toHaveText('Passkey removed.');
+  await expect(panel2.getByTestId('passkey-said')).toHaveText('Passkey “This laptop” removed.');
   await expect(panel2.getByTestId('passkeys-none')).toBeVisible();
   // On the server's IP address the page says where passkeys work instead.
   await page.goto(`http://127.0.0.1:${new URL(PASSKEY_URL).port}/devices`);

@@ -248,6 +248,10 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     assert!(body.get("code").is_none(), "{body}");
     let (status, _) = approve(&client, &laptop, "no-such-card", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // A passkey answer with fields of its own is not one: 400, nothing changes.
+    let odd = json!({"ceremony_id": "x", "credential": {}, "trusted": true});
+    let (status, body) = approve(&client, &laptop, &id, Some(&odd)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(decisions(&client, &laptop, &id).await.is_empty());
     assert_eq!(snapshot(&world.maildir), before, "nothing ran");
 

@@ -387,6 +387,7 @@ pub struct RespondRequest {
 /// `PublicKeyCredential` JSON (`{"id", "rawId", "type", "response": {...}}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Assertion {
     /// The ceremony (challenge) it answers.
     pub ceremony_id: String,
