@@ -11,11 +11,12 @@ use crate::api::{load_devices, make_pairing_link, revoke_device, DevicesSnapshot
 use crate::format::format_time;
 use crate::live::clock_offset;
 
-/// "Read" / "Control" and the badge class.
+/// "Read" / "Control" / "Agent" and the badge class.
 pub fn scope_badge(scope: DeviceScope) -> (&'static str, &'static str) {
     match scope {
         DeviceScope::Read => ("Read", "badge badge-scope scope-read"),
         DeviceScope::Control => ("Control", "badge badge-scope scope-control"),
+        DeviceScope::Agent => ("Agent", "badge badge-scope scope-read"),
     }
 }
 
@@ -43,6 +44,7 @@ fn revoke_consequence(device: &DeviceInfo) -> String {
         let stops = match device.scope {
             DeviceScope::Read => "seeing cards",
             DeviceScope::Control => "seeing and answering cards",
+            DeviceScope::Agent => "calling tools through IRIS",
         };
         format!(
             "Revoke “{}”? It will stop {stops} at once; pairing it again needs a new link.",

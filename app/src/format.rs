@@ -439,6 +439,7 @@ mod tests {
             resume_error: None,
             undo: None,
             passkey_required: false,
+            requested_by: None,
         };
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
         approval.execution = Execution::Executed;

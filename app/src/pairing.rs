@@ -44,6 +44,10 @@ pub fn scope_grant(scope: DeviceScope) -> &'static str {
         DeviceScope::Control => {
             "a control device: it will see every approval card and can approve or reject it, and chat with the assistant."
         }
+        // Never offered: an agent's token is made at the server, not through a link.
+        DeviceScope::Agent => {
+            "an agent: it may call tools through IRIS and read the cards it asked for, never answer one."
+        }
     }
 }
 

@@ -68,6 +68,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
         expires_at: created_at + chrono::Duration::hours(1),
         preconditions: vec![],
         passkey_required: false,
+        requested_by: None,
     };
     let checkpoint = Checkpoint {
         id: format!("cp-{id}"),

@@ -622,6 +622,7 @@ async fn event_delay(url: &str, rounds: usize) {
             expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
             preconditions: vec![],
             passkey_required: false,
+            requested_by: None,
         };
         row.args_canonical = iris_core::canonical::canonical_json(&row.args);
         row.call_hash = iris_core::canonical::call_hash(&row.tool, &row.args);

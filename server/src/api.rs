@@ -14,7 +14,7 @@ use futures::Stream;
 use iris_core::approvals::Actor;
 use iris_core::ports::{
     parse_listing_time, ApprovalQuery, ApprovalStore, DeviceStore, ListingError, PageCursor,
-    PageLimit, SearchText, StatusFilter,
+    PageLimit, Scope, SearchText, StatusFilter,
 };
 use iris_core::wire::{
     Approval, ApprovalList, AuditList, ChatRequest, ChatResponse, Conversation, ErrorBody, Event,
@@ -172,7 +172,48 @@ pub struct Authed {
 impl FromRequestParts<AppState> for Authed {
     type Rejection = ApiError;
 
+    /// Any paired device but an agent: an `agent` token reaches only the gateway and the
+    /// approvals it requested ([`Reader`]); everywhere else 403 naming its scope (DESIGN §2).
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let authed = Authed::identify(parts, state).await?;
+        if authed.actor.scope == Scope::Agent {
+            return Err(ApiError::Forbidden(agent_refusal(&authed.actor.name)));
+        }
+        Ok(authed)
+    }
+}
+
+/// The 403 sentence for an agent outside what its scope allows.
+pub(crate) fn agent_refusal(name: &str) -> String {
+    format!(
+        "device `{name}` has agent scope: it may call tools through IRIS's MCP gateway and read \
+         the approvals it requested (GET /governance/approvals), nothing else; it never answers \
+         a card"
+    )
+}
+
+/// A device reading approvals: any paired device, an agent too, which sees only the rows it
+/// requested (`agent` is then its name).
+pub struct Reader {
+    /// Who.
+    pub authed: Authed,
+    /// For an agent, its name: the rows are filtered to those it requested.
+    pub agent: Option<String>,
+}
+
+impl FromRequestParts<AppState> for Reader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let authed = Authed::identify(parts, state).await?;
+        let agent = (authed.actor.scope == Scope::Agent).then(|| authed.actor.name.clone());
+        Ok(Reader { authed, agent })
+    }
+}
+
+impl Authed {
+    /// Whoever the credentials name, any scope (401 without, or for a token no live device has).
+    async fn identify(parts: &mut Parts, state: &AppState) -> Result<Authed, ApiError> {
         match auth::authenticate(&state.store, &parts.headers, &parts.extensions).await? {
             auth::Identified::Device {
                 device,
@@ -332,6 +373,7 @@ impl ListQuery {
                 .map(|l| PageLimit::parse(&l))
                 .transpose()?
                 .unwrap_or_default(),
+            requested_by: None,
         })
     }
 }
@@ -361,10 +403,11 @@ impl ListQuery {
 )]
 pub(crate) async fn list_approvals(
     State(state): State<AppState>,
-    _authed: Authed,
+    reader: Reader,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<ApprovalList>, ApiError> {
-    let query = q.parse().map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let mut query = q.parse().map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    query.requested_by = reader.agent;
     let page = state.store.approval_page(&query).await?;
     Ok(Json(ApprovalList {
         approvals: page.approvals,
@@ -388,13 +431,15 @@ pub(crate) async fn list_approvals(
 )]
 pub(crate) async fn get_approval(
     State(state): State<AppState>,
-    _authed: Authed,
+    reader: Reader,
     Path(id): Path<String>,
 ) -> Result<Json<Approval>, ApiError> {
+    // An agent sees only the rows it requested: another's is "does not exist" to it.
     state
         .store
         .approval(&id)
         .await?
+        .filter(|row| reader.agent.is_none() || row.requested_by == reader.agent)
         .map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("approval `{id}` does not exist")))
 }

@@ -31,8 +31,9 @@ pub enum DevicesCommand {
         /// Unique name.
         #[arg(long)]
         name: String,
-        /// read or control.
-        #[arg(long, value_parser = ["read", "control"])]
+        /// read, control, or agent (an AI agent's token for the MCP gateway: it reads only the
+        /// approvals it requested and never answers one).
+        #[arg(long, value_parser = ["read", "control", "agent"])]
         scope: String,
     },
     /// List live devices.
@@ -153,7 +154,7 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
             // The same rule as the pairing page: names are shown on cards and in terminals.
             let name = iris_core::pairing::check_device_name(&name)
                 .with_context(|| format!("--name {name:?}"))?;
-            let scope = Scope::parse(&scope).context("scope must be read or control")?;
+            let scope = Scope::parse(&scope).context("scope must be read, control or agent")?;
             let token = auth::new_token();
             store
                 .add(
@@ -205,7 +206,9 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
     let store = Store::connect(&settings.database_url)
         .await
         .with_context(|| format!("opening the database {}", settings.database_url))?;
-    let scope = Scope::parse(scope).context("scope must be read or control")?;
+    let scope = Scope::parse(scope)
+        .filter(|s| s.pairable())
+        .context("a browser is paired as read or control (an agent's token is made with `iris devices add --scope agent`)")?;
     let base = crate::pairing::configured_base(&settings).map_err(anyhow::Error::msg)?;
     let offer = crate::pairing::make_link(&store, scope, "cli", &base, Utc::now())
         .await
@@ -213,6 +216,8 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
     let grant = match scope {
         Scope::Read => "a read device (sees cards, never answers them)",
         Scope::Control => "a control device (sees and answers cards, chats)",
+        // Refused above: an agent is never paired.
+        Scope::Agent => "an agent",
     };
     println!("Open this link in the browser to pair it as {grant}.");
     println!(

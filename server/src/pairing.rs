@@ -38,6 +38,7 @@ pub fn device_scope(scope: Scope) -> DeviceScope {
     match scope {
         Scope::Read => DeviceScope::Read,
         Scope::Control => DeviceScope::Control,
+        Scope::Agent => DeviceScope::Agent,
     }
 }
 

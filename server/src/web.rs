@@ -64,6 +64,10 @@ impl AppBackend for WebBackend {
                 .await
                 .ok()?
                 .device()?;
+        // An agent's token opens no page: it only calls tools and reads its own approvals.
+        if device.scope == iris_core::ports::Scope::Agent {
+            return None;
+        }
         Some(Viewer {
             name: device.name,
             can_answer: auth::may_change_state(device.scope),
@@ -245,6 +249,9 @@ impl AppBackend for WebBackend {
         let scope = match scope {
             DeviceScope::Read => Scope::Read,
             DeviceScope::Control => Scope::Control,
+            DeviceScope::Agent => {
+                return Err("an agent is never paired through a link: its token is made with `iris devices add --scope agent` at the server".into())
+            }
         };
         let base = pairing::request_base(
             self.state.public_origin.as_deref(),

@@ -466,3 +466,95 @@ async fn cross_site_cookie_posts_are_refused() {
     assert_eq!(body["approval"]["surface"], "web", "{body}");
     assert_eq!(snapshot(&f.world.maildir), before.2, "a reject moved mail");
 }
+
+/// DESIGN §2's `agent` scope (the MCP gateway's tokens, `iris devices add --scope agent` only):
+/// every route but the approvals it requested answers 403 naming the scope and changes nothing;
+/// the approvals list and a row are filtered to its own (none here: the pending row is the
+/// owner's assistant's); no page opens for it; a browser is never paired as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_token_reaches_only_the_approvals_it_requested() {
+    let f = fixture().await;
+    let client = f.server.client();
+    let agent = f.world.add_device("claude-desktop", "agent");
+    let before = state_of(&f, &client).await;
+    let readable = [
+        ("GET", "/governance/approvals"),
+        ("GET", "/governance/approvals/{id}"),
+    ];
+    for route in api_routes::API_ROUTES {
+        if route.access == api_routes::Access::Public
+            || readable.contains(&(route.method, route.path))
+        {
+            continue;
+        }
+        let url = format!("{}{}", f.server.url, concrete(route.path, &f.pending));
+        let resp = client
+            .http
+            .request(Method::from_bytes(route.method.as_bytes()).unwrap(), &url)
+            .bearer_auth(&agent)
+            .json(&acceptable_body())
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{} {}: {body}",
+            route.method,
+            route.path
+        );
+        assert!(
+            body["error"].as_str().unwrap_or("").contains("agent scope"),
+            "{} {}: {body}",
+            route.method,
+            route.path
+        );
+    }
+    assert_eq!(
+        state_of(&f, &client).await,
+        before,
+        "an agent changed something"
+    );
+
+    let listed = client.get("/governance/approvals?status=all", &agent).await;
+    assert_eq!(listed["approvals"], json!([]), "{listed}");
+    let owners = client
+        .get("/governance/approvals?status=all", &f.control)
+        .await;
+    assert_eq!(owners["approvals"].as_array().unwrap().len(), 1);
+    let one = client
+        .http
+        .get(format!(
+            "{}/governance/approvals/{}",
+            f.server.url, f.pending
+        ))
+        .bearer_auth(&agent)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(one.status(), StatusCode::NOT_FOUND);
+    // No page opens for it.
+    let page = client
+        .http
+        .get(format!("{}/activity/{}", f.server.url, f.pending))
+        .bearer_auth(&agent)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("Trash 5 emails"), "{page}");
+    // A browser is never paired as an agent.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["pair", "--scope", "agent"])
+        .env("IRIS_DATABASE_URL", &f.world.database_url)
+        .env("IRIS_CONFIG", f.world.dir.path().join("iris.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let listed = String::from_utf8(f.world.run_ok(&["devices", "list"])).unwrap();
+    assert!(listed.contains("claude-desktop\tagent"), "{listed}");
+}

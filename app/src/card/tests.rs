@@ -41,6 +41,7 @@ fn destructive() -> Approval {
         resume_error: None,
         undo: None,
         passkey_required: false,
+        requested_by: None,
     }
 }
 

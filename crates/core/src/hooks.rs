@@ -140,6 +140,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
             expires_at: self.ttl.expires_at(kind, created_at),
             preconditions: description.preconditions,
             passkey_required: self.passkeys.requires(kind),
+            requested_by: None,
         };
         HookDecision::RequireApproval(Some(Box::new(row)))
     }

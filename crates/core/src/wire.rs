@@ -250,6 +250,10 @@ pub struct Approval {
     /// (`IRIS_PASSKEY_REQUIRED`; ADR-0118 decision 4). Rejecting never does.
     #[serde(default)]
     pub passkey_required: bool,
+    /// The agent device that requested the call through IRIS's MCP gateway; `None` for IRIS's
+    /// own assistant. An `agent` device reads only its own rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
 }
 
 /// The key of an executed call's result under which the executor keeps the undo button's words
@@ -679,6 +683,9 @@ pub enum DeviceScope {
     Read,
     /// May see and answer cards, and chat.
     Control,
+    /// An AI agent's token for the MCP gateway: reads only the cards it asked for, never
+    /// answers.
+    Agent,
 }
 
 /// One live device on the Devices page.

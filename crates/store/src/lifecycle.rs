@@ -30,7 +30,8 @@ use crate::{timestamp_text, Engine, Store};
 const SNAPSHOT_SELECT: &str = "SELECT j.approval_id AS job_id, j.lease_epoch AS job_epoch, \
      j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
      a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
-     a.reason, a.resume_error, a.preconditions, a.passkey_required, l.state AS execution, \
+     a.reason, a.resume_error, a.preconditions, a.passkey_required, a.requested_by, \
+     l.state AS execution, \
      l.result AS result, c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
      v.id AS conv_id, v.transcript AS conv_transcript \
      FROM resume_jobs j JOIN approvals a ON a.id = j.approval_id \
@@ -144,9 +145,9 @@ impl Store {
             Stmt::new(
                 "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
                  call_hash, items, card, run_id, context_summary, created_at, expires_at, \
-                 preconditions, card_text, passkey_required) \
+                 preconditions, card_text, passkey_required, requested_by) \
                  VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                 $15)",
+                 $15, $16)",
             )
             .text(&row.id)
             .text(row.kind.as_str())
@@ -162,7 +163,8 @@ impl Store {
             .text(&timestamp_text(row.expires_at))
             .text(&to_json(&row.preconditions, "approval preconditions")?)
             .text(&card_search_text(&row.card))
-            .flag(row.passkey_required),
+            .flag(row.passkey_required)
+            .opt_text(row.requested_by.as_deref()),
             "writing an approval row",
         )
         .await?;

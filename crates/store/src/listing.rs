@@ -84,6 +84,9 @@ impl Store {
         if let Some(tool) = &query.tool {
             conditions.push("a.tool = ?", std::slice::from_ref(tool));
         }
+        if let Some(agent) = &query.requested_by {
+            conditions.push("a.requested_by = ?", std::slice::from_ref(agent));
+        }
         if let Some(surface) = &query.surface {
             conditions.push("a.surface = ?", std::slice::from_ref(surface));
         }

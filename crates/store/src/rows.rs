@@ -243,7 +243,8 @@ macro_rules! approval_columns {
     () => {
         "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
          a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
-         a.resume_error, a.preconditions, a.passkey_required, l.state AS execution, l.result AS result, \
+         a.resume_error, a.preconditions, a.passkey_required, a.requested_by, \
+         l.state AS execution, l.result AS result, \
          u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
          u.result AS undo_result"
@@ -307,6 +308,7 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         resume_error: c.opt_text("resume_error")?,
         undo: undo_from_row(&c)?,
         passkey_required: c.flag("passkey_required")?,
+        requested_by: c.opt_text("requested_by")?,
         id: c.id,
     })
 }

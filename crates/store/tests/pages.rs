@@ -189,8 +189,44 @@ async fn the_search_text_is_written_with_the_row_and_never_changes(engine: Engin
     assert!(refusal.contains("immutable"), "{refusal}");
 }
 
+async fn an_agent_reads_only_the_rows_it_requested(engine: Engine) {
+    let db = engine.open().await;
+    let mut mine = row_at("a", 1, "write_file", "notes/plan.md");
+    mine.requested_by = Some("claude-desktop".into());
+    let mut theirs = row_at("b", 2, "write_file", "notes/other.md");
+    theirs.requested_by = Some("cursor".into());
+    let owners = row_at("c", 3, "trash_email", "Weekly promo");
+    for row in [&mine, &theirs, &owners] {
+        insert(&db.store, row).await.unwrap();
+    }
+    let agent = ApprovalQuery {
+        requested_by: Some("claude-desktop".into()),
+        ..ApprovalQuery::default()
+    };
+    let listed = page(&db.store, &agent).await;
+    assert_eq!(ids(&listed), vec!["a"]);
+    assert_eq!(
+        listed.approvals[0].requested_by.as_deref(),
+        Some("claude-desktop")
+    );
+    assert_eq!(
+        ids(&page(&db.store, &ApprovalQuery::default()).await),
+        vec!["c", "b", "a"]
+    );
+    let refusal = refused(
+        &db.store,
+        "UPDATE approvals SET requested_by = 'claude-desktop' WHERE id = 'b'",
+    )
+    .await;
+    assert!(refusal.contains("immutable"), "{refusal}");
+}
+
 macro_rules! suite {
     ($engine:expr) => {
+        #[tokio::test]
+        async fn an_agent_reads_only_the_rows_it_requested() {
+            super::an_agent_reads_only_the_rows_it_requested($engine).await;
+        }
         #[tokio::test]
         async fn paging_gives_every_row_once_newest_first_while_rows_arrive() {
             super::paging_gives_every_row_once_newest_first_while_rows_arrive($engine).await;

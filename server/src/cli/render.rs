@@ -302,6 +302,7 @@ mod tests {
             resume_error: None,
             undo: None,
             passkey_required: false,
+            requested_by: None,
         }
     }
 

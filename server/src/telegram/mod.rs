@@ -867,6 +867,7 @@ mod tests {
             resume_error: None,
             undo: None,
             passkey_required: false,
+            requested_by: None,
         };
         assert!(!settled(&row));
         row.status = ApprovalStatus::Approved;

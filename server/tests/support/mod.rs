@@ -821,6 +821,7 @@ pub async fn seed_card(
         expires_at: created_at + chrono::Duration::hours(1),
         preconditions: vec![],
         passkey_required: false,
+        requested_by: None,
     };
     let checkpoint = Checkpoint {
         id: format!("cp-{id}"),

@@ -567,6 +567,7 @@ fn evaluator_row(
         expires_at: ttl.expires_at(ApprovalKind::Evaluator, now),
         preconditions: Vec::new(),
         passkey_required: false,
+        requested_by: None,
     }
 }
 

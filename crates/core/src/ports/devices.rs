@@ -14,24 +14,35 @@ pub enum Scope {
     Read,
     /// See and answer.
     Control,
+    /// An AI agent calling tools through IRIS's MCP gateway (`iris devices add --scope agent`
+    /// only): it reads only the approvals it requested and never answers one (DESIGN §2).
+    Agent,
 }
 
 impl Scope {
-    /// `read` or `control`.
+    /// `read`, `control` or `agent`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Read => "read",
             Scope::Control => "control",
+            Scope::Agent => "agent",
         }
     }
 
-    /// Parses `read` / `control`.
+    /// Parses `read` / `control` / `agent`.
     pub fn parse(text: &str) -> Option<Scope> {
         match text {
             "read" => Some(Scope::Read),
             "control" => Some(Scope::Control),
+            "agent" => Some(Scope::Agent),
             _ => None,
         }
+    }
+
+    /// Whether a browser may be paired with this scope (an `agent` is a token for a program,
+    /// made only by `iris devices add --scope agent`).
+    pub fn pairable(self) -> bool {
+        self != Scope::Agent
     }
 }
 

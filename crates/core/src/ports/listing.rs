@@ -188,6 +188,8 @@ pub struct ApprovalQuery {
     pub before: Option<PageCursor>,
     /// How many rows.
     pub limit: PageLimit,
+    /// Only rows this agent requested (an `agent` device reads nothing else; DESIGN §2).
+    pub requested_by: Option<String>,
 }
 
 /// One page, newest first; `next` is set when more rows may follow.

@@ -102,6 +102,10 @@ pub struct NewApproval {
     /// when the row is written). Immutable like the other terms.
     #[serde(default)]
     pub passkey_required: bool,
+    /// The agent device that requested the call (the MCP gateway); `None` for IRIS's own
+    /// assistant. Immutable like the other terms.
+    #[serde(default)]
+    pub requested_by: Option<String>,
 }
 
 impl NewApproval {
@@ -129,6 +133,7 @@ impl NewApproval {
             resume_error: None,
             undo: None,
             passkey_required: self.passkey_required,
+            requested_by: self.requested_by.clone(),
         }
     }
 }

@@ -44,6 +44,7 @@ fn row(status: ApprovalStatus) -> Approval {
         expires_at: at(15, 0),
         preconditions: vec![],
         passkey_required: false,
+        requested_by: None,
     }
     .pending_view();
     row.status = status;

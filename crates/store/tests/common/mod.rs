@@ -282,6 +282,7 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             .map(|s| json!({"folder": "INBOX", "message_id": format!("{s}@shop.example")}))
             .collect(),
         passkey_required: false,
+        requested_by: None,
     }
 }
 
