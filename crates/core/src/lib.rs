@@ -34,6 +34,8 @@ pub mod hooks;
 #[cfg(feature = "kernel")]
 pub mod manifest;
 #[cfg(feature = "kernel")]
+pub mod mcp;
+#[cfg(feature = "kernel")]
 pub mod model;
 #[cfg(feature = "kernel")]
 pub mod pairing;

@@ -280,6 +280,17 @@ impl Manifest {
         Ok(manifest)
     }
 
+    /// A manifest of `tools` for `plugin`, checked by the same DESIGN §4 rules as one read from
+    /// YAML (the MCP gateway's upstream manifests build their tools themselves).
+    ///
+    /// # Errors
+    /// [`ManifestError`] naming the tool and the rule.
+    pub fn checked(plugin: String, tools: Vec<ToolSpec>) -> Result<Manifest, ManifestError> {
+        let manifest = Manifest { plugin, tools };
+        manifest.check()?;
+        Ok(manifest)
+    }
+
     fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
     }

@@ -1,0 +1,393 @@
+//! The MCP gateway's upstream manifests: IRIS's own declaration of another server's tools
+//! (never the server's `destructiveHint`/`readOnlyHint`, which the MCP spec says a client must
+//! treat as untrusted). Each declared tool has an `effect` and the plugin manifest's options,
+//! checked by the same DESIGN §4 rules ([`Manifest::checked`]); every gated tool (destructive, or
+//! a pinned write) has a card template, so the card shows what executes: nobody approves bytes
+//! they did not see. A tool the manifest does not declare is not offered and is refused.
+//!
+//! ```yaml
+//! upstream: files
+//! tools:
+//!   - name: write_file
+//!     effect: destructive
+//!     card:
+//!       title: "Overwrite {path}"
+//!       action: "Write {path}"
+//!       items: path          # the argument naming the items: a string or a list of strings
+//!       line: "{path}"       # one line per item; {item} is the item itself
+//!       preview: file_diff   # the change against the file as it is when the card is made
+//! ```
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::manifest::{ApprovalMode, Confirm, Manifest, ManifestError, ToolSpec};
+use crate::wire::Effect;
+
+/// Longest text a template fills in, in characters (an argument beyond it is cut with "…").
+const FILLED_CHARS: usize = 200;
+
+/// What a card previews beside its lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preview {
+    /// A unified diff of the new content against the file as it is when the card is made
+    /// (`write_file`, `edit_file`), bounded with an "N more lines" count.
+    FileDiff,
+}
+
+/// A gated tool's card, as templates over the call's arguments (`{name}` is the argument
+/// `name`; `{item}` one item).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardTemplate {
+    /// The card's title ("Overwrite {path}").
+    pub title: String,
+    /// The action button's words ("Write {path}").
+    pub action: String,
+    /// The argument that names the items (a string, or a list of strings).
+    pub items: String,
+    /// One line per item ("{item}", "{path}").
+    #[serde(default = "default_line")]
+    pub line: String,
+    /// What the card previews beside its lines, if anything.
+    #[serde(default)]
+    pub preview: Option<Preview>,
+}
+
+fn default_line() -> String {
+    "{item}".into()
+}
+
+/// One upstream tool as IRIS declares it: the checked tool and, when gated, its card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamTool {
+    /// The tool, checked by DESIGN §4's rules (its `parameters` are the upstream's
+    /// `inputSchema` once the upstream has listed its tools).
+    pub spec: ToolSpec,
+    /// Its card (every gated tool has one).
+    pub card: Option<CardTemplate>,
+}
+
+/// An upstream's manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamManifest {
+    /// The upstream's name (`[[mcp.upstreams]] name`, the `/mcp/{name}` path).
+    pub upstream: String,
+    /// The declared tools, in declaration order.
+    pub tools: Vec<UpstreamTool>,
+}
+
+/// Why an upstream manifest was refused: the plugin manifest's rules, or a card's.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum UpstreamManifestError {
+    /// Not YAML, or not the shape above.
+    #[error("upstream manifest is not valid: {0}")]
+    Parse(String),
+    /// A DESIGN §4 rule.
+    #[error(transparent)]
+    Rule(#[from] ManifestError),
+    /// A gated tool without a card.
+    #[error("tool `{0}` is gated (destructive, or a pinned write) but has no `card`: the card must show what executes")]
+    NoCard(String),
+    /// A card on a tool that never makes one.
+    #[error("tool `{0}` has a `card` but is not gated (only destructive tools and pinned writes make cards)")]
+    CardNotGated(String),
+    /// A template names no argument, or an unclosed `{`.
+    #[error(
+        "tool `{tool}`: the card's {field} `{template}` is not a template of `{{argument}}` names"
+    )]
+    BadTemplate {
+        /// The tool.
+        tool: String,
+        /// `title`, `action` or `line`.
+        field: &'static str,
+        /// The template.
+        template: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstream {
+    upstream: String,
+    tools: Vec<RawUpstreamTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstreamTool {
+    name: String,
+    effect: Effect,
+    #[serde(default)]
+    confirm: Option<Confirm>,
+    #[serde(default)]
+    approval: Option<ApprovalMode>,
+    #[serde(default)]
+    undo: Option<String>,
+    #[serde(default)]
+    undo_window_days: Option<u32>,
+    #[serde(default)]
+    card: Option<CardTemplate>,
+}
+
+impl UpstreamManifest {
+    /// Parses and checks an upstream manifest.
+    ///
+    /// # Errors
+    /// [`UpstreamManifestError`] naming the tool and the rule; nothing is loaded.
+    pub fn from_yaml(text: &str) -> Result<UpstreamManifest, UpstreamManifestError> {
+        let raw: RawUpstream = serde_norway::from_str(text)
+            .map_err(|e| UpstreamManifestError::Parse(e.to_string()))?;
+        let mut specs = Vec::with_capacity(raw.tools.len());
+        let mut cards = Vec::with_capacity(raw.tools.len());
+        for t in raw.tools {
+            // DESIGN §4: a positive whole number of days.
+            if t.undo_window_days == Some(0) {
+                return Err(ManifestError::BadUndoWindow { tool: t.name }.into());
+            }
+            specs.push(ToolSpec {
+                name: t.name,
+                plugin: raw.upstream.clone(),
+                description: String::new(),
+                effect: t.effect,
+                confirm: t.confirm,
+                approval: t.approval,
+                undo: t.undo,
+                undo_window_days: t.undo_window_days,
+                reply_undo: None,
+                answers_directly: false,
+                aliases: Vec::new(),
+                parameters: serde_json::json!({"type": "object"}),
+            });
+            cards.push(t.card);
+        }
+        let manifest = Manifest::checked(raw.upstream.clone(), specs)?;
+        let mut tools = Vec::with_capacity(manifest.tools.len());
+        for (spec, card) in manifest.tools.into_iter().zip(cards) {
+            match (&card, spec.approved_per_call()) {
+                (None, true) => return Err(UpstreamManifestError::NoCard(spec.name)),
+                (Some(_), false) => return Err(UpstreamManifestError::CardNotGated(spec.name)),
+                (Some(c), true) => {
+                    for (field, template) in [
+                        ("title", &c.title),
+                        ("action", &c.action),
+                        ("line", &c.line),
+                    ] {
+                        if placeholders(template).is_none() {
+                            return Err(UpstreamManifestError::BadTemplate {
+                                tool: spec.name.clone(),
+                                field,
+                                template: template.clone(),
+                            });
+                        }
+                    }
+                }
+                (None, false) => {}
+            }
+            tools.push(UpstreamTool { spec, card });
+        }
+        Ok(UpstreamManifest {
+            upstream: raw.upstream,
+            tools,
+        })
+    }
+
+    /// The declared tool `name`, if any (an undeclared one is never offered and is refused).
+    pub fn tool(&self, name: &str) -> Option<&UpstreamTool> {
+        self.tools.iter().find(|t| t.spec.name == name)
+    }
+}
+
+/// The `{name}` placeholders of `template`, in order; `None` when a brace is unclosed or a
+/// name is empty.
+fn placeholders(template: &str) -> Option<Vec<&str>> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let close = after.find('}')?;
+        let name = &after[..close];
+        if name.is_empty() || name.contains('{') {
+            return None;
+        }
+        names.push(name);
+        rest = &after[close + 1..];
+    }
+    if rest.contains('}') {
+        return None;
+    }
+    Some(names)
+}
+
+/// An argument's value as card text: a string as it is, a list of strings joined with ", ",
+/// anything else as compact JSON; control and text-direction characters shown as `\u{…}`
+/// escapes; cut at [`FILLED_CHARS`].
+fn shown(value: Option<&Value>) -> String {
+    let text = match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(other) => other.to_string(),
+    };
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == FILLED_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control()
+            || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `template` filled from `args` (and `item` for `{item}`).
+pub fn fill(template: &str, args: &Value, item: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let name = &after[..close];
+        if name == "item" {
+            if let Some(item) = item {
+                out.push_str(&shown(Some(&Value::String(item.to_owned()))));
+            }
+        } else {
+            out.push_str(&shown(args.get(name)));
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The items a call acts on: the `items` argument as one string or a list of strings.
+///
+/// # Errors
+/// A sentence naming the argument when it is missing or not text.
+pub fn items(template: &CardTemplate, args: &Value) -> Result<Vec<String>, String> {
+    match args.get(&template.items) {
+        Some(Value::String(s)) => Ok(vec![s.clone()]),
+        Some(Value::Array(list)) if !list.is_empty() && list.iter().all(Value::is_string) => {
+            Ok(list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect())
+        }
+        _ => Err(format!(
+            "the argument `{}` must name the items (a string or a list of strings)",
+            template.items
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const FILESYSTEM: &str = include_str!("../../../examples/mcp/filesystem.yaml");
+
+    #[test]
+    fn the_filesystem_example_loads_with_its_writes_gated_and_reads_not() {
+        let m = UpstreamManifest::from_yaml(FILESYSTEM).unwrap();
+        assert_eq!(m.upstream, "files");
+        for gated in ["write_file", "edit_file", "move_file"] {
+            let t = m.tool(gated).unwrap();
+            assert_eq!(t.spec.effect, Effect::Destructive, "{gated}");
+            assert!(t.spec.approved_per_call() && t.card.is_some(), "{gated}");
+        }
+        for read in [
+            "read_text_file",
+            "list_directory",
+            "search_files",
+            "get_file_info",
+        ] {
+            let t = m.tool(read).unwrap();
+            assert_eq!(t.spec.effect, Effect::Read, "{read}");
+            assert!(!t.spec.approved_per_call() && t.card.is_none(), "{read}");
+        }
+        let mkdir = m.tool("create_directory").unwrap();
+        assert_eq!(mkdir.spec.effect, Effect::Write);
+        assert!(!mkdir.spec.approved_per_call());
+        assert!(m.tool("delete_everything").is_none());
+        let write = m.tool("write_file").unwrap().card.as_ref().unwrap();
+        assert_eq!(write.preview, Some(Preview::FileDiff));
+    }
+
+    #[test]
+    fn a_card_shows_what_executes_escaped_and_bounded() {
+        let m = UpstreamManifest::from_yaml(FILESYSTEM).unwrap();
+        let card = m.tool("write_file").unwrap().card.clone().unwrap();
+        let args = json!({"path": "/notes/plan\u{202e}.md", "content": "x"});
+        assert_eq!(
+            fill(&card.title, &args, None),
+            "Overwrite /notes/plan\\u{202e}.md"
+        );
+        assert_eq!(items(&card, &args).unwrap(), vec!["/notes/plan\u{202e}.md"]);
+        let long = json!({"path": "a".repeat(500)});
+        let filled = fill("{path}", &long, None);
+        assert_eq!(filled.chars().count(), FILLED_CHARS + 1);
+        assert!(filled.ends_with('…'));
+        let moved = m.tool("move_file").unwrap().card.clone().unwrap();
+        let args = json!({"source": "/a.md", "destination": "/b.md"});
+        assert_eq!(fill(&moved.title, &args, None), "Move /a.md to /b.md");
+        assert!(items(&moved, &json!({})).unwrap_err().contains("`source`"));
+    }
+
+    #[test]
+    fn the_plugin_rules_and_the_card_rules_refuse_with_the_tool_named() {
+        let refused = |yaml: &str| UpstreamManifest::from_yaml(yaml).unwrap_err().to_string();
+        let no_card = refused("upstream: u\ntools:\n  - {name: rm, effect: destructive}\n");
+        assert!(
+            no_card.contains("`rm`") && no_card.contains("no `card`"),
+            "{no_card}"
+        );
+        let read_card = refused(
+            "upstream: u\ntools:\n  - name: cat\n    effect: read\n    card: {title: t, action: a, items: p}\n",
+        );
+        assert!(read_card.contains("not gated"), "{read_card}");
+        let confirm =
+            refused("upstream: u\ntools:\n  - {name: rm, effect: destructive, confirm: never}\n");
+        assert!(confirm.contains("rm"), "{confirm}");
+        let template = refused(
+            "upstream: u\ntools:\n  - name: rm\n    effect: destructive\n    card: {title: \"Delete {path\", action: a, items: path}\n",
+        );
+        assert!(template.contains("title"), "{template}");
+        let unknown = refused("upstream: u\ntools:\n  - {name: rm, effect: destroy}\n");
+        assert!(unknown.contains("not valid"), "{unknown}");
+        let pinned = UpstreamManifest::from_yaml(
+            "upstream: u\ntools:\n  - name: post\n    effect: write\n    approval: pinned\n    card: {title: \"Post to {channel}\", action: Post, items: channel}\n",
+        )
+        .unwrap();
+        assert!(pinned.tool("post").unwrap().spec.approved_per_call());
+    }
+
+    #[test]
+    fn placeholders_are_read_strictly() {
+        assert_eq!(
+            placeholders("Move {source} to {destination}"),
+            Some(vec!["source", "destination"])
+        );
+        assert_eq!(placeholders("no braces"), Some(vec![]));
+        assert_eq!(placeholders("{}"), None);
+        assert_eq!(placeholders("{open"), None);
+        assert_eq!(placeholders("close}"), None);
+    }
+}
