@@ -25,6 +25,7 @@ pub mod config;
 pub mod email_accounts;
 pub mod error;
 pub mod json;
+pub mod mcp;
 pub mod model;
 pub mod openapi;
 pub mod pairing;

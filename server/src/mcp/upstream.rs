@@ -1,0 +1,181 @@
+//! One upstream MCP server over stdio, by `rmcp`'s client: started as a child process in a
+//! process group of its own (so a stop leaves none of its children behind), its tools listed
+//! once and checked against IRIS's manifest (a declared tool the server lacks stops the
+//! connection with a sentence), arguments checked against the upstream's own `inputSchema`
+//! before any card or call, and only declared tools called.
+
+use std::collections::BTreeMap;
+
+use iris_core::mcp::{UpstreamManifest, UpstreamTool};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+
+/// Why an upstream could not be used, or a call was refused before it reached the upstream.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The command could not be started, or the MCP handshake failed.
+    #[error("the MCP upstream `{upstream}` could not be started ({command}): {why}")]
+    Start {
+        /// The upstream's name.
+        upstream: String,
+        /// The command line.
+        command: String,
+        /// What failed.
+        why: String,
+    },
+    /// IRIS's manifest declares a tool the upstream does not offer.
+    #[error("the MCP upstream `{upstream}` does not offer `{tool}`, which its manifest declares; fix the manifest or the server")]
+    Missing {
+        /// The upstream's name.
+        upstream: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A tool the manifest does not declare: never offered, never called.
+    #[error("`{0}` is not a tool IRIS's manifest declares for this upstream; nothing was called")]
+    Undeclared(String),
+    /// The arguments do not fit the upstream's `inputSchema`.
+    #[error("the arguments of `{tool}` do not fit its input schema: {why}; nothing was called")]
+    BadArguments {
+        /// The tool.
+        tool: String,
+        /// The first violation.
+        why: String,
+    },
+    /// The upstream failed to answer (it may or may not have acted).
+    #[error("the MCP upstream `{upstream}` failed during `{tool}`: {why}")]
+    Call {
+        /// The upstream's name.
+        upstream: String,
+        /// The tool.
+        tool: String,
+        /// What failed.
+        why: String,
+    },
+}
+
+/// A connected upstream: its manifest, each declared tool's input schema, and the session.
+pub struct Upstream {
+    manifest: UpstreamManifest,
+    schemas: BTreeMap<String, Value>,
+    session: RunningService<RoleClient, ()>,
+}
+
+impl Upstream {
+    /// Starts `command` (program and arguments) for `manifest`'s upstream over stdio and
+    /// checks its tools against the manifest.
+    ///
+    /// # Errors
+    /// [`UpstreamError::Start`], or [`UpstreamError::Missing`] for a declared tool the server
+    /// does not offer (the process is stopped).
+    pub async fn stdio(
+        manifest: UpstreamManifest,
+        command: &[String],
+    ) -> Result<Upstream, UpstreamError> {
+        let upstream = manifest.upstream.clone();
+        let shown = command.join(" ");
+        let start = |why: String| UpstreamError::Start {
+            upstream: upstream.clone(),
+            command: shown.clone(),
+            why,
+        };
+        let (program, args) = command
+            .split_first()
+            .ok_or_else(|| start("the command is empty".into()))?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        // Its own process group: stopping it stops whatever it started (npx starts node).
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let transport = TokioChildProcess::new(cmd).map_err(|e| start(e.to_string()))?;
+        let session = ().serve(transport).await.map_err(|e| start(e.to_string()))?;
+        let offered = session
+            .list_all_tools()
+            .await
+            .map_err(|e| start(format!("listing its tools failed: {e}")))?;
+        let mut schemas = BTreeMap::new();
+        for declared in &manifest.tools {
+            let name = &declared.spec.name;
+            let Some(tool) = offered.iter().find(|t| t.name == name.as_str()) else {
+                let _ = session.cancel().await;
+                return Err(UpstreamError::Missing {
+                    upstream,
+                    tool: name.clone(),
+                });
+            };
+            schemas.insert(name.clone(), Value::Object((*tool.input_schema).clone()));
+        }
+        Ok(Upstream {
+            manifest,
+            schemas,
+            session,
+        })
+    }
+
+    /// The declared tool `name` (what agents are offered).
+    ///
+    /// # Errors
+    /// [`UpstreamError::Undeclared`].
+    pub fn tool(&self, name: &str) -> Result<&UpstreamTool, UpstreamError> {
+        self.manifest
+            .tool(name)
+            .ok_or_else(|| UpstreamError::Undeclared(name.to_owned()))
+    }
+
+    /// Checks `args` for tool `name` against the upstream's own `inputSchema` (before any card).
+    ///
+    /// # Errors
+    /// [`UpstreamError::Undeclared`], [`UpstreamError::BadArguments`].
+    pub fn check_args(&self, name: &str, args: &Value) -> Result<(), UpstreamError> {
+        self.tool(name)?;
+        let schema = self
+            .schemas
+            .get(name)
+            .ok_or_else(|| UpstreamError::Undeclared(name.to_owned()))?;
+        let validator =
+            jsonschema::validator_for(schema).map_err(|e| UpstreamError::BadArguments {
+                tool: name.to_owned(),
+                why: format!("its input schema does not compile ({e})"),
+            })?;
+        if let Some(error) = validator.iter_errors(args).next() {
+            return Err(UpstreamError::BadArguments {
+                tool: name.to_owned(),
+                why: error.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Calls declared tool `name` with `args` (checked first): the upstream's result as JSON
+    /// (`{"content": [...], "isError": …}`).
+    ///
+    /// # Errors
+    /// [`UpstreamError::Undeclared`], [`UpstreamError::BadArguments`] (nothing was called),
+    /// [`UpstreamError::Call`].
+    pub async fn call(&self, name: &str, args: &Value) -> Result<Value, UpstreamError> {
+        self.check_args(name, args)?;
+        let arguments = args.as_object().cloned().unwrap_or_default();
+        let result = self
+            .session
+            .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+            .await
+            .map_err(|e| UpstreamError::Call {
+                upstream: self.manifest.upstream.clone(),
+                tool: name.to_owned(),
+                why: e.to_string(),
+            })?;
+        serde_json::to_value(result).map_err(|e| UpstreamError::Call {
+            upstream: self.manifest.upstream.clone(),
+            tool: name.to_owned(),
+            why: e.to_string(),
+        })
+    }
+
+    /// Stops the session and its process group.
+    pub async fn stop(self) {
+        let _ = self.session.cancel().await;
+    }
+}
