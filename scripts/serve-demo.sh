@@ -22,5 +22,5 @@ export IRIS_VAPID_SUBJECT="${IRIS_VAPID_SUBJECT:-mailto:owner@example.org}"
 if [ -z "${IRIS_PUBLIC_URL:-}" ] && [[ "$IRIS_BIND" == 127.0.0.1:* ]]; then
   export IRIS_PUBLIC_URL="http://localhost:${IRIS_BIND##*:}"
 fi
-printf '[serve-demo] open http://%s and ask "trash the promo emails from this week", then "undo that"\n' "$IRIS_BIND"
+printf '[serve-demo] open %s and ask "trash the promo emails from this week", then "undo that"\n' "${IRIS_PUBLIC_URL:-http://$IRIS_BIND}"
 exec target/debug/iris serve --demo
