@@ -289,26 +289,21 @@ pub(crate) async fn proof(
     State(state): State<AppState>,
     Controller(actor): Controller,
 ) -> Result<Json<ChallengeBody>, ApiError> {
-    let passkeys = on(&state)?;
-    let keys: Vec<String> = state
-        .store
-        .passkeys(false)
+    on(&state)?;
+    let challenge = state
+        .service
+        .passkey_proof_challenge(&actor)
         .await?
-        .into_iter()
-        .map(|p| p.key)
-        .collect();
-    if keys.is_empty() {
-        return Err(ApiError::NotFound(
-            "no passkey is registered, so there is none to prove; register the first one".into(),
-        ));
-    }
-    let (options, state_text) = passkeys.challenge(&keys).map_err(ApiError::Internal)?;
-    let (ceremony_id, expires_at) =
-        store_ceremony(&state, CeremonyPurpose::Manage, &actor.name, state_text).await?;
+        .ok_or_else(|| {
+            ApiError::NotFound(
+                "no passkey is registered, so there is none to prove; register the first one"
+                    .into(),
+            )
+        })?;
     Ok(Json(ChallengeBody {
-        ceremony_id,
-        options,
-        expires_at,
+        ceremony_id: challenge.ceremony_id,
+        options: challenge.options,
+        expires_at: challenge.expires_at,
     }))
 }
 

@@ -25,6 +25,52 @@ pub struct PasskeySettings {
     pub store: Arc<dyn PasskeyStore>,
 }
 
+/// An authentication challenge for the live passkeys, stored as a ceremony that lapses after
+/// [`CEREMONY_SECS`] and is used once: for approving (`binding` = approval id and call hash) or
+/// for a proof (`None`). `None` when no passkey is registered.
+async fn authentication(
+    settings: &PasskeySettings,
+    binding: Option<(&str, &str)>,
+    device: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<PasskeyChallenge>, StoreError> {
+    let keys: Vec<String> = settings
+        .store
+        .passkeys(false)
+        .await?
+        .into_iter()
+        .map(|p| p.key)
+        .collect();
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let (options, state) = settings
+        .check
+        .challenge(&keys)
+        .map_err(StoreError::Backend)?;
+    let ceremony = Ceremony {
+        id: uuid::Uuid::new_v4().to_string(),
+        purpose: if binding.is_some() {
+            CeremonyPurpose::Approve
+        } else {
+            CeremonyPurpose::Manage
+        },
+        approval_id: binding.map(|b| b.0.to_owned()),
+        call_hash: binding.map(|b| b.1.to_owned()),
+        state,
+        device: device.to_owned(),
+        created_at: now,
+        expires_at: now + chrono::Duration::seconds(CEREMONY_SECS),
+        used_at: None,
+    };
+    settings.store.start_ceremony(&ceremony).await?;
+    Ok(Some(PasskeyChallenge {
+        ceremony_id: ceremony.id,
+        options,
+        expires_at: ceremony.expires_at,
+    }))
+}
+
 /// A challenge made for one approval: the ceremony's id, the options for the browser, and when
 /// it lapses.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,37 +124,26 @@ impl ApprovalService {
         if let Some(why) = settings.check.off_reason() {
             return Err(refuse(PasskeyRefusal::Off(why)));
         }
-        let keys: Vec<String> = settings
-            .store
-            .passkeys(false)
+        let binding = Some((row.id.as_str(), row.call_hash.as_str()));
+        authentication(settings, binding, &actor.name, now)
             .await?
-            .into_iter()
-            .map(|p| p.key)
-            .collect();
-        if keys.is_empty() {
-            return Err(refuse(PasskeyRefusal::NoneRegistered));
-        }
-        let (options, state) = settings
-            .check
-            .challenge(&keys)
-            .map_err(|e| RespondError::Store(StoreError::Backend(e)))?;
-        let ceremony = Ceremony {
-            id: uuid::Uuid::new_v4().to_string(),
-            purpose: CeremonyPurpose::Approve,
-            approval_id: Some(row.id.clone()),
-            call_hash: Some(row.call_hash.clone()),
-            state,
-            device: actor.name.clone(),
-            created_at: now,
-            expires_at: now + chrono::Duration::seconds(CEREMONY_SECS),
-            used_at: None,
-        };
-        settings.store.start_ceremony(&ceremony).await?;
-        Ok(PasskeyChallenge {
-            ceremony_id: ceremony.id,
-            options,
-            expires_at: ceremony.expires_at,
-        })
+            .ok_or_else(|| refuse(PasskeyRefusal::NoneRegistered))
+    }
+
+    /// Makes a challenge for proving one of the owner's passkeys before the set of passkeys
+    /// changes (a `manage` ceremony, used once, two minutes); `None` when none is registered.
+    ///
+    /// # Errors
+    /// [`StoreError`] (also when passkeys are off here or the verifier fails).
+    pub async fn passkey_proof_challenge(
+        &self,
+        actor: &Actor,
+    ) -> Result<Option<PasskeyChallenge>, StoreError> {
+        let settings = self
+            .passkeys
+            .as_ref()
+            .ok_or_else(|| StoreError::Backend("no passkey verifier is set up".into()))?;
+        authentication(settings, None, &actor.name, self.clock.now()).await
     }
 
     /// Checks the passkey answer for approving the row `read` (inside the decision's unit):
