@@ -93,20 +93,43 @@ impl PreToolUseHook for DestructiveApprovalHook {
     }
 
     async fn pre_tool_use(&self, call: &PendingCall<'_>) -> HookDecision {
-        let spec = call.spec;
-        if !spec.approved_per_call() {
+        if !call.spec.approved_per_call() {
             return HookDecision::Allow;
         }
+        match self.pin(call, None).await {
+            Ok(row) => HookDecision::RequireApproval(Some(Box::new(row))),
+            Err(refusal) => HookDecision::Deny(refusal),
+        }
+    }
+}
+
+impl DestructiveApprovalHook {
+    /// The pinned row of `call` (an approved-per-call tool's, its arguments already validated
+    /// and normalised): the plugin's `describe` called once and frozen into the card, one
+    /// precondition per item or none, the kind, expiry and passkey need of the row. The one
+    /// owner of a pinned row's terms, for IRIS's own agent and for the MCP gateway's agents
+    /// (`requested_by`: the agent device that asked; `None` for IRIS's own assistant).
+    ///
+    /// # Errors
+    /// The refusal sentence (the plugin refused the description, or its preconditions do not
+    /// match its items); nothing is written.
+    pub async fn pin(
+        &self,
+        call: &PendingCall<'_>,
+        requested_by: Option<&str>,
+    ) -> Result<NewApproval, String> {
+        let spec = call.spec;
         // describe() is called once, here; its lines are frozen into the row.
-        let description = match call.plugin.describe(&spec.name, call.args, call.ctx).await {
-            Ok(d) => d,
-            Err(e) => return HookDecision::Deny(format!("{e}; nothing was changed")),
-        };
+        let description = call
+            .plugin
+            .describe(&spec.name, call.args, call.ctx)
+            .await
+            .map_err(|e| format!("{e}; nothing was changed"))?;
         // Staleness: one precondition per item, or none at all.
         if !description.preconditions.is_empty()
             && description.preconditions.len() != description.items.len()
         {
-            return HookDecision::Deny(format!(
+            return Err(format!(
                 "the plugin described `{}` with {} preconditions for {} items (one per item is required); nothing was changed",
                 spec.name,
                 description.preconditions.len(),
@@ -115,7 +138,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
         }
         let kind = kind_for(spec);
         let created_at = self.clock.now();
-        let row = NewApproval {
+        Ok(NewApproval {
             id: uuid::Uuid::new_v4().to_string(),
             kind,
             tool: spec.name.clone(),
@@ -140,8 +163,7 @@ impl PreToolUseHook for DestructiveApprovalHook {
             expires_at: self.ttl.expires_at(kind, created_at),
             preconditions: description.preconditions,
             passkey_required: self.passkeys.requires(kind),
-            requested_by: None,
-        };
-        HookDecision::RequireApproval(Some(Box::new(row)))
+            requested_by: requested_by.map(str::to_owned),
+        })
     }
 }

@@ -30,6 +30,7 @@ mod curator;
 mod devices;
 mod engine;
 mod events;
+mod gateway;
 mod lifecycle;
 mod listing;
 mod locks;

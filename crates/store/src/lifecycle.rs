@@ -133,7 +133,6 @@ impl Store {
     /// The card: row, checkpoint, and the row's link to it (DESIGN §3 step 4).
     async fn write_halt(&self, tx: &mut WriteTx, halt: &HaltRecord) -> Result<(), StoreError> {
         let row = &halt.approval;
-        check_new_approval(row)?;
         let checkpoint = &halt.checkpoint;
         if checkpoint.approval_id != row.id {
             return Err(StoreError::Backend(format!(
@@ -141,6 +140,36 @@ impl Store {
                 row.id, checkpoint.approval_id
             )));
         }
+        self.write_row(tx, row).await?;
+        tx.exec(
+            self.timed(
+                "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, \
+                 created_at) VALUES ($2, $3, $4, $5, $6, {now})",
+            )
+            .text(&checkpoint.id)
+            .text(&checkpoint.approval_id)
+            .text(&checkpoint.run_id)
+            .text(&checkpoint.conversation_id)
+            .text(&to_json(checkpoint, "a checkpoint")?),
+            "saving a checkpoint",
+        )
+        .await?;
+        tx.exec(
+            Stmt::new("UPDATE approvals SET checkpoint_id = $1 WHERE id = $2")
+                .text(&checkpoint.id)
+                .text(&row.id),
+            "linking an approval to its checkpoint",
+        )
+        .await
+    }
+
+    /// A new approval row, pending (its request terms checked first).
+    pub(crate) async fn write_row(
+        &self,
+        tx: &mut WriteTx,
+        row: &iris_core::ports::NewApproval,
+    ) -> Result<(), StoreError> {
+        check_new_approval(row)?;
         tx.exec(
             Stmt::new(
                 "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
@@ -166,26 +195,6 @@ impl Store {
             .flag(row.passkey_required)
             .opt_text(row.requested_by.as_deref()),
             "writing an approval row",
-        )
-        .await?;
-        tx.exec(
-            self.timed(
-                "INSERT INTO checkpoints (id, approval_id, run_id, conversation_id, body, \
-                 created_at) VALUES ($2, $3, $4, $5, $6, {now})",
-            )
-            .text(&checkpoint.id)
-            .text(&checkpoint.approval_id)
-            .text(&checkpoint.run_id)
-            .text(&checkpoint.conversation_id)
-            .text(&to_json(checkpoint, "a checkpoint")?),
-            "saving a checkpoint",
-        )
-        .await?;
-        tx.exec(
-            Stmt::new("UPDATE approvals SET checkpoint_id = $1 WHERE id = $2")
-                .text(&checkpoint.id)
-                .text(&row.id),
-            "linking an approval to its checkpoint",
         )
         .await
     }

@@ -29,7 +29,7 @@ impl ApprovalService {
         ctx: &CallContext,
     ) -> Result<(Value, Approval), StoreError> {
         crate::failpoint::hit(crate::failpoint::AFTER_CLAIM);
-        let toolbox = self.agent.toolbox();
+        let toolbox = self.toolbox_for(row.requested_by.as_deref());
         let spec = toolbox.registry().get(&row.tool);
         let plugin = spec.and_then(|s| toolbox.plugin(s));
         let (Some(spec), Some(plugin)) = (spec, plugin) else {

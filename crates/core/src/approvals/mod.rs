@@ -11,6 +11,7 @@
 //! | resume | [`resume`]: the run continues from the real result | `finish_job` |
 //! | retry, recover | [`resume`]: a failed job on the owner's request; a lapsed lease by any server | `claim_job` |
 //! | undo | [`undo`]: the card's undo tool for the items that ran, once | `claim_undo`, `record_undo` |
+//! | gateway | [`gateway`]: an MCP agent's gated call is a row (or attaches to the same call's); its job executes on the upstream, no run to resume | `GatewayStore::request`, then as above |
 //!
 //! A decided row is a durable resume job. Any server claims it under a lease (owner, epoch,
 //! until), keeps it by heartbeats, and every write under it is fenced by the epoch, so a server
@@ -21,6 +22,7 @@
 //! compare-and-set statements and the database's triggers are the second line.
 
 pub mod execute;
+pub mod gateway;
 pub mod passkey;
 pub mod plan;
 pub mod respond;
@@ -38,6 +40,7 @@ use crate::escalation::{CuratorStore, EscalationMode, Judge};
 use crate::ports::{ApprovalStore, Clock, Scope, StoreError};
 use crate::wire::Approval;
 
+pub use gateway::{AgentCall, GatewayAnswer, GatewayError, GatewaySettings};
 pub use passkey::{PasskeyChallenge, PasskeySettings};
 pub use respond::RespondError;
 pub use resume::RetryError;
@@ -123,6 +126,7 @@ pub struct ApprovalService {
     escalation: Option<EscalationSettings>,
     runtime: Arc<dyn JobRuntime>,
     passkeys: Option<PasskeySettings>,
+    gateway: Option<GatewaySettings>,
 }
 
 impl ApprovalService {
@@ -144,6 +148,7 @@ impl ApprovalService {
             escalation: None,
             runtime,
             passkeys: None,
+            gateway: None,
         }
     }
 

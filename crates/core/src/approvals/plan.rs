@@ -11,6 +11,8 @@
 //!   the side effect.
 //! - **takeover**: `executing` with no outcome means the previous holder may or may not have run
 //!   it: it becomes `unknown`, is never run again, and the owner is told.
+//! - **gateway rows** (an MCP agent's call, `requested_by` set) have no saved run by design:
+//!   the same rules, with the gateway's toolbox; the job is the execution alone.
 
 use serde_json::{json, Value};
 
@@ -53,6 +55,8 @@ pub fn plan_claim(
         && row.execution == Execution::None;
     // A run that can never resume: consume the call, say why on the card and in the chat.
     let dead = match &snapshot.saved {
+        // A gateway row never had a run of IRIS's: its job is the execution alone.
+        SavedRun::Missing if row.requested_by.is_some() => None,
         SavedRun::Missing => Some((
             "its paused run was never saved, so it cannot continue".to_string(),
             None,

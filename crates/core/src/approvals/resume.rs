@@ -106,9 +106,15 @@ impl ApprovalService {
     }
 
     async fn claim_and_run(&self, pick: JobPick<'_>) -> Result<Option<JobReport>, StoreError> {
-        let toolbox = self.agent.toolbox().clone();
         let clock = self.clock.clone();
-        let plan = move |snapshot: &JobSnapshot| plan_claim(&toolbox, snapshot, clock.now());
+        let plan = move |snapshot: &JobSnapshot| {
+            let requested_by = snapshot
+                .approval
+                .as_ref()
+                .ok()
+                .and_then(|row| row.requested_by.as_deref());
+            plan_claim(&self.toolbox_for(requested_by), snapshot, clock.now())
+        };
         let Some(job) = self
             .store
             .claim_job(pick, &self.leases.owner, self.leases.secs, &plan)
@@ -163,6 +169,14 @@ impl ApprovalService {
             approval_id: snapshot.approval_id.clone(),
             run,
         };
+        // A gateway row: no run of IRIS's to continue; its end is the upstream's outcome.
+        if let (Ok(row), None) = (&snapshot.approval, plan.end) {
+            if row.requested_by.is_some() {
+                self.run_gateway_claimed(&lease, row, &snapshot, &plan)
+                    .await?;
+                return Ok(report(None));
+            }
+        }
         // A run that can never resume was ended in the claim's commit, with the reason.
         let (Ok(row), SavedRun::Saved(checkpoint), None) =
             (&snapshot.approval, &snapshot.saved, plan.end)
@@ -231,6 +245,36 @@ impl ApprovalService {
         self.finish(&lease, &end, row, told_lines, None)
             .await
             .map(report)
+    }
+
+    /// A gateway row's claimed job: the pinned call executed on the upstream when the claim
+    /// took it (approved), else nothing runs; then the job ends (no turn: the agent reads the
+    /// recorded outcome on its next call).
+    async fn run_gateway_claimed(
+        &self,
+        lease: &Lease,
+        row: &Approval,
+        snapshot: &JobSnapshot,
+        plan: &crate::ports::ClaimPlan,
+    ) -> Result<(), StoreError> {
+        if settled_observation(row, plan).is_none() {
+            let preconditions = snapshot.preconditions.clone().unwrap_or_default();
+            let ctx = CallContext {
+                run_id: row.run_id.clone(),
+                conversation_id: String::new(),
+                request: row.card.request.clone(),
+            };
+            self.execute_claimed(lease, row, &preconditions, &ctx)
+                .await?;
+        }
+        let finish = JobFinish {
+            turn: None,
+            end: JobEnd::Done,
+            resume_error: None,
+            resume_error_changed: false,
+            events: Vec::new(),
+        };
+        self.store.finish_job(lease, &finish).await
     }
 
     /// The resume's end commit: the turn, the job done (or failed, retryable, when the model

@@ -6,6 +6,7 @@
 //!   per phase: halt, decision, claim, outcome, resume) and the reads the lifecycle needs;
 //! - [`listing`]: a page of approvals (cursor, filters, search);
 //! - [`devices`]: paired devices and pairing links;
+//! - [`gateway`]: the MCP gateway's request (write a row, or attach to the same call's);
 //! - [`telegram`]: which Telegram message shows which approval;
 //! - [`undo`]: the undo from the card (claim, outcome);
 //! - [`push`]: Web Push's key, subscriptions and outbox;
@@ -24,6 +25,7 @@ use crate::wire::{Approval, ApprovalKind, ApprovalStatus, AuditKind, Card, Effec
 
 pub mod clock;
 pub mod devices;
+pub mod gateway;
 pub mod lifecycle;
 pub mod listing;
 pub mod passkeys;
@@ -33,6 +35,7 @@ pub mod undo;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use devices::{Device, DeviceStore, PairingStore, Scope};
+pub use gateway::{GatewayRequest, GatewayStore};
 pub use lifecycle::*;
 pub use listing::{
     card_search_text, parse_listing_time, ApprovalPage, ApprovalQuery, ListingError, PageCursor,

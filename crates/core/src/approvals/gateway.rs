@@ -1,0 +1,203 @@
+//! The MCP gateway's gated calls (DESIGN §9 "IRIS as an MCP gateway"): an agent's destructive
+//! or pinned call on an upstream MCP server becomes one approval row, by the same rules as IRIS's
+//! own agent's ([`DestructiveApprovalHook::pin`]: the card frozen from the manifest's template,
+//! the canonical arguments and their hash pinned). The same call again (same agent, tool and
+//! canonical arguments, within [`ATTACH_HOURS`] of the card) attaches to that row instead of
+//! making another card.
+//!
+//! A gateway row has no run of IRIS's to resume: its job (written by the decision like any
+//! other) executes the pinned call on the upstream through the gateway's toolbox, under the same
+//! lease, write-ahead ledger and unknown-on-takeover rules ([`super::resume`], [`super::execute`]),
+//! whether or not the agent calls again; a later call only reads the recorded outcome
+//! ([`GatewayAnswer::of`]).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::ApprovalService;
+use crate::hooks::{DestructiveApprovalHook, PendingCall};
+use crate::plugin::CallContext;
+use crate::ports::{GatewayRequest, GatewayStore, StoreError};
+use crate::toolbox::Toolbox;
+use crate::wire::{Approval, ApprovalStatus, Event, Execution};
+
+/// How long the same call attaches to its card, in hours (a day).
+pub const ATTACH_HOURS: i64 = 24;
+
+/// What the gateway runs over: its upstreams' tools, where its rows are written, and the rule
+/// that pins a row.
+pub struct GatewaySettings {
+    /// Every upstream's declared tools (named `UPSTREAM.TOOL`), each with the upstream's own
+    /// `inputSchema` as its parameters.
+    pub toolbox: Arc<Toolbox>,
+    /// The find-or-write unit.
+    pub store: Arc<dyn GatewayStore>,
+    /// The row's terms (clock, lifetime, passkey need), as for IRIS's own agent.
+    pub pin: DestructiveApprovalHook,
+}
+
+/// One gated call an agent made.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentCall<'a> {
+    /// The agent device that asked (its name, from its `agent`-scope token).
+    pub agent: &'a str,
+    /// The tool as the gateway names it: `UPSTREAM.TOOL`.
+    pub tool: &'a str,
+    /// The arguments as the agent sent them (without `_meta`).
+    pub args: &'a Value,
+    /// The reason the agent gave (`_meta` `iris/reason`): shown on the card, never hashed.
+    pub reason: Option<&'a str>,
+}
+
+/// Why a gated call made no row.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// This server has no MCP upstreams.
+    #[error("this IRIS has no MCP upstreams configured")]
+    Off,
+    /// A tool IRIS's manifest does not declare: never offered, never called.
+    #[error("`{0}` is not a tool IRIS's manifest declares; nothing was called")]
+    Undeclared(String),
+    /// A tool that needs no card (the caller passes it through).
+    #[error("`{0}` needs no approval; it is not held")]
+    NotGated(String),
+    /// The arguments do not fit the upstream's `inputSchema`, or the card cannot be made from
+    /// them; nothing was written or called.
+    #[error("{0}")]
+    Refused(String),
+    /// Storage failed; nothing was written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an agent is told about its gated call, read from the row as it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GatewayAnswer {
+    /// Pending, or approved and not yet executed.
+    Waiting,
+    /// Executed once: the recorded result (the upstream's answer as the plugin kept it).
+    Executed(Value),
+    /// Approved, but the call failed or was not run: the recorded result.
+    Failed(Value),
+    /// The owner rejected it, with the reason given ("no reason given" when none).
+    Rejected(String),
+    /// Nobody answered in time.
+    Lapsed,
+    /// It was interrupted while running: it may or may not have run, and never runs again.
+    Unknown,
+}
+
+impl GatewayAnswer {
+    /// The answer `row` gives now.
+    pub fn of(row: &Approval) -> GatewayAnswer {
+        match row.status {
+            ApprovalStatus::Pending => GatewayAnswer::Waiting,
+            ApprovalStatus::Rejected => GatewayAnswer::Rejected(
+                row.reason
+                    .clone()
+                    .unwrap_or_else(|| "no reason given".into()),
+            ),
+            ApprovalStatus::Expired => GatewayAnswer::Lapsed,
+            ApprovalStatus::Approved => {
+                let result = || row.result.clone().unwrap_or(Value::Null);
+                match row.execution {
+                    Execution::None | Execution::Executing => GatewayAnswer::Waiting,
+                    Execution::Executed => GatewayAnswer::Executed(result()),
+                    Execution::Failed => GatewayAnswer::Failed(result()),
+                    Execution::Unknown => GatewayAnswer::Unknown,
+                }
+            }
+        }
+    }
+
+    /// Whether the answer is final (anything but [`GatewayAnswer::Waiting`]).
+    pub fn is_final(&self) -> bool {
+        *self != GatewayAnswer::Waiting
+    }
+}
+
+impl ApprovalService {
+    /// Runs the MCP gateway's rows with `gateway` (none by default: then every gateway row's
+    /// job is refused by strict restore, its tool being declared by no manifest here).
+    pub fn with_gateway(mut self, gateway: GatewaySettings) -> ApprovalService {
+        self.gateway = Some(gateway);
+        self
+    }
+
+    /// The gateway's toolbox, when this server has upstreams.
+    pub fn gateway_toolbox(&self) -> Option<&Arc<Toolbox>> {
+        self.gateway.as_ref().map(|g| &g.toolbox)
+    }
+
+    /// The toolbox that runs `row`'s call: the gateway's for a row an agent requested through
+    /// it, IRIS's own agent's otherwise.
+    pub(crate) fn toolbox_for(&self, requested_by: Option<&str>) -> Arc<Toolbox> {
+        match (requested_by, &self.gateway) {
+            (None, _) => self.agent.toolbox().clone(),
+            (Some(_), Some(g)) => g.toolbox.clone(),
+            (Some(_), None) => Arc::new(Toolbox::new(Vec::new()).expect("no tools, no clash")),
+        }
+    }
+
+    /// Holds `call` on a card: validates its arguments against the upstream's `inputSchema`,
+    /// normalises them, and writes the pinned row (announced on every surface by
+    /// `approval.requested`), or attaches to the row of the same call made within
+    /// [`ATTACH_HOURS`].
+    ///
+    /// # Errors
+    /// [`GatewayError::Off`], `Undeclared`, `NotGated`, `Refused` (bad arguments, or the card
+    /// cannot be made), `Store`; nothing is written.
+    pub async fn gateway_request(
+        &self,
+        call: AgentCall<'_>,
+    ) -> Result<GatewayRequest, GatewayError> {
+        let gateway = self.gateway.as_ref().ok_or(GatewayError::Off)?;
+        let toolbox = &gateway.toolbox;
+        let spec = toolbox
+            .registry()
+            .get(call.tool)
+            .ok_or_else(|| GatewayError::Undeclared(call.tool.to_string()))?;
+        if !spec.approved_per_call() {
+            return Err(GatewayError::NotGated(call.tool.to_string()));
+        }
+        if let Some(why) = toolbox.unavailable(spec) {
+            return Err(GatewayError::Refused(format!(
+                "`{}` cannot run here: {why}; nothing was called",
+                call.tool
+            )));
+        }
+        let plugin = toolbox
+            .plugin(spec)
+            .expect("unavailable() is None only when a plugin provides the tool");
+        let args = toolbox.validate(spec, call.args).map_err(|why| {
+            GatewayError::Refused(format!(
+                "the arguments of `{}` do not fit its input schema: {why}; nothing was called",
+                call.tool
+            ))
+        })?;
+        let ctx = CallContext {
+            run_id: format!("mcp-{}", uuid::Uuid::new_v4().simple()),
+            conversation_id: String::new(),
+            request: call.reason.unwrap_or_default().to_string(),
+        };
+        let args = plugin
+            .normalise(&spec.name, args, &ctx)
+            .await
+            .map_err(|e| GatewayError::Refused(format!("{e}; nothing was called")))?;
+        let pending = PendingCall {
+            spec,
+            args: &args,
+            plugin,
+            ctx: &ctx,
+        };
+        let row = gateway
+            .pin
+            .pin(&pending, Some(call.agent))
+            .await
+            .map_err(GatewayError::Refused)?;
+        let since = row.created_at - chrono::Duration::hours(ATTACH_HOURS);
+        let events = [Event::ApprovalRequested(row.pending_view())];
+        Ok(gateway.store.request(&row, since, &events).await?)
+    }
+}

@@ -1,0 +1,126 @@
+//! The MCP gateway's unit on both engines: an agent's gated call is one row; the same call
+//! (same agent, same call hash) within the attach window attaches to it, also when many arrive
+//! at once on several connections; another agent, other arguments or an older card make a new
+//! row.
+
+mod common;
+
+use common::*;
+use iris_core::ports::GatewayStore;
+use iris_core::wire::Event;
+
+/// `agent`'s gated `files.write_file` of `content` to `/notes/plan.md`, written at `at`.
+fn gateway_call(id: &str, agent: &str, content: &str, at: DateTime<Utc>) -> NewApproval {
+    let mut row = trash_request(id, &["/notes/plan.md"]);
+    row.tool = "files.write_file".into();
+    row.args = json!({"path": "/notes/plan.md", "content": content});
+    row.args_canonical = canonical_json(&row.args);
+    row.call_hash = call_hash(&row.tool, &row.args);
+    row.requested_by = Some(agent.into());
+    row.created_at = at;
+    row.expires_at = at + Duration::hours(1);
+    row
+}
+
+async fn request(store: &Store, row: &NewApproval) -> (String, bool) {
+    let since = row.created_at - Duration::hours(24);
+    let events = [Event::ApprovalRequested(row.pending_view())];
+    let got = GatewayStore::request(store, row, since, &events)
+        .await
+        .expect("gateway request");
+    (got.approval.id, got.attached)
+}
+
+async fn the_same_call_attaches_within_a_day_and_nothing_else_does(engine: Engine) {
+    let db = engine.open().await;
+    let store = &db.store;
+    let first = gateway_call("a1", "claude", "v2", t0());
+    assert_eq!(request(store, &first).await, ("a1".into(), false));
+    let row = store.approval("a1").await.unwrap().expect("written");
+    assert_eq!(row.requested_by.as_deref(), Some("claude"));
+    assert_eq!(row.status, ApprovalStatus::Pending);
+
+    // The same call an hour later: the first row, nothing written.
+    let again = gateway_call("a2", "claude", "v2", t0() + Duration::hours(1));
+    assert_eq!(request(store, &again).await, ("a1".into(), true));
+    assert!(store.approval("a2").await.unwrap().is_none());
+
+    // Also once it is answered: the agent then reads its outcome.
+    decide(
+        store,
+        "a1",
+        &response(ApprovalStatus::Rejected, "owner", t0()),
+    )
+    .await
+    .expect("decide");
+    let answered = gateway_call("a3", "claude", "v2", t0() + Duration::hours(2));
+    assert_eq!(request(store, &answered).await, ("a1".into(), true));
+
+    // Other content, another agent: other cards.
+    let other_content = gateway_call("b1", "claude", "v3", t0() + Duration::hours(2));
+    assert_eq!(request(store, &other_content).await, ("b1".into(), false));
+    let other_agent = gateway_call("c1", "cursor", "v2", t0() + Duration::hours(2));
+    assert_eq!(request(store, &other_agent).await, ("c1".into(), false));
+
+    // More than a day after the card: a new card.
+    let next_day = gateway_call("d1", "claude", "v2", t0() + Duration::hours(25));
+    assert_eq!(request(store, &next_day).await, ("d1".into(), false));
+    // A row of IRIS's own agent (no `requested_by`) for the same call never takes an agent's.
+    let mut own = gateway_call("own", "claude", "v4", t0() + Duration::hours(25));
+    own.requested_by = None;
+    insert(store, &own).await.expect("own row");
+    let agents = gateway_call("e1", "claude", "v4", t0() + Duration::hours(25));
+    assert_eq!(request(store, &agents).await, ("e1".into(), false));
+    assert_eq!(list(store, None).await.unwrap().len(), 6);
+}
+
+async fn identical_calls_at_once_on_several_connections_make_one_row(engine: Engine) {
+    let db = engine.open().await;
+    let mut stores = vec![db.store.clone()];
+    for _ in 0..3 {
+        stores.push(connect(&db.url, &db.clock).await);
+    }
+    let barrier = Arc::new(Barrier::new(8));
+    let mut calls = Vec::new();
+    for i in 0..8 {
+        let store = stores[i % stores.len()].clone();
+        let barrier = barrier.clone();
+        calls.push(tokio::spawn(async move {
+            let row = gateway_call(&format!("race-{i}"), "claude", "v2", t0());
+            barrier.wait().await;
+            request(&store, &row).await
+        }));
+    }
+    let mut answers = Vec::new();
+    for call in calls {
+        answers.push(call.await.expect("task"));
+    }
+    let written: Vec<_> = answers.iter().filter(|(_, attached)| !attached).collect();
+    assert_eq!(written.len(), 1, "{answers:?}");
+    let id = &written[0].0;
+    assert!(answers.iter().all(|(a, _)| a == id), "{answers:?}");
+    assert_eq!(list(&db.store, None).await.unwrap().len(), 1);
+}
+
+macro_rules! suite {
+    ($engine:expr) => {
+        #[tokio::test]
+        async fn the_same_call_attaches_within_a_day_and_nothing_else_does() {
+            super::the_same_call_attaches_within_a_day_and_nothing_else_does($engine).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn identical_calls_at_once_on_several_connections_make_one_row() {
+            super::identical_calls_at_once_on_several_connections_make_one_row($engine).await;
+        }
+    };
+}
+
+mod sqlite {
+    use super::*;
+    suite!(Engine::Sqlite);
+}
+
+mod postgres {
+    use super::*;
+    suite!(Engine::Postgres);
+}
