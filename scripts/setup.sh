@@ -92,7 +92,8 @@ setup_main() {
   fi
 
   # 6. Dovecot (the IMAP backend's tests start their own on loopback, each from a config the
-  #    test writes) and the SMTP sink aiosmtpd (send_email's tests read what lettre sent).
+  #    test writes), the SMTP sink aiosmtpd (send_email's tests read what lettre sent) and the
+  #    MCP Python SDK (the gateway's tests' agent).
   if [ ! -x /usr/sbin/dovecot ]; then
     setup_say "installing Debian dovecot-imapd"
     export DEBIAN_FRONTEND=noninteractive
@@ -113,6 +114,13 @@ setup_main() {
     python3 -m pip install --quiet --disable-pip-version-check aiosmtpd
   else
     setup_say "aiosmtpd: present"
+  fi
+  # The official MCP Python SDK: the agent of the MCP gateway's tests (server/tests/mcp/).
+  if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != 2.3.0 ]; then
+    setup_say "installing mcp 2.3.0 (PyPI) for python3"
+    python3 -m pip install --quiet --disable-pip-version-check "mcp==2.3.0"
+  else
+    setup_say "mcp 2.3.0 (Python): present"
   fi
 
   # 7. PostgreSQL (the store's tests use it).

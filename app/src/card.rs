@@ -112,6 +112,7 @@ pub fn ApprovalCard(
 
     let id = approval.id.clone();
     let card = approval.card.clone();
+    let (asker, asked) = approval.asked();
     let destructive = card.effect == CallEffect::Destructive;
     let acts_for_you = approval.kind == ApprovalKind::PinnedWrite;
     let evaluator = approval.kind == ApprovalKind::Evaluator;
@@ -450,8 +451,8 @@ pub fn ApprovalCard(
                 <p class="card-no-undo" data-testid="card-no-undo">"Once it runs, this cannot be taken back."</p>
             })}
             <p class="card-asked" data-testid="card-asked">
-                <span class="label">"You asked: "</span>
-                <q>{card.request.clone()}</q>
+                <span class="label">{format!("{asker}: ")}</span>
+                <q>{asked}</q>
             </p>
             {exact_call}
             {timing}

@@ -43,6 +43,33 @@ pub struct EmailSettings {
     pub accounts: Vec<AccountSetting>,
 }
 
+/// One upstream MCP server of `[[mcp.upstreams]]` (the gateway, `crate::mcp`): run over stdio
+/// by `command`, or reached over streamable HTTP at `url` (exactly one of them).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSetting {
+    /// Its name: the `/mcp/{name}` path agents connect to, and the prefix of its tools on cards
+    /// (`files.write_file`). Lower-case letters, digits, `-` and `_`.
+    pub name: String,
+    /// Program and arguments, started by `iris serve` in a process group of its own.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// Its streamable HTTP endpoint (`http://127.0.0.1:9000/mcp`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// IRIS's manifest for its tools (`iris_core::mcp::UpstreamManifest`); a relative path is
+    /// read from the folder of `iris.toml`.
+    pub manifest: PathBuf,
+}
+
+/// The `[mcp]` table.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+pub struct McpSettings {
+    /// The upstreams, each served at `/mcp/{name}`.
+    #[serde(default)]
+    pub upstreams: Vec<UpstreamSetting>,
+}
+
 /// Every setting of DESIGN §7.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct Settings {
@@ -135,6 +162,17 @@ pub struct Settings {
     /// streaming, sent its next chunk) within this many seconds is a failed call.
     #[serde(default = "default_model_timeout_secs")]
     pub model_timeout_secs: u64,
+    /// `[[mcp.upstreams]]`: the MCP gateway's upstream servers (none by default).
+    #[serde(default)]
+    pub mcp: McpSettings,
+    /// `IRIS_MCP_HOLD_SECS` (default 50, under the usual 60-second client timeout): how long an
+    /// agent's gated call is held waiting for the owner before it answers "waiting, call again".
+    #[serde(default = "default_mcp_hold_secs")]
+    pub mcp_hold_secs: u64,
+    /// The folder of the `iris.toml` that was read (relative upstream manifests are read from
+    /// it); the working folder when there is none.
+    #[serde(skip)]
+    pub config_dir: PathBuf,
     /// `IRIS_LEASE_SECS` (default 30): how long a server's lease on a resume job lasts without a
     /// heartbeat; another server takes the job over after that (DESIGN §9).
     #[serde(default = "default_lease_secs")]
@@ -203,6 +241,9 @@ fn default_model_timeout_secs() -> u64 {
 fn default_lease_secs() -> u32 {
     30
 }
+fn default_mcp_hold_secs() -> u64 {
+    50
+}
 
 impl Settings {
     /// Every setting at its default (no file, no environment): for building a server in
@@ -219,11 +260,17 @@ impl Settings {
     /// A figment error naming the bad key and value.
     pub fn load() -> Result<Settings, Box<figment::Error>> {
         let path = std::env::var("IRIS_CONFIG").unwrap_or_else(|_| "iris.toml".into());
-        Figment::new()
+        let config_dir = std::path::Path::new(&path)
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let mut settings: Settings = Figment::new()
             .merge(Toml::file(path))
             .merge(Env::prefixed("IRIS_").ignore(&["CONFIG", "URL", "TOKEN"]))
             .extract()
-            .map_err(Box::new)
+            .map_err(Box::new)?;
+        settings.config_dir = config_dir;
+        Ok(settings)
     }
 }
 

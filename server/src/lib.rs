@@ -61,6 +61,7 @@ pub fn app(state: AppState) -> Router {
     api::routes()
         .merge(pairing::routes())
         .merge(web::routes(&state))
+        .merge(mcp::routes(&state))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             web::csrf_guard,
@@ -270,6 +271,13 @@ pub enum Command {
         #[command(subcommand)]
         command: cli::at_server::AuditCommand,
     },
+    /// A stdio MCP server for an agent that spawns its servers (Claude Desktop, Cursor),
+    /// bridged to the gateway's upstream NAME at IRIS_URL/mcp/NAME with IRIS_TOKEN (an agent
+    /// device's token, `iris devices add NAME --scope agent`).
+    Mcp {
+        /// The upstream's name (`[[mcp.upstreams]] name`).
+        name: String,
+    },
 }
 
 /// Runs the `iris` binary's command line.
@@ -287,5 +295,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pair { scope } => cli::pair(&scope).await,
         Command::Passkeys { command } => cli::at_server::passkeys(command).await,
         Command::Audit { command } => cli::at_server::audit(command).await,
+        Command::Mcp { name } => mcp::bridge::run(&name).await,
     }
 }

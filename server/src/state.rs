@@ -12,8 +12,10 @@ use futures::future::BoxFuture;
 use iris_core::agent::{Agent, Pausing};
 use iris_core::approval::Ttl;
 use iris_core::approvals::{
-    ApprovalService, EscalationSettings, JobRuntime, LeaseSettings, PasskeySettings,
+    ApprovalService, EscalationSettings, GatewaySettings, JobRuntime, LeaseSettings,
+    PasskeySettings,
 };
+use iris_core::hooks::DestructiveApprovalHook;
 use iris_core::plugin::Plugin;
 use iris_core::ports::{Clock, Device, DeviceStore, Scope, SystemClock};
 use iris_core::toolbox::Toolbox;
@@ -58,6 +60,8 @@ pub struct AppState {
     pub push: Option<Arc<crate::push::WebPush>>,
     /// Passkeys: the relying party (or why they are off) and `IRIS_PASSKEY_REQUIRED`.
     pub passkeys: Arc<crate::passkeys::Passkeys>,
+    /// The MCP gateway's upstreams (`[[mcp.upstreams]]`), `None` when there are none.
+    pub gateway: Option<Arc<crate::mcp::Gateway>>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -194,12 +198,13 @@ pub async fn build(
     let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
     let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
     let passkeys = Arc::new(crate::passkeys::Passkeys::from_settings(&settings)?);
+    let ttl = Ttl {
+        destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
+        evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
+    };
     let pausing = if settings.approvals_enabled {
         Pausing::Governed {
-            ttl: Ttl {
-                destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
-                evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
-            },
+            ttl,
             clock: clock.clone(),
             passkeys: passkeys.policy,
         }
@@ -223,7 +228,7 @@ pub async fn build(
     let service = ApprovalService::new(
         Arc::new(store.clone()),
         Arc::new(agent),
-        clock,
+        clock.clone(),
         LeaseSettings::for_this_process(settings.lease_secs),
         jobs.clone(),
     )
@@ -237,6 +242,21 @@ pub async fn build(
         check: passkeys.clone(),
         store: Arc::new(store.clone()),
     });
+    // The MCP gateway: its upstreams started (each in its own process group) and their tools
+    // run by the same service.
+    let gateway = crate::mcp::Gateway::start(&settings).await?.map(Arc::new);
+    let service = match &gateway {
+        None => service,
+        Some(gateway) => service.with_gateway(GatewaySettings {
+            toolbox: Arc::new(gateway.toolbox()?),
+            store: Arc::new(store.clone()),
+            pin: DestructiveApprovalHook {
+                clock: clock.clone(),
+                ttl,
+                passkeys: passkeys.policy,
+            },
+        }),
+    };
 
     let demo_token = if demo {
         let token = auth::new_token();
@@ -282,5 +302,6 @@ pub async fn build(
         workers: tokio_util::task::TaskTracker::new(),
         push,
         passkeys,
+        gateway,
     })
 }

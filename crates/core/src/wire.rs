@@ -261,6 +261,20 @@ pub struct Approval {
 pub const UNDO_ACTION: &str = "undo_action";
 
 impl Approval {
+    /// Who asked for the call and in whose words, as every surface labels the card's request:
+    /// `("You asked", request)` for IRIS's own assistant (the owner's words); for an agent
+    /// through the MCP gateway `("NAME asks", reason)`, the reason the agent gave (never shown
+    /// as the owner's words), or "(no reason given)".
+    pub fn asked(&self) -> (String, String) {
+        match &self.requested_by {
+            None => ("You asked".into(), self.card.request.clone()),
+            Some(agent) if self.card.request.trim().is_empty() => {
+                (format!("{agent} asks"), "(no reason given)".into())
+            }
+            Some(agent) => (format!("{agent} asks"), self.card.request.clone()),
+        }
+    }
+
     /// Until when the card's undo stays possible: `undo_window_days` after the answer that let
     /// the call run (it executes right after). `None` when the card declares no window.
     pub fn undo_until(&self) -> Option<DateTime<Utc>> {

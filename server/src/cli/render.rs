@@ -114,10 +114,12 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         }
         None => {}
     }
+    let (asker, asked) = approval.asked();
     let _ = writeln!(
         out,
-        "You asked: \u{201c}{}\u{201d}",
-        printable(&card.request)
+        "{}: \u{201c}{}\u{201d}",
+        printable(&asker),
+        printable(&asked)
     );
     let _ = writeln!(out);
     let status = match approval.status {

@@ -2,7 +2,175 @@
 //! MCP servers, with its own manifest for their tools (`iris_core::mcp`).
 //!
 //! - `upstream.rs`: one upstream server reached over stdio (a child process in its own process
-//!   group), its tools checked against IRIS's manifest, arguments checked against the upstream's
-//!   own `inputSchema` before anything else, and calls of declared tools only.
+//!   group) or streamable HTTP, its tools checked against IRIS's manifest, arguments checked
+//!   against the upstream's own `inputSchema` before anything else, and calls of declared tools
+//!   only.
+//! - `plugin.rs`: an upstream as a plugin of the gateway's toolbox (the card from the
+//!   manifest's template, the pinned call executed on the upstream by the approvals service).
+//! - `endpoint.rs`: `/mcp/{name}`, the MCP server agents connect to with an `agent` token.
+//! - `bridge.rs`: `iris mcp NAME`, the same endpoint over stdio for agents that spawn servers.
 
+pub mod bridge;
+pub mod endpoint;
+pub mod plugin;
 pub mod upstream;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use iris_core::mcp::UpstreamManifest;
+use iris_core::plugin::Plugin;
+use iris_core::ports::Scope;
+use iris_core::toolbox::Toolbox;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::auth::{authenticate, Identified};
+use crate::config::Settings;
+use crate::state::AppState;
+use endpoint::{AgentDevice, Endpoint};
+use plugin::{Source, UpstreamPlugin};
+
+/// The configured upstreams, connected.
+pub struct Gateway {
+    upstreams: BTreeMap<String, Arc<UpstreamPlugin>>,
+}
+
+impl Gateway {
+    /// Reads each `[[mcp.upstreams]]` manifest and connects its upstream; `None` when there
+    /// are none.
+    ///
+    /// # Errors
+    /// A sentence naming the upstream: a bad name, source or manifest, a manifest for another
+    /// upstream, or a server that cannot be started or lacks a declared tool.
+    pub async fn start(settings: &Settings) -> anyhow::Result<Option<Gateway>> {
+        if settings.mcp.upstreams.is_empty() {
+            return Ok(None);
+        }
+        let mut upstreams = BTreeMap::new();
+        for setting in &settings.mcp.upstreams {
+            let name = &setting.name;
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+            {
+                anyhow::bail!("[[mcp.upstreams]] name `{name}`: use lower-case letters, digits, `-` and `_` (it is the /mcp/{{name}} path)");
+            }
+            if upstreams.contains_key(name) {
+                anyhow::bail!("[[mcp.upstreams]] name `{name}` is used twice");
+            }
+            let source = Source::of(setting).map_err(anyhow::Error::msg)?;
+            let path = settings.config_dir.join(&setting.manifest);
+            let text = std::fs::read_to_string(&path).with_context(|| {
+                format!(
+                    "reading the manifest of MCP upstream `{name}` at {}",
+                    path.display()
+                )
+            })?;
+            let manifest = UpstreamManifest::from_yaml(&text).with_context(|| {
+                format!("the manifest of MCP upstream `{name}` ({})", path.display())
+            })?;
+            if &manifest.upstream != name {
+                anyhow::bail!(
+                    "the manifest {} is for upstream `{}`, not `{name}`",
+                    path.display(),
+                    manifest.upstream
+                );
+            }
+            let plugin = UpstreamPlugin::start(manifest, source).await?;
+            tracing::info!(upstream = %name, "MCP upstream connected");
+            upstreams.insert(name.clone(), Arc::new(plugin));
+        }
+        Ok(Some(Gateway { upstreams }))
+    }
+
+    /// The gateway's toolbox: every upstream's declared tools as `UPSTREAM.TOOL`.
+    ///
+    /// # Errors
+    /// When two upstreams' tools clash (they cannot: names are prefixed and unique).
+    pub fn toolbox(&self) -> anyhow::Result<Toolbox> {
+        let plugins = self
+            .upstreams
+            .values()
+            .map(|p| p.clone() as Arc<dyn Plugin>)
+            .collect();
+        Toolbox::new(plugins).context("loading the MCP upstreams' manifests")
+    }
+
+    /// The upstreams by name.
+    pub fn upstreams(&self) -> &BTreeMap<String, Arc<UpstreamPlugin>> {
+        &self.upstreams
+    }
+
+    /// Stops every upstream (their process groups with them).
+    pub async fn stop(&self) {
+        for upstream in self.upstreams.values() {
+            upstream.stop().await;
+        }
+    }
+}
+
+/// `/mcp/{name}` for each upstream, behind [`agent_only`].
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let mut router = Router::new();
+    let Some(gateway) = &state.gateway else {
+        return router;
+    };
+    for (name, upstream) in gateway.upstreams() {
+        let endpoint = Endpoint::new(upstream.clone(), state.clone());
+        // Only bearer tokens are accepted here (no cookie, no ambient credential), so the
+        // DNS-rebinding guard on Host and Origin has nothing to protect and would refuse an
+        // IRIS reached by its public name.
+        let config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_cancellation_token(state.shutdown.child_token());
+        let service = StreamableHttpService::new(
+            move || Ok(endpoint.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        router = router.nest_service(&format!("/mcp/{name}"), service);
+    }
+    router.layer(middleware::from_fn_with_state(state.clone(), agent_only))
+}
+
+/// Lets through requests with the bearer token of a live `agent` device (marking them with
+/// [`AgentDevice`]); 401 without one, 403 for another scope.
+pub async fn agent_only(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if crate::auth::bearer_token(req.headers()).is_none() {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "an MCP agent connects with `Authorization: Bearer TOKEN` of an agent device (`iris devices add NAME --scope agent`)",
+        )
+            .into_response();
+    }
+    match authenticate(&state.store, req.headers(), req.extensions()).await {
+        Ok(Identified::Device { device, .. }) if device.scope == Scope::Agent => {
+            req.extensions_mut().insert(AgentDevice(device.name));
+            next.run(req).await
+        }
+        Ok(Identified::Device { device, .. }) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "device `{}` has {} scope; /mcp/ is for devices of the agent scope (`iris devices add NAME --scope agent`)",
+                device.name,
+                device.scope.as_str()
+            ),
+        )
+            .into_response(),
+        Ok(_) => (
+            StatusCode::UNAUTHORIZED,
+            "the token names no live device (unknown or revoked)",
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}

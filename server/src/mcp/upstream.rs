@@ -1,5 +1,5 @@
-//! One upstream MCP server over stdio, by `rmcp`'s client: started as a child process in a
-//! process group of its own (so a stop leaves none of its children behind), its tools listed
+//! One upstream MCP server over stdio or streamable HTTP, by `rmcp`'s client: over stdio started
+//! as a child process in a process group of its own (so a stop leaves none of its children behind), its tools listed
 //! once and checked against IRIS's manifest (a declared tool the server lacks stops the
 //! connection with a sentence), arguments checked against the upstream's own `inputSchema`
 //! before any card or call, and only declared tools called.
@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 
 use iris_core::mcp::{UpstreamManifest, UpstreamTool};
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
@@ -61,6 +61,7 @@ pub enum UpstreamError {
 pub struct Upstream {
     manifest: UpstreamManifest,
     schemas: BTreeMap<String, Value>,
+    tools: BTreeMap<String, Tool>,
     session: RunningService<RoleClient, ()>,
 }
 
@@ -92,11 +93,47 @@ impl Upstream {
         cmd.process_group(0);
         let transport = TokioChildProcess::new(cmd).map_err(|e| start(e.to_string()))?;
         let session = ().serve(transport).await.map_err(|e| start(e.to_string()))?;
-        let offered = session
-            .list_all_tools()
-            .await
-            .map_err(|e| start(format!("listing its tools failed: {e}")))?;
-        let mut schemas = BTreeMap::new();
+        Upstream::checked(manifest, session, &shown).await
+    }
+
+    /// Reaches `url` (streamable HTTP) for `manifest`'s upstream and checks its tools against
+    /// the manifest.
+    ///
+    /// # Errors
+    /// As [`Upstream::stdio`].
+    pub async fn http(manifest: UpstreamManifest, url: &str) -> Result<Upstream, UpstreamError> {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        let session =
+            ().serve(transport)
+                .await
+                .map_err(|e| UpstreamError::Start {
+                    upstream: manifest.upstream.clone(),
+                    command: url.to_owned(),
+                    why: e.to_string(),
+                })?;
+        Upstream::checked(manifest, session, url).await
+    }
+
+    /// Lists the connected server's tools and keeps the declared ones (a declared tool the
+    /// server lacks stops the session).
+    async fn checked(
+        manifest: UpstreamManifest,
+        session: RunningService<RoleClient, ()>,
+        shown: &str,
+    ) -> Result<Upstream, UpstreamError> {
+        let upstream = manifest.upstream.clone();
+        let offered = match session.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                let _ = session.cancel().await;
+                return Err(UpstreamError::Start {
+                    upstream,
+                    command: shown.to_owned(),
+                    why: format!("listing its tools failed: {e}"),
+                });
+            }
+        };
+        let mut tools = BTreeMap::new();
         for declared in &manifest.tools {
             let name = &declared.spec.name;
             let Some(tool) = offered.iter().find(|t| t.name == name.as_str()) else {
@@ -106,13 +143,34 @@ impl Upstream {
                     tool: name.clone(),
                 });
             };
-            schemas.insert(name.clone(), Value::Object((*tool.input_schema).clone()));
+            tools.insert(name.clone(), tool.clone());
         }
+        let schemas = tools
+            .iter()
+            .map(|(name, tool)| (name.clone(), Value::Object((*tool.input_schema).clone())))
+            .collect();
         Ok(Upstream {
             manifest,
             schemas,
+            tools,
             session,
         })
+    }
+
+    /// IRIS's manifest for this upstream.
+    pub fn manifest(&self) -> &UpstreamManifest {
+        &self.manifest
+    }
+
+    /// The server's own definition of declared tool `name` (its description, `inputSchema` and
+    /// annotations, shown to agents as they are and never trusted).
+    pub fn definition(&self, name: &str) -> Option<&Tool> {
+        self.tools.get(name)
+    }
+
+    /// Whether the session has ended (the server exited or the connection dropped).
+    pub fn is_closed(&self) -> bool {
+        self.session.is_closed()
     }
 
     /// The declared tool `name` (what agents are offered).
@@ -177,5 +235,10 @@ impl Upstream {
     /// Stops the session and its process group.
     pub async fn stop(self) {
         let _ = self.session.cancel().await;
+    }
+
+    /// Stops the session (its process group with it) from a shared handle.
+    pub fn close(&self) {
+        self.session.cancellation_token().cancel();
     }
 }

@@ -78,9 +78,11 @@ fn body(approval: &Approval) -> String {
         text.push_str(&escape(&clip(&undo, SHORT_CHARS)));
         text.push('\n');
     }
+    let (asker, asked) = approval.asked();
     text.push_str(&format!(
-        "\nYou asked: “{}”",
-        escape(&clip(&card.request, REQUEST_CHARS))
+        "\n{}: “{}”",
+        escape(&asker),
+        escape(&clip(&asked, REQUEST_CHARS))
     ));
     text
 }

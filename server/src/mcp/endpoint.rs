@@ -1,0 +1,273 @@
+//! `/mcp/{name}`: one upstream as an MCP server agents connect to (streamable HTTP, by `rmcp`).
+//! It offers the tools IRIS's manifest declares (as the upstream defines them) and nothing
+//! else. Reads and ungated writes pass through with their results untouched; a gated call is
+//! held on its card ([`iris_core::approvals::ApprovalService::gateway_request`]) for up to
+//! `IRIS_MCP_HOLD_SECS`, with progress notifications when the client sent a progress token,
+//! then answers from the row: the result of its one execution, the rejection, the lapse, or
+//! "waiting: call again with the same arguments".
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_core::approvals::{AgentCall, GatewayAnswer, GatewayError, UNKNOWN_OUTCOME};
+use iris_core::wire::{Approval, Event};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+
+use super::plugin::{gateway_tool, UpstreamPlugin};
+use super::upstream::UpstreamError;
+use crate::state::AppState;
+
+/// The agent device a request was authenticated as (put there by `super::agent_only`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentDevice(pub String);
+
+/// The `_meta` key of the reason an agent gives for a call (shown on the card, not hashed).
+pub const REASON_KEY: &str = "iris/reason";
+
+/// How often a held call re-reads its row even without an event (a missed event never holds
+/// a call to its whole budget), and sends a progress notification.
+const RECHECK: Duration = Duration::from_secs(2);
+
+/// One upstream's MCP endpoint (one per session; cheap to clone).
+#[derive(Clone)]
+pub struct Endpoint {
+    upstream: Arc<UpstreamPlugin>,
+    state: AppState,
+}
+
+impl Endpoint {
+    /// The endpoint of `upstream`.
+    pub fn new(upstream: Arc<UpstreamPlugin>, state: AppState) -> Endpoint {
+        Endpoint { upstream, state }
+    }
+
+    /// The card's page in the web app.
+    fn card_url(&self, id: &str) -> String {
+        let base = crate::pairing::configured_base(&self.state.settings)
+            .unwrap_or_else(|_| "http://localhost:3000".into());
+        format!("{base}/activity/{id}")
+    }
+
+    /// Holds a gated call until its row is final or `IRIS_MCP_HOLD_SECS` have passed.
+    async fn hold(&self, row: Approval, context: &RequestContext<RoleServer>) -> Approval {
+        let mut events = self.state.store.subscribe();
+        let budget = Duration::from_secs(self.state.settings.mcp_hold_secs);
+        let started = tokio::time::Instant::now();
+        let deadline = started + budget;
+        let progress = context.meta.get_progress_token();
+        let mut row = row;
+        loop {
+            if GatewayAnswer::of(&row).is_final() || tokio::time::Instant::now() >= deadline {
+                return row;
+            }
+            if let Some(token) = &progress {
+                let waited = started.elapsed().as_secs_f64();
+                let _ = context
+                    .peer
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), waited)
+                            .with_total(budget.as_secs_f64())
+                            .with_message(format!(
+                                "Waiting for the owner to answer “{}”",
+                                row.card.title
+                            )),
+                    )
+                    .await;
+            }
+            let wake =
+                tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + RECHECK));
+            tokio::select! {
+                () = wake => {}
+                () = context.ct.cancelled() => return row,
+                () = about(&mut events, &row.id) => {}
+            }
+            match self.state.service.approval(&row.id).await {
+                Ok(Some(now)) => row = now,
+                Ok(None) => return row,
+                Err(e) => {
+                    tracing::warn!(approval = %row.id, error = %e, "re-reading a held gateway call failed");
+                }
+            }
+        }
+    }
+
+    /// The tool result an agent gets for its gated call, from the row as it stands.
+    fn answer(&self, tool: &str, row: &Approval) -> CallToolResult {
+        let answer = GatewayAnswer::of(row);
+        let url = self.card_url(&row.id);
+        let status = match &answer {
+            GatewayAnswer::Waiting => "pending",
+            GatewayAnswer::Executed(_) => "executed",
+            GatewayAnswer::Failed(_) => "failed",
+            GatewayAnswer::Rejected(_) => "rejected",
+            GatewayAnswer::Lapsed => "expired",
+            GatewayAnswer::Unknown => "unknown",
+        };
+        let mut result = match answer {
+            GatewayAnswer::Waiting => CallToolResult::success(vec![Content::text(format!(
+                "This call waits for the owner's approval on IRIS: “{}” ({url}). Nothing has run yet. Call `{tool}` again with the same arguments to get its result once the owner has answered (the card stays attached to this exact call for a day).",
+                row.card.title
+            ))]),
+            GatewayAnswer::Executed(recorded) => {
+                serde_json::from_value::<CallToolResult>(recorded["mcp"].clone()).unwrap_or_else(
+                    |_| CallToolResult::success(vec![Content::text(recorded.to_string())]),
+                )
+            }
+            GatewayAnswer::Failed(recorded) => CallToolResult::error(vec![Content::text(format!(
+                "The owner approved this, but it did not complete: {}. It will not be run again.",
+                recorded["message"].as_str().unwrap_or("no reason recorded")
+            ))]),
+            GatewayAnswer::Rejected(reason) => CallToolResult::error(vec![Content::text(format!(
+                "The owner rejected this: {reason}. Nothing was changed."
+            ))]),
+            GatewayAnswer::Lapsed => CallToolResult::error(vec![Content::text(
+                "The owner did not answer in time: the approval lapsed; nothing was changed.",
+            )]),
+            GatewayAnswer::Unknown => CallToolResult::error(vec![Content::text(format!(
+                "It was interrupted while running: {UNKNOWN_OUTCOME}."
+            ))]),
+        };
+        let mut meta = result.meta.take().unwrap_or_default();
+        meta.0.insert("iris/approval_id".into(), json!(row.id));
+        meta.0.insert("iris/status".into(), json!(status));
+        meta.0.insert("iris/url".into(), json!(url));
+        result.meta = Some(meta);
+        result
+    }
+}
+
+/// Completes when `events` carries a change of approval `id` (or falls behind or closes).
+async fn about(events: &mut tokio::sync::broadcast::Receiver<Event>, id: &str) {
+    loop {
+        match events.recv().await {
+            Ok(Event::ApprovalResponded(row) | Event::ApprovalLapsed(row)) if row.id == id => {
+                return
+            }
+            Ok(_) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                std::future::pending::<()>().await
+            }
+        }
+    }
+}
+
+/// A tool error result saying `text`.
+fn refused(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![Content::text(text.into())])
+}
+
+impl ServerHandler for Endpoint {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                format!("iris-{}", self.upstream.name()),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(format!(
+                "IRIS in front of the MCP server `{}`. Calls that change or delete something wait for the owner's approval of that exact call; when a result says it waits, call the same tool again with the same arguments later. Give the owner your reason in the request's _meta as \"{REASON_KEY}\".",
+                self.upstream.name()
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let session = self
+            .upstream
+            .session()
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let tools = self
+            .upstream
+            .declared()
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let mut tool = session.definition(&t.spec.name)?.clone();
+                // A held call answers "waiting" (or the rejection) instead of the tool's own
+                // output, so a gated tool's output schema is not offered: a client would refuse
+                // the answer for lacking structured content.
+                if t.spec.approved_per_call() {
+                    tool.output_schema = None;
+                }
+                Some(tool)
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(agent) = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<AgentDevice>())
+            .cloned()
+        else {
+            return Err(McpError::invalid_request(
+                "no agent device on this request (an `agent` token is required)",
+                None,
+            ));
+        };
+        let name = request.name.to_string();
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let Some(declared) = self.upstream.declared().tool(&name) else {
+            return Ok(refused(UpstreamError::Undeclared(name).to_string()).into());
+        };
+        if !declared.spec.approved_per_call() {
+            let session = match self.upstream.session().await {
+                Ok(s) => s,
+                Err(e) => return Ok(refused(e.to_string()).into()),
+            };
+            return Ok(match session.call(&name, &args).await {
+                Ok(result) => serde_json::from_value::<CallToolResult>(result)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?,
+                Err(e) => refused(e.to_string()),
+            }
+            .into());
+        }
+        let reason = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.0 .0.get(REASON_KEY))
+            .or_else(|| context.meta.0 .0.get(REASON_KEY))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let tool = gateway_tool(self.upstream.name(), &name);
+        let requested = self
+            .state
+            .service
+            .gateway_request(AgentCall {
+                agent: &agent.0,
+                tool: &tool,
+                args: &args,
+                reason: reason.as_deref(),
+            })
+            .await;
+        let row = match requested {
+            Ok(r) => r.approval,
+            Err(GatewayError::Store(e)) => {
+                return Err(McpError::internal_error(
+                    format!("{e}; nothing was called"),
+                    None,
+                ))
+            }
+            Err(e) => return Ok(refused(e.to_string()).into()),
+        };
+        let row = self.hold(row, &context).await;
+        Ok(self.answer(&name, &row).into())
+    }
+}

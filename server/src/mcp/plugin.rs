@@ -1,0 +1,244 @@
+//! One upstream as a plugin of the gateway's toolbox: its declared tools named `UPSTREAM.TOOL`,
+//! each with the server's own `inputSchema` as its parameters (so the toolbox checks arguments
+//! against it before any card), the card made from IRIS's template, and the pinned call executed
+//! on the upstream. The session is started again when the server has exited; a call the
+//! upstream dropped mid-way is a failure the ledger records, never run again.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use iris_core::manifest::{Manifest, ToolSpec};
+use iris_core::mcp::{fill, items, UpstreamManifest};
+use iris_core::plugin::{CallContext, Description, Plugin, ToolError, ToolOutput};
+use serde_json::{json, Value};
+use tokio::sync::{Mutex, RwLock};
+
+use super::upstream::{Upstream, UpstreamError};
+use crate::config::UpstreamSetting;
+
+/// How an upstream is reached (`[[mcp.upstreams]]` `command` or `url`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A program and its arguments, over stdio.
+    Command(Vec<String>),
+    /// A streamable HTTP endpoint.
+    Url(String),
+}
+
+impl Source {
+    /// The source of `setting`.
+    ///
+    /// # Errors
+    /// A sentence naming the upstream when it has both or neither of `command` and `url`.
+    pub fn of(setting: &UpstreamSetting) -> Result<Source, String> {
+        match (&setting.command, &setting.url) {
+            (Some(command), None) if !command.is_empty() => Ok(Source::Command(command.clone())),
+            (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                Ok(Source::Url(url.clone()))
+            }
+            _ => Err(format!(
+                "[[mcp.upstreams]] `{}` needs exactly one of `command` (a program and its arguments) or `url` (http:// or https://)",
+                setting.name
+            )),
+        }
+    }
+}
+
+/// The gateway's name of an upstream tool: `UPSTREAM.TOOL` (what the row pins and hashes, so
+/// two upstreams' tools of one name never share a card).
+pub fn gateway_tool(upstream: &str, tool: &str) -> String {
+    format!("{upstream}.{tool}")
+}
+
+/// An upstream behind the gateway.
+pub struct UpstreamPlugin {
+    source: Source,
+    manifest: Manifest,
+    declared: UpstreamManifest,
+    session: RwLock<Arc<Upstream>>,
+    restarting: Mutex<()>,
+}
+
+impl UpstreamPlugin {
+    /// Connects `declared`'s upstream from `source` and checks its tools.
+    ///
+    /// # Errors
+    /// [`UpstreamError::Start`] or [`UpstreamError::Missing`].
+    pub async fn start(
+        declared: UpstreamManifest,
+        source: Source,
+    ) -> Result<UpstreamPlugin, UpstreamError> {
+        let upstream = connect(&declared, &source).await?;
+        let tools = declared
+            .tools
+            .iter()
+            .map(|t| {
+                let definition = upstream.definition(&t.spec.name);
+                ToolSpec {
+                    name: gateway_tool(&declared.upstream, &t.spec.name),
+                    description: definition
+                        .and_then(|d| d.description.as_deref())
+                        .unwrap_or_default()
+                        .to_owned(),
+                    parameters: definition
+                        .map(|d| Value::Object((*d.input_schema).clone()))
+                        .unwrap_or_else(|| json!({"type": "object"})),
+                    ..t.spec.clone()
+                }
+            })
+            .collect();
+        let manifest = Manifest::checked(declared.upstream.clone(), tools).map_err(|e| {
+            UpstreamError::Start {
+                upstream: declared.upstream.clone(),
+                command: String::new(),
+                why: e.to_string(),
+            }
+        })?;
+        Ok(UpstreamPlugin {
+            source,
+            manifest,
+            declared,
+            session: RwLock::new(Arc::new(upstream)),
+            restarting: Mutex::new(()),
+        })
+    }
+
+    /// The upstream's name (`/mcp/{name}`).
+    pub fn name(&self) -> &str {
+        &self.declared.upstream
+    }
+
+    /// IRIS's manifest for it (tool names as the upstream has them).
+    pub fn declared(&self) -> &UpstreamManifest {
+        &self.declared
+    }
+
+    /// The live session, started again first when the server has exited.
+    ///
+    /// # Errors
+    /// [`UpstreamError::Start`] when it cannot be started again.
+    pub async fn session(&self) -> Result<Arc<Upstream>, UpstreamError> {
+        let current = self.session.read().await.clone();
+        if !current.is_closed() {
+            return Ok(current);
+        }
+        let _one = self.restarting.lock().await;
+        let current = self.session.read().await.clone();
+        if !current.is_closed() {
+            return Ok(current);
+        }
+        tracing::warn!(upstream = %self.name(), "the MCP upstream has stopped; starting it again");
+        let fresh = Arc::new(connect(&self.declared, &self.source).await?);
+        *self.session.write().await = fresh.clone();
+        Ok(fresh)
+    }
+
+    /// Stops the upstream (its process group with it).
+    pub async fn stop(&self) {
+        self.session.read().await.close();
+    }
+
+    /// The upstream's own name of gateway tool `tool` (`files.write_file` → `write_file`).
+    fn upstream_tool<'t>(&self, tool: &'t str) -> Result<&'t str, ToolError> {
+        tool.strip_prefix(self.name())
+            .and_then(|t| t.strip_prefix('.'))
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))
+    }
+}
+
+async fn connect(declared: &UpstreamManifest, source: &Source) -> Result<Upstream, UpstreamError> {
+    match source {
+        Source::Command(command) => Upstream::stdio(declared.clone(), command).await,
+        Source::Url(url) => Upstream::http(declared.clone(), url).await,
+    }
+}
+
+/// The text of an MCP tool result's text blocks, joined (what an error result says).
+pub fn result_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl Plugin for UpstreamPlugin {
+    fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The arguments as the agent sent them (checked against the upstream's schema): the
+    /// canonical JSON of exactly these is pinned and hashed.
+    async fn normalise(
+        &self,
+        _tool: &str,
+        args: Value,
+        _ctx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        Ok(args)
+    }
+
+    async fn describe(
+        &self,
+        tool: &str,
+        args: &Value,
+        _ctx: &CallContext,
+    ) -> Result<Description, ToolError> {
+        let name = self.upstream_tool(tool)?;
+        let card = self
+            .declared
+            .tool(name)
+            .and_then(|t| t.card.as_ref())
+            .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))?;
+        let acted_on = items(card, args).map_err(|reason| ToolError::InvalidArgs {
+            tool: tool.to_owned(),
+            reason,
+        })?;
+        let lines = acted_on
+            .iter()
+            .map(|item| fill(&card.line, args, Some(item)))
+            .collect();
+        Ok(Description {
+            title: fill(&card.title, args, None),
+            action: fill(&card.action, args, None),
+            lines,
+            items: acted_on,
+            ..Description::default()
+        })
+    }
+
+    /// Calls the upstream with the pinned arguments: `{"status": "executed", "mcp": RESULT}`
+    /// with the upstream's result as it came; an error result or a dropped call is a failure.
+    async fn execute(
+        &self,
+        tool: &str,
+        args: &Value,
+        _ctx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = self.upstream_tool(tool)?;
+        let failed = |reason: String| ToolError::Failed {
+            tool: tool.to_owned(),
+            reason,
+        };
+        let session = self.session().await.map_err(|e| failed(e.to_string()))?;
+        let result = session
+            .call(name, args)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        if result["isError"] == json!(true) {
+            return Err(failed(format!(
+                "the upstream answered with an error: {}",
+                result_text(&result)
+            )));
+        }
+        Ok(ToolOutput::plain(
+            json!({"status": "executed", "mcp": result}),
+        ))
+    }
+}

@@ -1,0 +1,428 @@
+//! IRIS as an MCP gateway, all real parts: `iris serve` with the official filesystem MCP server
+//! (npm `@modelcontextprotocol/server-filesystem`) as its upstream over stdio, and the official
+//! Python MCP SDK (PyPI `mcp`) as the agent, over streamable HTTP at `/mcp/files` and through
+//! `iris mcp files` over stdio.
+//!
+//! Reads pass without a card; a write is one pinned card that says which agent asks; the owner's
+//! approval executes exactly the pinned call once, whatever the agent retries; other content is
+//! another card; a rejection leaves the file as it was and tells the agent; an undeclared tool
+//! is refused; an agent token cannot answer; the hold ends at its budget with "waiting".
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{eventually, Iris, World};
+
+/// The official filesystem server, installed with the end-to-end tests' packages.
+fn filesystem_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../end2end/node_modules/.bin/mcp-server-filesystem")
+}
+
+fn agent_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/agent.py")
+}
+
+/// A world whose `iris.toml` puts the filesystem server on `notes/` behind `/mcp/files`, with
+/// `notes/plan.md` holding "v1".
+fn world(hold_secs: u64) -> (World, PathBuf) {
+    let mut world = World::new("http://127.0.0.1:9/v1");
+    let notes = world.dir.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    // The server compares real paths.
+    let notes = notes.canonicalize().unwrap();
+    std::fs::write(notes.join("plan.md"), "v1").unwrap();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mcp/filesystem.yaml");
+    let toml = format!(
+        "[[mcp.upstreams]]\nname = \"files\"\ncommand = [{:?}, {:?}]\nmanifest = {:?}\n",
+        filesystem_server().display().to_string(),
+        notes.display().to_string(),
+        manifest.display().to_string(),
+    );
+    std::fs::write(world.dir.path().join("iris.toml"), toml).unwrap();
+    world
+        .env
+        .push(("IRIS_MCP_HOLD_SECS".into(), hold_secs.to_string()));
+    (world, notes)
+}
+
+/// Runs the Python agent over streamable HTTP with `steps`; one JSON answer per step.
+async fn agent(iris: &Iris, token: &str, steps: Value) -> Vec<Value> {
+    let out = tokio::process::Command::new("python3")
+        .arg(agent_script())
+        .args(["http", &format!("{}/mcp/files", iris.url), token])
+        .arg(steps.to_string())
+        .output()
+        .await
+        .expect("python3 runs");
+    answers(out)
+}
+
+fn answers(out: std::process::Output) -> Vec<Value> {
+    assert!(
+        out.status.success(),
+        "the agent failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON answer per line"))
+        .collect()
+}
+
+async fn one(iris: &Iris, token: &str, step: Value) -> Value {
+    agent(iris, token, json!([step])).await.remove(0)
+}
+
+fn write(content: &str) -> Value {
+    json!({"call": "write_file", "args": {"path": "plan.md", "content": content}, "reason": "keep the plan current"})
+}
+
+async fn row(iris: &Iris, token: &str, id: &str) -> Value {
+    iris.client()
+        .get(&format!("/governance/approvals/{id}"), token)
+        .await
+}
+
+#[tokio::test]
+async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approves() {
+    let (world, notes) = world(1);
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+    let plan = notes.join("plan.md");
+
+    // Only what IRIS's manifest declares is offered; a read passes with the server's answer.
+    let listed = one(&iris, &claude, json!({"list": true})).await;
+    let tools: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"read_text_file") && tools.contains(&"write_file"),
+        "{listed}"
+    );
+    assert!(
+        !tools.contains(&"read_file"),
+        "undeclared tools are not offered: {listed}"
+    );
+    let read = one(
+        &iris,
+        &claude,
+        json!({"call": "read_text_file", "args": {"path": "plan.md"}}),
+    )
+    .await;
+    assert_eq!(read["isError"], false, "{read}");
+    assert_eq!(read["text"], "v1");
+    let all = iris
+        .client()
+        .get("/governance/approvals?status=all", &owner)
+        .await;
+    assert_eq!(
+        all["approvals"].as_array().unwrap().len(),
+        0,
+        "a read makes no card"
+    );
+
+    // A write is held on a card and, unanswered, answers "waiting" when the hold ends.
+    let held = one(&iris, &claude, write("v2")).await;
+    assert_eq!(held["isError"], false, "{held}");
+    assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
+    assert!(
+        held["text"]
+            .as_str()
+            .unwrap()
+            .contains("waits for the owner"),
+        "{held}"
+    );
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(held["meta"]["iris/url"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("/activity/{id}")));
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v1");
+    let card = row(&iris, &owner, &id).await;
+    assert_eq!(card["tool"], "files.write_file");
+    assert_eq!(card["requested_by"], "Claude Desktop");
+    assert_eq!(card["card"]["title"], "Overwrite plan.md");
+    assert_eq!(card["card"]["request"], "keep the plan current");
+    assert_eq!(card["args"], json!({"path": "plan.md", "content": "v2"}));
+
+    // The same call attaches to it; other content is another card.
+    let again = one(&iris, &claude, write("v2")).await;
+    assert_eq!(again["meta"]["iris/approval_id"], id.as_str());
+    let other = one(&iris, &claude, write("v3")).await;
+    let other_id = other["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(other_id, id);
+
+    // An agent can read its rows but never answer one.
+    let (status, body) = iris
+        .client()
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&claude),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{body}");
+    assert!(body.to_string().contains("agent"), "{body}");
+    assert_eq!(row(&iris, &claude, &id).await["status"], "pending");
+
+    // The owner approves: the pinned call runs at once, without the agent asking again.
+    let (status, body) = iris
+        .client()
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&owner),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    iris.client().wait_execution(&id, &owner, "executed").await;
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
+
+    // Twenty retries read the recorded outcome; none writes again (the owner's later edit stays).
+    std::fs::write(&plan, "edited by the owner").unwrap();
+    let mut retries = write("v2");
+    retries["times"] = json!(20);
+    let done = one(&iris, &claude, retries).await;
+    assert_eq!(done["isError"], false, "{done}");
+    assert_eq!(done["meta"]["iris/status"], "executed", "{done}");
+    assert_eq!(done["meta"]["iris/approval_id"], id.as_str());
+    assert!(
+        done["text"]
+            .as_str()
+            .unwrap()
+            .contains("Successfully wrote"),
+        "{done}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "edited by the owner"
+    );
+
+    // A rejection changes nothing and the agent is told why.
+    let (status, _) = iris
+        .client()
+        .post(
+            &format!("/governance/approvals/{other_id}/respond"),
+            Some(&owner),
+            json!({"decision": "reject", "reason": "not this version"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let rejected = one(&iris, &claude, write("v3")).await;
+    assert_eq!(rejected["isError"], true, "{rejected}");
+    assert_eq!(
+        rejected["text"],
+        "The owner rejected this: not this version. Nothing was changed."
+    );
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "edited by the owner"
+    );
+
+    // An undeclared tool is refused before anything is called; bad arguments make no card.
+    let undeclared = one(
+        &iris,
+        &claude,
+        json!({"call": "read_file", "args": {"path": "plan.md"}}),
+    )
+    .await;
+    assert_eq!(undeclared["isError"], true, "{undeclared}");
+    assert!(undeclared["text"]
+        .as_str()
+        .unwrap()
+        .contains("not a tool IRIS's manifest declares"));
+    let bad = one(
+        &iris,
+        &claude,
+        json!({"call": "write_file", "args": {"path": "plan.md"}}),
+    )
+    .await;
+    assert_eq!(bad["isError"], true, "{bad}");
+    assert!(
+        bad["text"].as_str().unwrap().contains("input schema"),
+        "{bad}"
+    );
+    let all = iris
+        .client()
+        .get("/governance/approvals?status=all", &owner)
+        .await;
+    assert_eq!(all["approvals"].as_array().unwrap().len(), 2);
+
+    // The agent sees only its own rows.
+    let cursor = world.add_device("Cursor", "agent");
+    let theirs = iris
+        .client()
+        .get("/governance/approvals?status=all", &cursor)
+        .await;
+    assert_eq!(theirs["approvals"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn a_held_call_reports_progress_and_returns_the_result_when_approved_within_the_hold() {
+    let (world, notes) = world(30);
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+
+    let mut call = write("held");
+    call["progress"] = json!(true);
+    let held = {
+        let (url, token) = (iris.url.clone(), claude.clone());
+        tokio::spawn(async move {
+            let out = tokio::process::Command::new("python3")
+                .arg(agent_script())
+                .args(["http", &format!("{url}/mcp/files"), &token])
+                .arg(json!([call]).to_string())
+                .output()
+                .await
+                .unwrap();
+            answers(out).remove(0)
+        })
+    };
+    let client = iris.client();
+    let id = eventually("the held call's card", || {
+        let (client, owner) = (&client, &owner);
+        async move {
+            let page = client
+                .get("/governance/approvals?status=pending", owner)
+                .await;
+            page["approvals"][0]["id"].as_str().map(str::to_owned)
+        }
+    })
+    .await;
+    let (status, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&owner),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let answer = held.await.unwrap();
+    assert_eq!(answer["meta"]["iris/status"], "executed", "{answer}");
+    assert!(answer["progress"].as_u64().unwrap() >= 1, "{answer}");
+    assert_eq!(
+        std::fs::read_to_string(notes.join("plan.md")).unwrap(),
+        "held"
+    );
+}
+
+#[tokio::test]
+async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
+    let (world, notes) = world(1);
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+    let out = tokio::process::Command::new("python3")
+        .arg(agent_script())
+        .args(["stdio", env!("CARGO_BIN_EXE_iris"), "files"])
+        .arg(
+            json!([
+                {"list": true},
+                {"call": "read_text_file", "args": {"path": "plan.md"}},
+                write("by the bridge"),
+            ])
+            .to_string(),
+        )
+        .env("IRIS_URL", &iris.url)
+        .env("IRIS_TOKEN", &claude)
+        .output()
+        .await
+        .unwrap();
+    let got = answers(out);
+    assert!(got[0]["tools"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("write_file")));
+    assert_eq!(got[1]["text"], "v1");
+    assert_eq!(got[2]["meta"]["iris/status"], "pending", "{}", got[2]);
+    assert_eq!(
+        std::fs::read_to_string(notes.join("plan.md")).unwrap(),
+        "v1"
+    );
+}
+
+async fn wait_for_line(rx: Receiver<String>, marker: &'static str) -> Receiver<String> {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(marker) => return rx,
+                Ok(_) => {}
+                Err(e) => panic!("no `{marker}` line on the server's stderr: {e}"),
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_sigkill_after_the_write_and_before_its_outcome_never_writes_again() {
+    let (world, notes) = world(1);
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let plan = notes.join("plan.md");
+    let (iris, rx) = world.start_watched(&[
+        ("IRIS_FAILPOINT", "after_side_effect"),
+        ("IRIS_SWEEP_SECS", "3600"),
+        ("IRIS_LEASE_SECS", "2"),
+    ]);
+    let held = one(&iris, &claude, write("v2")).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let respond = {
+        let (client, owner, id) = (iris.client(), owner.clone(), id.clone());
+        tokio::spawn(async move {
+            client
+                .post(
+                    &format!("/governance/approvals/{id}/respond"),
+                    Some(&owner),
+                    json!({"decision": "approve"}),
+                )
+                .await
+        })
+    };
+    let _rx = wait_for_line(rx, "failpoint reached: after_side_effect").await;
+    iris.kill();
+    respond.abort();
+    // The upstream wrote before the crash; nothing recorded that it did.
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
+    std::fs::write(&plan, "edited after the crash").unwrap();
+
+    let (iris, _rx) = world.start_watched(&[("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")]);
+    let unknown = iris.client().wait_execution(&id, &owner, "unknown").await;
+    assert_eq!(unknown["status"], "approved");
+    let mut retries = write("v2");
+    retries["times"] = json!(20);
+    let told = one(&iris, &claude, retries).await;
+    assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap()
+            .contains("will not be run again"),
+        "{told}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "edited after the crash"
+    );
+}
