@@ -182,6 +182,10 @@ pub async fn serve(demo: bool) -> anyhow::Result<()> {
             "stopping with resume jobs still running; the next start marks them unknown"
         );
     }
+    // After the jobs: a job may be executing a gateway call on an upstream.
+    if let Some(gateway) = &state.gateway {
+        gateway.stop().await;
+    }
     Ok(())
 }
 

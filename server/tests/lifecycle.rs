@@ -835,7 +835,7 @@ async fn an_unknown_execution_is_never_run_again_and_the_owner_is_told() {
                 &stalled.lease,
                 30,
                 &iris_core::ports::OutcomeRecord {
-                    executed: true,
+                    outcome: iris_core::ports::Outcome::Executed,
                     result: json!({"done": "delete_file"}),
                     audit: vec![],
                     events: vec![],

@@ -10,72 +10,19 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{eventually, Iris, World};
+use support::mcp::{answers, files_upstream, script, world as mcp_world};
+use support::{eventually, Iris};
 
-/// The official filesystem server, installed with the end-to-end tests' packages.
-fn filesystem_server() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../end2end/node_modules/.bin/mcp-server-filesystem")
-}
-
-fn agent_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/agent.py")
-}
-
-/// A world whose `iris.toml` puts the filesystem server on `notes/` behind `/mcp/files`, with
-/// `notes/plan.md` holding "v1".
-fn world(hold_secs: u64) -> (World, PathBuf) {
-    let mut world = World::new("http://127.0.0.1:9/v1");
-    let notes = world.dir.path().join("notes");
-    std::fs::create_dir_all(&notes).unwrap();
-    // The server compares real paths.
-    let notes = notes.canonicalize().unwrap();
-    std::fs::write(notes.join("plan.md"), "v1").unwrap();
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mcp/filesystem.yaml");
-    let toml = format!(
-        "[[mcp.upstreams]]\nname = \"files\"\ncommand = [{:?}, {:?}]\nmanifest = {:?}\n",
-        filesystem_server().display().to_string(),
-        notes.display().to_string(),
-        manifest.display().to_string(),
-    );
-    std::fs::write(world.dir.path().join("iris.toml"), toml).unwrap();
-    world
-        .env
-        .push(("IRIS_MCP_HOLD_SECS".into(), hold_secs.to_string()));
-    (world, notes)
-}
-
-/// Runs the Python agent over streamable HTTP with `steps`; one JSON answer per step.
-async fn agent(iris: &Iris, token: &str, steps: Value) -> Vec<Value> {
-    let out = tokio::process::Command::new("python3")
-        .arg(agent_script())
-        .args(["http", &format!("{}/mcp/files", iris.url), token])
-        .arg(steps.to_string())
-        .output()
-        .await
-        .expect("python3 runs");
-    answers(out)
-}
-
-fn answers(out: std::process::Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "the agent failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON answer per line"))
-        .collect()
+fn world(hold_secs: u64) -> (support::World, std::path::PathBuf) {
+    mcp_world(hold_secs, &files_upstream())
 }
 
 async fn one(iris: &Iris, token: &str, step: Value) -> Value {
-    agent(iris, token, json!([step])).await.remove(0)
+    support::mcp::one(iris, "files", token, step).await
 }
 
 fn write(content: &str) -> Value {
@@ -83,9 +30,7 @@ fn write(content: &str) -> Value {
 }
 
 async fn row(iris: &Iris, token: &str, id: &str) -> Value {
-    iris.client()
-        .get(&format!("/governance/approvals/{id}"), token)
-        .await
+    support::mcp::row(iris, token, id).await
 }
 
 #[tokio::test]
@@ -285,7 +230,7 @@ async fn a_held_call_reports_progress_and_returns_the_result_when_approved_withi
         let (url, token) = (iris.url.clone(), claude.clone());
         tokio::spawn(async move {
             let out = tokio::process::Command::new("python3")
-                .arg(agent_script())
+                .arg(script("agent.py"))
                 .args(["http", &format!("{url}/mcp/files"), &token])
                 .arg(json!([call]).to_string())
                 .output()
@@ -328,7 +273,7 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
     let claude = world.add_device("Claude Desktop", "agent");
     let iris = world.start();
     let out = tokio::process::Command::new("python3")
-        .arg(agent_script())
+        .arg(script("agent.py"))
         .args(["stdio", env!("CARGO_BIN_EXE_iris"), "files"])
         .arg(
             json!([

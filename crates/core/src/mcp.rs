@@ -93,6 +93,19 @@ pub enum UpstreamManifestError {
     /// A card on a tool that never makes one.
     #[error("tool `{0}` has a `card` but is not gated (only destructive tools and pinned writes make cards)")]
     CardNotGated(String),
+    /// A card names an argument the upstream's `inputSchema` does not have (checked when the
+    /// upstream lists its tools).
+    #[error("tool `{tool}`: the card's {field} names `{name}`, which is not an argument of the server's input schema ({known})")]
+    UnknownArgument {
+        /// The tool.
+        tool: String,
+        /// `title`, `action`, `line` or `items`.
+        field: &'static str,
+        /// The argument named.
+        name: String,
+        /// The schema's arguments, joined.
+        known: String,
+    },
     /// A template names no argument, or an unclosed `{`.
     #[error(
         "tool `{tool}`: the card's {field} `{template}` is not a template of `{{argument}}` names"
@@ -191,6 +204,51 @@ impl UpstreamManifest {
             upstream: raw.upstream,
             tools,
         })
+    }
+
+    /// Checks that every argument tool `name`'s card names (its templates' `{argument}`s and its
+    /// `items`) is a property of the upstream's own `input_schema` for it, so a card can never
+    /// leave out what it was meant to show. Tools without a card pass.
+    ///
+    /// # Errors
+    /// [`UpstreamManifestError::UnknownArgument`] naming the tool, the field and the argument.
+    pub fn check_schema(
+        &self,
+        name: &str,
+        input_schema: &Value,
+    ) -> Result<(), UpstreamManifestError> {
+        let Some(card) = self.tool(name).and_then(|t| t.card.as_ref()) else {
+            return Ok(());
+        };
+        let properties = input_schema.get("properties").and_then(Value::as_object);
+        let has = |argument: &str| properties.is_some_and(|p| p.contains_key(argument));
+        let known = || {
+            properties
+                .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default()
+        };
+        let unknown =
+            |field: &'static str, argument: &str| UpstreamManifestError::UnknownArgument {
+                tool: name.to_owned(),
+                field,
+                name: argument.to_owned(),
+                known: known(),
+            };
+        if !has(&card.items) {
+            return Err(unknown("items", &card.items));
+        }
+        for (field, template) in [
+            ("title", &card.title),
+            ("action", &card.action),
+            ("line", &card.line),
+        ] {
+            for argument in placeholders(template).unwrap_or_default() {
+                if argument != "item" && !has(argument) {
+                    return Err(unknown(field, argument));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The declared tool `name`, if any (an undeclared one is never offered and is refused).
@@ -377,6 +435,36 @@ mod tests {
         )
         .unwrap();
         assert!(pinned.tool("post").unwrap().spec.approved_per_call());
+    }
+
+    #[test]
+    fn a_card_naming_an_argument_the_server_lacks_is_refused() {
+        let m = UpstreamManifest::from_yaml(FILESYSTEM).unwrap();
+        let schema = json!({"type": "object", "properties": {"path": {}, "content": {}}});
+        m.check_schema("write_file", &schema).unwrap();
+        m.check_schema("read_text_file", &json!({})).unwrap();
+        let renamed = json!({"type": "object", "properties": {"file": {}, "content": {}}});
+        let refused = m
+            .check_schema("write_file", &renamed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("`write_file`")
+                && refused.contains("`path`")
+                && refused.contains("content, file"),
+            "{refused}"
+        );
+        let moved = m.tool("move_file").unwrap();
+        assert!(moved.card.is_some());
+        let no_destination = json!({"properties": {"source": {}}});
+        let refused = m
+            .check_schema("move_file", &no_destination)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("`destination`") && refused.contains("title"),
+            "{refused}"
+        );
     }
 
     #[test]

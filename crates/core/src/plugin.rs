@@ -116,6 +116,15 @@ pub enum ToolError {
         /// What went wrong.
         reason: String,
     },
+    /// The call was sent and its answer was lost (the server it went to exited mid-call): it
+    /// may or may not have run. The ledger records `unknown`; it is never run again.
+    #[error("`{tool}` was interrupted: {reason}; it may or may not have run")]
+    Interrupted {
+        /// The tool.
+        tool: String,
+        /// What was lost.
+        reason: String,
+    },
 }
 
 /// A plugin: manifest plus the three verbs per tool.

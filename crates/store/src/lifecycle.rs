@@ -571,11 +571,7 @@ impl ApprovalStore for Store {
     ) -> Result<(), StoreError> {
         // Heartbeats keep the lease; this write is fenced by it, it does not renew it.
         let _ = lease_secs;
-        let state = if outcome.executed {
-            "executed"
-        } else {
-            "failed"
-        };
+        let state = outcome.outcome.as_str();
         let mut tx = self.begin_write().await?;
         let written = async {
             // Fenced and written once in one statement: the entry is still `executing` and the

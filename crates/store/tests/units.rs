@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use iris_core::ports::{
     ClaimPlan, ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep,
-    OutcomeRecord, SavedRun,
+    Outcome, OutcomeRecord, SavedRun,
 };
 use iris_core::wire::Event;
 
@@ -46,7 +46,7 @@ fn lease_only(_: &JobSnapshot) -> ClaimPlan {
 
 fn outcome() -> OutcomeRecord {
     OutcomeRecord {
-        executed: true,
+        outcome: Outcome::Executed,
         result: json!({"status": "trashed", "trashed": 2}),
         audit: vec![NewAuditEntry {
             approval_id: "a1".to_owned(),

@@ -2,7 +2,7 @@
 //! each with the server's own `inputSchema` as its parameters (so the toolbox checks arguments
 //! against it before any card), the card made from IRIS's template, and the pinned call executed
 //! on the upstream. The session is started again when the server has exited; a call the
-//! upstream dropped mid-way is a failure the ledger records, never run again.
+//! upstream dropped mid-way is `unknown` in the ledger, never run again.
 
 use std::sync::Arc;
 
@@ -227,10 +227,13 @@ impl Plugin for UpstreamPlugin {
             reason,
         };
         let session = self.session().await.map_err(|e| failed(e.to_string()))?;
-        let result = session
-            .call(name, args)
-            .await
-            .map_err(|e| failed(e.to_string()))?;
+        let result = session.call(name, args).await.map_err(|e| match e {
+            UpstreamError::Lost { .. } => ToolError::Interrupted {
+                tool: tool.to_owned(),
+                reason: e.to_string(),
+            },
+            refused => failed(refused.to_string()),
+        })?;
         if result["isError"] == json!(true) {
             return Err(failed(format!(
                 "the upstream answered with an error: {}",

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use iris_core::mcp::{UpstreamManifest, UpstreamTool};
 use rmcp::model::{CallToolRequestParams, Tool};
-use rmcp::service::RunningService;
+use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
@@ -45,9 +45,20 @@ pub enum UpstreamError {
         /// The first violation.
         why: String,
     },
-    /// The upstream failed to answer (it may or may not have acted).
-    #[error("the MCP upstream `{upstream}` failed during `{tool}`: {why}")]
+    /// The upstream answered the call with a protocol error (it refused it).
+    #[error("the MCP upstream `{upstream}` refused `{tool}`: {why}")]
     Call {
+        /// The upstream's name.
+        upstream: String,
+        /// The tool.
+        tool: String,
+        /// What failed.
+        why: String,
+    },
+    /// The call was sent and no answer came (the server exited, the connection dropped): it
+    /// may or may not have acted.
+    #[error("the MCP upstream `{upstream}` stopped answering during `{tool}`: {why}")]
+    Lost {
         /// The upstream's name.
         upstream: String,
         /// The tool.
@@ -143,6 +154,15 @@ impl Upstream {
                     tool: name.clone(),
                 });
             };
+            let schema = Value::Object((*tool.input_schema).clone());
+            if let Err(wrong) = manifest.check_schema(name, &schema) {
+                let _ = session.cancel().await;
+                return Err(UpstreamError::Start {
+                    upstream,
+                    command: shown.to_owned(),
+                    why: wrong.to_string(),
+                });
+            }
             tools.insert(name.clone(), tool.clone());
         }
         let schemas = tools
@@ -170,7 +190,7 @@ impl Upstream {
 
     /// Whether the session has ended (the server exited or the connection dropped).
     pub fn is_closed(&self) -> bool {
-        self.session.is_closed()
+        self.session.is_closed() || self.session.peer().is_transport_closed()
     }
 
     /// The declared tool `name` (what agents are offered).
@@ -212,7 +232,7 @@ impl Upstream {
     ///
     /// # Errors
     /// [`UpstreamError::Undeclared`], [`UpstreamError::BadArguments`] (nothing was called),
-    /// [`UpstreamError::Call`].
+    /// [`UpstreamError::Call`] (the server refused it), [`UpstreamError::Lost`] (no answer).
     pub async fn call(&self, name: &str, args: &Value) -> Result<Value, UpstreamError> {
         self.check_args(name, args)?;
         let arguments = args.as_object().cloned().unwrap_or_default();
@@ -220,10 +240,20 @@ impl Upstream {
             .session
             .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
             .await
-            .map_err(|e| UpstreamError::Call {
-                upstream: self.manifest.upstream.clone(),
-                tool: name.to_owned(),
-                why: e.to_string(),
+            .map_err(|e| {
+                let (upstream, tool) = (self.manifest.upstream.clone(), name.to_owned());
+                match e {
+                    ServiceError::McpError(refusal) => UpstreamError::Call {
+                        upstream,
+                        tool,
+                        why: refusal.to_string(),
+                    },
+                    lost => UpstreamError::Lost {
+                        upstream,
+                        tool,
+                        why: lost.to_string(),
+                    },
+                }
             })?;
         serde_json::to_value(result).map_err(|e| UpstreamError::Call {
             upstream: self.manifest.upstream.clone(),

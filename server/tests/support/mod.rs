@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod authenticator;
+pub mod mcp;
 pub mod push;
 pub mod telegram;
 

@@ -1,14 +1,15 @@
 //! Execute (DESIGN §3 step 7): the pinned call runs from the row, after its claim's commit wrote
 //! `executing` (write-ahead). Each item's pinned precondition is checked just before; a stale
 //! item is left out ("stale: nothing done") and the others proceed. The outcome, one audit entry
-//! per item and the ledger's `executed`/`failed` are written in one commit, fenced by the lease.
+//! per item and the ledger's `executed`/`failed` (or `unknown`, when the call's answer was lost)
+//! are written in one commit, fenced by the lease.
 
 use serde_json::{json, Value};
 
-use super::{ApprovalService, STALE};
+use super::{ApprovalService, STALE, UNKNOWN_OUTCOME};
 use crate::agent::as_object;
-use crate::plugin::CallContext;
-use crate::ports::{Lease, NewAuditEntry, OutcomeRecord, StoreError};
+use crate::plugin::{CallContext, ToolError};
+use crate::ports::{Lease, NewAuditEntry, Outcome, OutcomeRecord, StoreError};
 use crate::wire::{Approval, AuditKind, Event, Execution, UNDO_ACTION};
 
 impl ApprovalService {
@@ -36,7 +37,7 @@ impl ApprovalService {
             // The plan checked both inside the claim; a toolbox changing under a running
             // server is not a thing, so this only guards the invariant.
             return self
-                .write_outcome(lease, row, false, json!({"status": "failed", "message": "not run: the tool is not loaded; nothing was changed"}), Vec::new())
+                .write_outcome(lease, row, Outcome::Failed, json!({"status": "failed", "message": "not run: the tool is not loaded; nothing was changed"}), Vec::new())
                 .await;
         };
         let tool = &row.tool;
@@ -51,27 +52,33 @@ impl ApprovalService {
             }
         }
         let undo_available = spec.undo.is_some();
-        let (executed, mut result, outcomes) = if !stale.is_empty() && stale.len() == items.len() {
+        let (outcome, mut result, outcomes) = if !stale.is_empty() && stale.len() == items.len() {
             (
-                false,
+                Outcome::Failed,
                 json!({"status": "stale", "message": STALE, "changed": false}),
                 Vec::new(),
             )
         } else {
-            let outcome = if stale.is_empty() {
+            let ran = if stale.is_empty() {
                 plugin.execute(tool, &row.args, ctx).await
             } else {
                 plugin.execute_skipping(tool, &row.args, &stale, ctx).await
             };
-            match outcome {
-                Ok(out) => (true, as_object(out.result), out.items),
+            match ran {
+                Ok(out) => (Outcome::Executed, as_object(out.result), out.items),
+                Err(e @ ToolError::Interrupted { .. }) => (
+                    Outcome::Unknown,
+                    json!({"status": "unknown", "message": format!("{e}: {UNKNOWN_OUTCOME}")}),
+                    Vec::new(),
+                ),
                 Err(e) => (
-                    false,
+                    Outcome::Failed,
                     json!({"status": "failed", "message": e.to_string()}),
                     Vec::new(),
                 ),
             }
         };
+        let executed = outcome == Outcome::Executed;
         crate::failpoint::hit(crate::failpoint::AFTER_SIDE_EFFECT);
         // The undo button's words for what actually ran ("Restore 3 emails" when 2 of 5 were
         // left out), from the plugin, beside its result (DESIGN §9 "Undo from the card").
@@ -114,11 +121,9 @@ impl ApprovalService {
                 false,
             ));
         }
-        let outcome = self
-            .write_outcome(lease, row, executed, result, audit)
-            .await;
+        let written = self.write_outcome(lease, row, outcome, result, audit).await;
         crate::failpoint::hit(crate::failpoint::AFTER_OUTCOME);
-        outcome
+        written
     }
 
     /// The outcome commit: ledger `executed`/`failed`, the audit entries, `approval.responded`.
@@ -126,19 +131,19 @@ impl ApprovalService {
         &self,
         lease: &Lease,
         row: &Approval,
-        executed: bool,
+        outcome: Outcome,
         result: Value,
         audit: Vec<NewAuditEntry>,
     ) -> Result<(Value, Approval), StoreError> {
         let mut after = row.clone();
-        after.execution = if executed {
-            Execution::Executed
-        } else {
-            Execution::Failed
+        after.execution = match outcome {
+            Outcome::Executed => Execution::Executed,
+            Outcome::Failed => Execution::Failed,
+            Outcome::Unknown => Execution::Unknown,
         };
         after.result = Some(result.clone());
         let record = OutcomeRecord {
-            executed,
+            outcome,
             result: result.clone(),
             audit,
             events: vec![Event::ApprovalResponded(after.clone())],

@@ -262,14 +262,37 @@ pub struct ClaimedJob {
 /// The outcome of a pinned call, written after the side effect (the second commit of execute).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeRecord {
-    /// `executed` (it ran, possibly with some items stale) or `failed`.
-    pub executed: bool,
+    /// What the side effect came to.
+    pub outcome: Outcome,
     /// The result the card and the model see.
     pub result: Value,
     /// One execution entry per item (or one for the whole call).
     pub audit: Vec<NewAuditEntry>,
     /// Events to publish when the commit lands.
     pub events: Vec<Event>,
+}
+
+/// What a claimed call's side effect came to (the ledger's state after `executing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran (possibly with some items stale).
+    Executed,
+    /// It did not complete, and nothing says it changed anything.
+    Failed,
+    /// It was sent and its answer was lost (the upstream exited mid-call): it may or may not
+    /// have run, and is never run again (DESIGN §8 fail closed).
+    Unknown,
+}
+
+impl Outcome {
+    /// The ledger's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Executed => "executed",
+            Outcome::Failed => "failed",
+            Outcome::Unknown => "unknown",
+        }
+    }
 }
 
 /// The end of a resumed run, written in one commit under the lease.

@@ -1,0 +1,173 @@
+//! The gateway's upstreams beyond the filesystem server's stdio: a server reached over
+//! streamable HTTP, and a server that dies (started again at the next call; the call it was
+//! running when it died is `unknown` and never runs again). The upstream is a notes server made
+//! with the official Python MCP SDK (`server/tests/mcp/notes_server.py`), the agent the SDK's
+//! client.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::json;
+use support::mcp::{answer, one, row, script, world};
+use support::{eventually, Iris};
+
+/// `[[mcp.upstreams]]` `notes`, reached at `url` or run over stdio on `{notes}`.
+fn notes_upstream(url: Option<&str>) -> String {
+    let source = match url {
+        Some(url) => format!("url = {url:?}"),
+        None => format!(
+            "command = [\"python3\", {:?}, \"stdio\", \"{{notes}}\"]",
+            script("notes_server.py").display().to_string()
+        ),
+    };
+    format!(
+        "[[mcp.upstreams]]\nname = \"notes\"\n{source}\nmanifest = {:?}\n",
+        script("notes.yaml").display().to_string()
+    )
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The notes server's processes on `folder` (its command line names the folder).
+fn notes_server_pids(folder: &Path) -> Vec<String> {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("notes_server.py stdio {}", folder.display())])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn notes_file(folder: &Path) -> String {
+    std::fs::read_to_string(folder.join("notes.txt")).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
+    let upstream_dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut upstream = std::process::Command::new("python3")
+        .arg(script("notes_server.py"))
+        .args(["http", &port.to_string()])
+        .arg(upstream_dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the notes server listening", || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (world, _) = world(1, &notes_upstream(Some(&url)));
+    let owner = world.add_device("owner", "control");
+    let goose = world.add_device("goose", "agent");
+    let iris = world.start();
+
+    let listed = one(&iris, "notes", &goose, json!({"list": true})).await;
+    assert_eq!(listed["tools"], json!(["append_note", "read_notes"]));
+    let held = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "buy milk"}}),
+    )
+    .await;
+    assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card = row(&iris, &owner, &id).await;
+    assert_eq!(card["kind"], "pinned_write");
+    assert_eq!(card["tool"], "notes.append_note");
+    assert_eq!(card["card"]["lines"], json!(["“buy milk”"]));
+    assert_eq!(card["requested_by"], "goose");
+    assert_eq!(notes_file(upstream_dir.path()), "");
+
+    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    iris.client().wait_execution(&id, &owner, "executed").await;
+    let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
+    assert_eq!(read["text"], "buy milk\n");
+    let again = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "buy milk"}, "times": 3}),
+    )
+    .await;
+    assert_eq!(again["text"], "Added: buy milk", "{again}");
+    assert_eq!(notes_file(upstream_dir.path()), "buy milk\n");
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
+
+#[tokio::test]
+async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknown() {
+    let (world, notes) = world(1, &notes_upstream(None));
+    let owner = world.add_device("owner", "control");
+    let goose = world.add_device("goose", "agent");
+    let iris: Iris = world.start();
+    let before = notes_server_pids(&notes);
+    assert_eq!(before.len(), 1, "one notes server: {before:?}");
+
+    let held = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "hang"}}),
+    )
+    .await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    let hanging = notes.join("hanging");
+    eventually("the approved call reaching the notes server", || {
+        let hanging = hanging.clone();
+        async move { hanging.exists().then_some(()) }
+    })
+    .await;
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &before[0]])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let lost = iris.client().wait_execution(&id, &owner, "unknown").await;
+    assert!(
+        lost["result"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("will not be run again"),
+        "{lost}"
+    );
+    let told = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "hang"}}),
+    )
+    .await;
+    assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
+
+    // The next call starts the server again.
+    let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
+    assert_eq!(read["isError"], false, "{read}");
+    let after = notes_server_pids(&notes);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(after, before);
+}
