@@ -280,6 +280,27 @@ pub fn ApprovalCard(
         }
     });
 
+    // What will change (a file write's diff), line by line, coloured by its +/- mark.
+    let preview = (!card.preview.is_empty()).then(|| {
+        view! {
+            <pre class="card-preview" data-testid="card-preview" aria-label="What will change">
+                {card
+                    .preview
+                    .iter()
+                    .map(|line| {
+                        let class = match line.chars().next() {
+                            Some('+') if !line.starts_with("+++") => "added",
+                            Some('-') if !line.starts_with("---") => "removed",
+                            Some('@') => "hunk",
+                            _ => "",
+                        };
+                        view! { <span class=class>{line.clone()}"\n"</span> }
+                    })
+                    .collect_view()}
+            </pre>
+        }
+    });
+
     let exact_call = view! {
         <details
             class="exact-call"
@@ -446,6 +467,7 @@ pub fn ApprovalCard(
                 <h3 class="card-title" id=title_id>{card.title.clone()}</h3>
             </header>
             {lines}
+            {preview}
             {undo.clone().filter(|_| undo_applies).map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
             {(irreversible && pending).then(|| view! {
                 <p class="card-no-undo" data-testid="card-no-undo">"Once it runs, this cannot be taken back."</p>

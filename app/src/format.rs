@@ -363,6 +363,7 @@ mod tests {
             request: "trash".into(),
             undo_note: None,
             undo_action: None,
+            preview: Vec::new(),
         }
     }
 

@@ -61,6 +61,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
             request: format!("trash the promo emails from week {n}"),
             undo_note: Some("You can restore these from Trash for 30 days.".into()),
             undo_action: None,
+            preview: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "trash the promo emails".into(),

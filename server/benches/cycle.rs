@@ -615,6 +615,7 @@ async fn event_delay(url: &str, rounds: usize) {
                 request: "drop".into(),
                 undo_note: None,
                 undo_action: None,
+                preview: Vec::new(),
             },
             run_id: format!("run-{i}"),
             context_summary: "drop".into(),

@@ -82,6 +82,7 @@ impl Plugin for Files {
             undo_note: None,
             undo_action: None,
             preconditions: vec![],
+            preview: vec![],
         })
     }
     async fn execute(

@@ -101,6 +101,14 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert_eq!(card["card"]["title"], "Overwrite plan.md");
     assert_eq!(card["card"]["request"], "keep the plan current");
     assert_eq!(card["args"], json!({"path": "plan.md", "content": "v2"}));
+    // The card shows the change against the file as it was when the card was made.
+    let preview: Vec<&str> = card["card"]["preview"]
+        .as_array()
+        .expect("a preview")
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(preview.contains(&"-v1") && preview.contains(&"+v2"), "{preview:?}");
 
     // The same call attaches to it; other content is another card.
     let again = one(&iris, &claude, write("v2")).await;

@@ -156,6 +156,7 @@ impl DestructiveApprovalHook {
                 request: call.ctx.request.clone(),
                 undo_note: description.undo_note,
                 undo_action: description.undo_action,
+                preview: description.preview,
             },
             run_id: call.ctx.run_id.clone(),
             context_summary: call.ctx.request.clone(),

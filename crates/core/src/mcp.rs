@@ -27,12 +27,17 @@ use crate::wire::Effect;
 /// Longest text a template fills in, in characters (an argument beyond it is cut with "…").
 const FILLED_CHARS: usize = 200;
 
+/// Most lines a card's preview shows; the rest is counted in one last line ("N more lines").
+pub const PREVIEW_LINES: usize = 40;
+
 /// What a card previews beside its lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Preview {
-    /// A unified diff of the new content against the file as it is when the card is made
-    /// (`write_file`, `edit_file`), bounded with an "N more lines" count.
+    /// A unified diff of the change against the file as it is when the card is made, for the
+    /// filesystem server's `write_file` (`path`, `content`) and `edit_file` (`path`, `edits`
+    /// of `oldText`/`newText`), bounded with an "N more lines" count ([`file_diff`],
+    /// [`edit_diff`]).
     FileDiff,
 }
 
@@ -309,6 +314,84 @@ fn shown(value: Option<&Value>) -> String {
     out
 }
 
+/// `text` as card text: control and text-direction characters shown as `\u{…}` escapes, cut
+/// at [`FILLED_CHARS`] characters with "…".
+pub fn escaped(text: &str) -> String {
+    shown(Some(&Value::String(text.to_owned())))
+}
+
+/// The change `after` makes to `path`, which holds `before` now (`None`: it does not exist or
+/// cannot be read), as unified diff lines (`--- path`, `+++ path`, `@@ … @@`, `-old`, `+new`,
+/// ` context`), each [`escaped`]; past [`PREVIEW_LINES`] one last line "N more lines". When
+/// nothing changes, one line saying so.
+pub fn file_diff(path: &str, before: Option<&str>, after: &str) -> Vec<String> {
+    if before == Some(after) {
+        return vec!["No change: the file already holds exactly this.".into()];
+    }
+    let old = before.unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(old, after);
+    let header_old = if before.is_some() {
+        path
+    } else {
+        "(a new file)"
+    };
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(header_old, path)
+        .to_string();
+    bounded(text.lines().map(|l| l.trim_end_matches('\n').to_owned()))
+}
+
+/// The change `edits` (each `(oldText, newText)`, applied in order to the first exact
+/// occurrence) make to `path`, which holds `before` now: [`file_diff`] when every old text is
+/// in the file exactly; otherwise the edits themselves (`-old`, `+new` per edit) after a line
+/// saying which edit's text is not in the file as it is now.
+pub fn edit_diff(path: &str, before: Option<&str>, edits: &[(String, String)]) -> Vec<String> {
+    let mut after = before.map(str::to_owned);
+    let mut missing = None;
+    for (n, (old, new)) in edits.iter().enumerate() {
+        match after.as_mut() {
+            Some(text) if text.contains(old.as_str()) => {
+                *text = text.replacen(old.as_str(), new, 1)
+            }
+            _ => {
+                missing = Some(n + 1);
+                break;
+            }
+        }
+    }
+    match (missing, after) {
+        (None, Some(after)) => file_diff(path, before, &after),
+        (missing, _) => {
+            let mut lines = vec![match missing {
+                Some(n) if before.is_some() => format!("Edit {n}'s text is not in {path} as it is now; the server may match it loosely or refuse. The edits as sent:"),
+                _ => format!("{path} cannot be read now. The edits as sent:"),
+            }];
+            for (n, (old, new)) in edits.iter().enumerate() {
+                lines.push(format!("@@ edit {} of {} @@", n + 1, edits.len()));
+                lines.extend(old.lines().map(|l| format!("-{l}")));
+                lines.extend(new.lines().map(|l| format!("+{l}")));
+            }
+            bounded(lines.into_iter())
+        }
+    }
+}
+
+/// `lines` escaped, at most [`PREVIEW_LINES`] of them, then "N more lines".
+fn bounded(lines: impl Iterator<Item = String>) -> Vec<String> {
+    let all: Vec<String> = lines.collect();
+    let mut shown_lines: Vec<String> = all.iter().take(PREVIEW_LINES).map(|l| escaped(l)).collect();
+    if all.len() > PREVIEW_LINES {
+        let more = all.len() - PREVIEW_LINES;
+        shown_lines.push(format!(
+            "{more} more line{}",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
+    shown_lines
+}
+
 /// `template` filled from `args` (and `item` for `{item}`).
 pub fn fill(template: &str, args: &Value, item: Option<&str>) -> String {
     let mut out = String::new();
@@ -465,6 +548,46 @@ mod tests {
             refused.contains("`destination`") && refused.contains("title"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn a_file_diff_shows_the_change_escaped_and_bounded() {
+        let diff = file_diff("plan.md", Some("one\ntwo\n"), "one\n2\u{202e}\n");
+        assert_eq!(diff[0], "--- plan.md");
+        assert_eq!(diff[1], "+++ plan.md");
+        assert!(diff.contains(&"-two".to_owned()), "{diff:?}");
+        assert!(diff.contains(&"+2\\u{202e}".to_owned()), "{diff:?}");
+        assert!(diff.contains(&" one".to_owned()), "{diff:?}");
+        let new = file_diff("new.md", None, "a\n");
+        assert_eq!(
+            new,
+            vec!["--- (a new file)", "+++ new.md", "@@ -0,0 +1 @@", "+a"]
+        );
+        assert_eq!(file_diff("p", Some("same"), "same").len(), 1);
+        let long: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let big = file_diff("big.md", None, &long);
+        assert_eq!(big.len(), PREVIEW_LINES + 1);
+        assert_eq!(big.last().unwrap(), "63 more lines");
+    }
+
+    #[test]
+    fn an_edit_diff_applies_exact_edits_or_shows_them_as_sent() {
+        let edits = vec![("two".to_owned(), "2".to_owned())];
+        let diff = edit_diff("plan.md", Some("one\ntwo\n"), &edits);
+        assert!(
+            diff.contains(&"-two".to_owned()) && diff.contains(&"+2".to_owned()),
+            "{diff:?}"
+        );
+        assert_eq!(diff[0], "--- plan.md");
+        let missing = vec![("three".to_owned(), "3".to_owned())];
+        let diff = edit_diff("plan.md", Some("one\ntwo\n"), &missing);
+        assert!(
+            diff[0].contains("Edit 1's text is not in plan.md"),
+            "{diff:?}"
+        );
+        assert_eq!(&diff[1..], ["@@ edit 1 of 1 @@", "-three", "+3"]);
+        let unreadable = edit_diff("gone.md", None, &edits);
+        assert!(unreadable[0].contains("cannot be read"), "{unreadable:?}");
     }
 
     #[test]

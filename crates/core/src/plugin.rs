@@ -51,6 +51,9 @@ pub struct Description {
     /// card; `None` for a tool without an undo.
     #[serde(default)]
     pub undo_action: Option<String>,
+    /// What will change, line by line (e.g. a diff), frozen into the card; empty for none.
+    #[serde(default)]
+    pub preview: Vec<String>,
 }
 
 /// One item's outcome of an executed call (one audit entry each).

@@ -195,6 +195,11 @@ pub struct Card {
     /// button then says "Undo").
     #[serde(default)]
     pub undo_action: Option<String>,
+    /// What will change, line by line, when the card is approved (for a file write through
+    /// the MCP gateway, a unified diff against the file as it was when the card was made,
+    /// bounded with an "N more lines" count); empty for cards without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<String>,
 }
 
 /// One approval row as the API returns it (DESIGN §7 "Approval").

@@ -104,6 +104,9 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     for line in &card.lines {
         let _ = writeln!(out, "  - {}", printable(line));
     }
+    for line in &card.preview {
+        let _ = writeln!(out, "    {}", printable(line));
+    }
     // Once its undo was asked for, the "Undo:" line below says what came back instead.
     match undo_sentence(card).filter(|_| approval.undo.is_none()) {
         Some(sentence) => {
@@ -291,6 +294,7 @@ mod tests {
                 request: "trash the promo emails".into(),
                 undo_note: Some("You can restore these from Trash for 30 days.".into()),
                 undo_action: None,
+                preview: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: created,

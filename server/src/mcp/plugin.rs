@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use iris_core::manifest::{Manifest, ToolSpec};
-use iris_core::mcp::{fill, items, UpstreamManifest};
+use iris_core::mcp::{edit_diff, file_diff, fill, items, Preview, UpstreamManifest};
 use iris_core::plugin::{CallContext, Description, Plugin, ToolError, ToolOutput};
 use serde_json::{json, Value};
 use tokio::sync::{Mutex, RwLock};
@@ -138,6 +138,36 @@ impl UpstreamPlugin {
         self.session.read().await.close();
     }
 
+    /// The change a `write_file` (`content`) or `edit_file` (`edits`) call makes to `path`,
+    /// against the file as the upstream's `read_text_file` reads it now (a file it cannot read
+    /// counts as absent).
+    async fn file_preview(&self, args: &Value) -> Vec<String> {
+        let path = args["path"].as_str().unwrap_or_default();
+        let before = match self.session().await {
+            Ok(session) => match session.call("read_text_file", &json!({"path": path})).await {
+                Ok(read) if read["isError"] != json!(true) => Some(result_text(&read)),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if let Some(content) = args["content"].as_str() {
+            return file_diff(path, before.as_deref(), content);
+        }
+        let edits: Vec<(String, String)> = args["edits"]
+            .as_array()
+            .map(|edits| {
+                edits
+                    .iter()
+                    .map(|e| {
+                        let text = |key: &str| e[key].as_str().unwrap_or_default().to_owned();
+                        (text("oldText"), text("newText"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        edit_diff(path, before.as_deref(), &edits)
+    }
+
     /// The upstream's own name of gateway tool `tool` (`files.write_file` → `write_file`).
     fn upstream_tool<'t>(&self, tool: &'t str) -> Result<&'t str, ToolError> {
         tool.strip_prefix(self.name())
@@ -204,11 +234,16 @@ impl Plugin for UpstreamPlugin {
             .iter()
             .map(|item| fill(&card.line, args, Some(item)))
             .collect();
+        let preview = match card.preview {
+            Some(Preview::FileDiff) => self.file_preview(args).await,
+            None => Vec::new(),
+        };
         Ok(Description {
             title: fill(&card.title, args, None),
             action: fill(&card.action, args, None),
             lines,
             items: acted_on,
+            preview,
             ..Description::default()
         })
     }

@@ -30,6 +30,14 @@ const REQUEST_CHARS: usize = 400;
 /// How many characters of the title, the undo sentence, a name or a reason are shown.
 const SHORT_CHARS: usize = 200;
 
+/// How many lines of a card's preview (a file write's diff) a message shows.
+const PREVIEW_LINES: usize = 12;
+
+/// Escapes `text` for a MarkdownV2 code block, where only `` ` `` and `\` are reserved.
+fn escape_code(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('`', "\\`")
+}
+
 /// Escapes `text` for MarkdownV2: every reserved character gets a `\` before it, so text from
 /// mail, the model or the owner is shown as written and can never open a link, bold or code.
 pub fn escape(text: &str) -> String {
@@ -67,6 +75,23 @@ fn body(approval: &Approval) -> String {
                 break;
             }
             text.push_str(&format!("• {}\n", escape(&line)));
+        }
+    }
+    if !card.preview.is_empty() {
+        // The change itself, as far as a message holds it; the whole diff is on the card's page.
+        let shown: Vec<String> = card
+            .preview
+            .iter()
+            .take(PREVIEW_LINES)
+            .map(|l| clip(l, LINE_CHARS))
+            .collect();
+        text.push_str(&format!("```\n{}\n```\n", escape_code(&shown.join("\n"))));
+        if card.preview.len() > PREVIEW_LINES {
+            let more = card.preview.len() - PREVIEW_LINES;
+            text.push_str(&escape(&format!(
+                "… and {more} more lines on the card's page"
+            )));
+            text.push('\n');
         }
     }
     // As on the web card: the undo sentence matters while the call may still run or after it
@@ -238,6 +263,7 @@ mod tests {
                 request: "trash the promo mails (all of them) - thanks!".into(),
                 undo_note: Some("You can restore these from Trash for 30 days.".into()),
                 undo_action: None,
+                preview: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),

@@ -72,6 +72,7 @@ fn only_a_final_outcome_is_settled() {
             request: "trash it".into(),
             undo_note: None,
             undo_action: None,
+            preview: Vec::new(),
         },
         run_id: "r1".into(),
         created_at: at,

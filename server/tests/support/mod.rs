@@ -815,6 +815,7 @@ pub async fn seed_card(
             request: "tidy up".into(),
             undo_note: None,
             undo_action: None,
+            preview: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "tidy up".into(),

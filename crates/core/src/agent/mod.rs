@@ -560,6 +560,7 @@ fn evaluator_row(
             request: ctx.request.clone(),
             undo_note: None,
             undo_action: None,
+            preview: Vec::new(),
         },
         run_id: ctx.run_id.clone(),
         context_summary: ctx.request.clone(),

@@ -37,6 +37,7 @@ fn row(status: ApprovalStatus) -> Approval {
             request: "trash it".into(),
             undo_note: None,
             undo_action: None,
+            preview: Vec::new(),
         },
         run_id: "run".into(),
         context_summary: "trash it".into(),

@@ -271,6 +271,7 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             request: "trash the promo emails from this week".to_owned(),
             undo_note: Some("You can restore these from Trash for 30 days".to_owned()),
             undo_action: None,
+            preview: Vec::new(),
         },
         args,
         run_id: format!("run-{id}"),

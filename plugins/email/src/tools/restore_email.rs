@@ -124,6 +124,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         undo_note: None,
         undo_action: None,
         preconditions: Vec::new(),
+        ..Description::default()
     })
 }
 

@@ -113,6 +113,7 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
         undo_note: None,
         undo_action: None,
         preconditions: Vec::new(),
+        ..Description::default()
     })
 }
 

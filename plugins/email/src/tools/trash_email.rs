@@ -131,6 +131,7 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
         undo_note: Some(undo_note),
         undo_action: Some(count_phrase("Restore", found)),
         preconditions,
+        ..Description::default()
     })
 }
 
