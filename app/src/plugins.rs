@@ -3,7 +3,7 @@
 //! calls run by themselves and which wait for a per-call approval. Read-only; any signed-in
 //! device may look. At phone width each row becomes a small labelled block (see `iris.css`).
 
-use iris_core::wire::{Effect, PluginInfo, PluginList, PluginTool, ToolGate};
+use iris_core::wire::{Effect, PluginInfo, PluginList, PluginTool, ServerHints, ToolGate};
 use leptos::prelude::*;
 
 use crate::api::load_plugins;
@@ -23,6 +23,29 @@ pub fn gate_badge(gate: ToolGate) -> (&'static str, &'static str) {
         ToolGate::None => ("Runs without asking", "badge badge-gate gate-none"),
         ToolGate::Confirm => ("Confirm once", "badge badge-gate gate-confirm"),
         ToolGate::Approval => ("Approved per call", "badge badge-gate gate-approval"),
+    }
+}
+
+/// What an MCP server's own annotations say, in words ("read-only", "destructive, idempotent",
+/// "no hints").
+pub fn hint_words(hints: ServerHints) -> String {
+    let mut words = Vec::new();
+    match (hints.read_only, hints.destructive) {
+        (Some(true), _) => words.push("read-only"),
+        (_, Some(true)) => words.push("destructive"),
+        (_, Some(false)) => words.push("not destructive"),
+        _ => {}
+    }
+    if hints.idempotent == Some(true) {
+        words.push("idempotent");
+    }
+    if hints.open_world == Some(true) {
+        words.push("reaches the internet");
+    }
+    if words.is_empty() {
+        "no hints".to_owned()
+    } else {
+        words.join(", ")
     }
 }
 
@@ -79,7 +102,19 @@ pub fn PluginTables(
 
 /// One plugin's table.
 fn plugin_table(plugin: PluginInfo) -> impl IntoView {
-    let PluginInfo { name, tools } = plugin;
+    let PluginInfo {
+        name,
+        tools,
+        mcp_path,
+    } = plugin;
+    let upstream = mcp_path.map(|path| {
+        view! {
+            <p class="plugin-upstream" data-testid="plugin-upstream">
+                "An MCP server behind IRIS. Agents connect at "<code>{path}</code>
+                ". Its own hints are shown beside IRIS's effect; only IRIS's manifest decides."
+            </p>
+        }
+    });
     let heading_id = format!("plugin-{name}-title");
     let labelled_by = heading_id.clone();
     let count = tools.len();
@@ -90,6 +125,7 @@ fn plugin_table(plugin: PluginInfo) -> impl IntoView {
                 <code>{name.clone()}</code>
                 <span class="plugin-count">{format!("{count} {tools_word}")}</span>
             </h3>
+            {upstream}
             <table class="tools-table" data-testid="plugin-table">
                 <thead>
                     <tr>
@@ -145,6 +181,13 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
             </details>
         }
     });
+    let server_says = tool.server_hints.map(|hints| {
+        view! {
+            <span class="server-hints" data-testid="server-hints">
+                {format!("Server says: {}", hint_words(hints))}
+            </span>
+        }
+    });
     let row_class = if tool.approved_per_call {
         "tool-row per-call"
     } else {
@@ -164,6 +207,7 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
             </th>
             <td data-label="Effect">
                 <span class=effect_class data-testid="tool-effect">{effect_words}</span>
+                {server_says}
             </td>
             <td data-label="Gate">
                 <span class=gate_class data-testid="tool-gate">{gate_words}</span>
@@ -188,6 +232,7 @@ mod tests {
             undo_window_days: None,
             reply_undo: None,
             aliases: Vec::new(),
+            server_hints: None,
         }
     }
 
@@ -208,10 +253,12 @@ mod tests {
                         category,
                         tool("restore_email", Effect::Write, ToolGate::None),
                     ],
+                    mcp_path: None,
                 },
                 PluginInfo {
                     name: "notes".into(),
                     tools: vec![tool("draft_note", Effect::Write, ToolGate::Confirm)],
+                    mcp_path: None,
                 },
             ],
         }
@@ -276,6 +323,41 @@ mod tests {
                 "{trash}"
             );
         }
+    }
+
+    #[test]
+    fn an_mcp_upstream_shows_where_agents_connect_and_the_servers_hints_beside_iris_effect() {
+        let mut write = tool("files.write_file", Effect::Destructive, ToolGate::Approval);
+        // The server calls it harmless; IRIS's manifest says destructive, and that is what
+        // decides: both are shown.
+        write.server_hints = Some(ServerHints {
+            read_only: Some(false),
+            destructive: Some(false),
+            idempotent: Some(true),
+            open_world: None,
+        });
+        let mut read = tool("files.read_text_file", Effect::Read, ToolGate::None);
+        read.server_hints = Some(ServerHints::default());
+        let html = render(PluginList {
+            plugins: vec![PluginInfo {
+                name: "files".into(),
+                tools: vec![read, write],
+                mcp_path: Some("/mcp/files".into()),
+            }],
+        });
+        assert!(
+            html.contains("Agents connect at <code>/mcp/files</code>"),
+            "{html}"
+        );
+        let write_row = row(&html, "files.write_file");
+        assert!(write_row.contains(">Destructive<"), "{write_row}");
+        assert!(
+            write_row.contains("Server says: not destructive, idempotent"),
+            "{write_row}"
+        );
+        assert!(row(&html, "files.read_text_file").contains("Server says: no hints"));
+        // The assistant's own plugins have no server hints.
+        assert!(!render(email()).contains("Server says"));
     }
 
     #[test]

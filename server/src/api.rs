@@ -655,7 +655,7 @@ pub(crate) async fn conversation(
     security(("bearer" = []), ("cookie" = []))
 )]
 pub(crate) async fn plugins(State(state): State<AppState>, _authed: Authed) -> Json<PluginList> {
-    let mut list = state.service.agent().toolbox().registry().plugin_list();
+    let mut list = crate::mcp::plugin_list(&state).await;
     // DESIGN §7's tool shape, exactly: `reply_undo` is the web app's Plugins page display.
     for tool in list.plugins.iter_mut().flat_map(|p| p.tools.iter_mut()) {
         tool.reply_undo = None;

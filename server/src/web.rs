@@ -182,13 +182,7 @@ impl AppBackend for WebBackend {
     }
 
     async fn plugins(&self) -> Result<PluginList, String> {
-        Ok(self
-            .state
-            .service
-            .agent()
-            .toolbox()
-            .registry()
-            .plugin_list())
+        Ok(crate::mcp::plugin_list(&self.state).await)
     }
 
     async fn devices(&self, viewer: &Viewer) -> Result<Vec<DeviceInfo>, String> {

@@ -75,6 +75,25 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         "a read makes no card"
     );
 
+    // The Plugins list shows the upstream, IRIS's effect and, beside it, the server's hints.
+    let plugins = iris.client().get("/api/plugins", &owner).await;
+    let files = plugins["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "files")
+        .expect("the upstream is listed");
+    assert_eq!(files["mcp_path"], "/mcp/files");
+    let listed_write = files["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "files.write_file")
+        .expect("write_file is listed");
+    assert_eq!(listed_write["effect"], "destructive");
+    assert_eq!(listed_write["approved_per_call"], true);
+    assert!(listed_write["server_hints"].is_object(), "{listed_write}");
+
     // A write is held on a card and, unanswered, answers "waiting" when the hold ends.
     let held = one(&iris, &claude, write("v2")).await;
     assert_eq!(held["isError"], false, "{held}");
@@ -108,7 +127,10 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         .iter()
         .map(|l| l.as_str().unwrap())
         .collect();
-    assert!(preview.contains(&"-v1") && preview.contains(&"+v2"), "{preview:?}");
+    assert!(
+        preview.contains(&"-v1") && preview.contains(&"+v2"),
+        "{preview:?}"
+    );
 
     // The same call attaches to it; other content is another card.
     let again = one(&iris, &claude, write("v2")).await;

@@ -474,6 +474,7 @@ impl Registry {
                 None => plugins.push(PluginInfo {
                     name: t.plugin.clone(),
                     tools: vec![tool],
+                    mcp_path: None,
                 }),
             }
         }
@@ -504,6 +505,7 @@ impl ToolSpec {
             undo_window_days: self.undo_window_days,
             reply_undo: self.reply_undo.clone(),
             aliases: self.aliases.clone(),
+            server_hints: None,
         }
     }
 }

@@ -674,6 +674,26 @@ pub struct PluginTool {
     pub reply_undo: Option<String>,
     /// Other spellings that resolve to this tool.
     pub aliases: Vec<String>,
+    /// For an MCP upstream's tool: the hints the server itself gives (MCP tool annotations).
+    /// Shown beside IRIS's own effect, never trusted: IRIS's manifest decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_hints: Option<ServerHints>,
+}
+
+/// An MCP server's own annotations of a tool (`readOnlyHint`, `destructiveHint`,
+/// `idempotentHint`, `openWorldHint`); each `None` when the server does not say. The MCP spec
+/// tells clients to treat them as untrusted; IRIS only shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ServerHints {
+    /// The server says the tool changes nothing.
+    pub read_only: Option<bool>,
+    /// The server says the tool may destroy or overwrite.
+    pub destructive: Option<bool>,
+    /// The server says calling it twice does no more than once.
+    pub idempotent: Option<bool>,
+    /// The server says it reaches beyond a closed world (the internet).
+    pub open_world: Option<bool>,
 }
 
 /// One loaded plugin and its tools, in declaration order.
@@ -684,6 +704,9 @@ pub struct PluginInfo {
     pub name: String,
     /// Its tools.
     pub tools: Vec<PluginTool>,
+    /// For an MCP upstream behind the gateway: the path agents connect to (`/mcp/files`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_path: Option<String>,
 }
 
 /// `GET /api/plugins` body: every loaded plugin, in load order.

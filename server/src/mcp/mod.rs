@@ -28,6 +28,7 @@ use iris_core::mcp::UpstreamManifest;
 use iris_core::plugin::Plugin;
 use iris_core::ports::Scope;
 use iris_core::toolbox::Toolbox;
+use iris_core::wire::{PluginInfo, PluginList, ServerHints};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -109,12 +110,57 @@ impl Gateway {
         &self.upstreams
     }
 
+    /// Each upstream as the Plugins page lists it: its declared tools (as `UPSTREAM.TOOL`, what
+    /// cards pin) with IRIS's effect and gate, the server's own hints beside them, and the
+    /// path agents connect to.
+    pub async fn plugin_infos(&self) -> Vec<PluginInfo> {
+        let mut infos = Vec::new();
+        for (name, upstream) in &self.upstreams {
+            let session = upstream.session().await.ok();
+            let mut tools = upstream
+                .manifest()
+                .tools
+                .iter()
+                .map(|t| t.to_wire())
+                .collect::<Vec<_>>();
+            for (tool, declared) in tools.iter_mut().zip(&upstream.declared().tools) {
+                let hints = session
+                    .as_ref()
+                    .and_then(|s| s.definition(&declared.spec.name))
+                    .and_then(|d| d.annotations.as_ref());
+                tool.server_hints =
+                    Some(hints.map_or_else(ServerHints::default, |a| ServerHints {
+                        read_only: a.read_only_hint,
+                        destructive: a.destructive_hint,
+                        idempotent: a.idempotent_hint,
+                        open_world: a.open_world_hint,
+                    }));
+            }
+            infos.push(PluginInfo {
+                name: name.clone(),
+                tools,
+                mcp_path: Some(format!("/mcp/{name}")),
+            });
+        }
+        infos
+    }
+
     /// Stops every upstream (their process groups with them).
     pub async fn stop(&self) {
         for upstream in self.upstreams.values() {
             upstream.stop().await;
         }
     }
+}
+
+/// Every plugin the owner's assistant has, then every MCP upstream behind the gateway
+/// (`GET /api/plugins` and the Plugins page).
+pub async fn plugin_list(state: &AppState) -> PluginList {
+    let mut list = state.service.agent().toolbox().registry().plugin_list();
+    if let Some(gateway) = &state.gateway {
+        list.plugins.extend(gateway.plugin_infos().await);
+    }
+    list
 }
 
 /// `/mcp/{name}` for each upstream, behind [`agent_only`].
