@@ -8,7 +8,7 @@ import { defineConfig } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { PASSKEY_PORT } from './tests/helpers';
+import { MCP_PORT, PASSKEY_PORT } from './tests/helpers';
 
 const PORT = 3210;
 const BASE_URL = `http://127.0.0.1:${PORT}`;
@@ -18,6 +18,23 @@ const runDir =
   process.env.IRIS_E2E_RUN_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'iris-e2e-'));
 process.env.IRIS_E2E_RUN_DIR = runDir;
 fs.mkdirSync(path.join(runDir, 'passkeys'), { recursive: true });
+
+// The third server's MCP gateway (mcp-gateway.spec.ts): the official filesystem server on a
+// notes folder of this run, behind /mcp/files, with IRIS's manifest from examples/.
+const mcpNotes = path.join(runDir, 'mcp', 'notes');
+fs.mkdirSync(mcpNotes, { recursive: true });
+fs.writeFileSync(path.join(mcpNotes, 'plan.md'), 'v1\n');
+const mcpConfig = path.join(runDir, 'mcp', 'iris.toml');
+fs.writeFileSync(
+  mcpConfig,
+  [
+    '[[mcp.upstreams]]',
+    'name = "files"',
+    `command = [${JSON.stringify(path.resolve(__dirname, 'node_modules/.bin/mcp-server-filesystem'))}, ${JSON.stringify(fs.realpathSync(mcpNotes))}]`,
+    `manifest = ${JSON.stringify(path.resolve(__dirname, '../examples/mcp/filesystem.yaml'))}`,
+    '',
+  ].join('\n'),
+);
 
 export default defineConfig({
   testDir: './tests',
@@ -89,6 +106,27 @@ export default defineConfig({
         LEPTOS_SITE_PKG_DIR: 'pkg',
         LEPTOS_OUTPUT_NAME: 'iris',
         LEPTOS_SITE_ADDR: `127.0.0.1:${PASSKEY_PORT}`,
+      },
+    },
+    // A third demo server with the MCP gateway in front of the filesystem server.
+    {
+      command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
+      url: `http://127.0.0.1:${MCP_PORT}/activity`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: {
+        IRIS_BIND: `127.0.0.1:${MCP_PORT}`,
+        IRIS_CONFIG: mcpConfig,
+        IRIS_MCP_HOLD_SECS: '1',
+        IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
+        IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'mcp', 'iris.db')}`,
+        IRIS_MAILDIR: path.join(runDir, 'mcp', 'Maildir'),
+        LEPTOS_SITE_ROOT: '../target/site',
+        LEPTOS_SITE_PKG_DIR: 'pkg',
+        LEPTOS_OUTPUT_NAME: 'iris',
+        LEPTOS_SITE_ADDR: `127.0.0.1:${MCP_PORT}`,
       },
     },
   ],

@@ -25,6 +25,11 @@ export const PASSKEY_PORT = 3211;
 /** Its address: WebAuthn needs `localhost`, never an IP address. */
 export const PASSKEY_URL = `http://localhost:${PASSKEY_PORT}`;
 
+/** The port of the third demo server, the one with the MCP gateway (mcp-gateway.spec.ts). */
+export const MCP_PORT = 3212;
+/** Its address. */
+export const MCP_URL = `http://127.0.0.1:${MCP_PORT}`;
+
 const SHOTS = path.join(__dirname, '..', 'screenshots');
 
 /** Collects the page's console errors and warnings (hydration mismatches, panics). */

@@ -331,13 +331,13 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
     );
 }
 
-async fn wait_for_line(rx: Receiver<String>, marker: &'static str) -> Receiver<String> {
+async fn wait_for_line(rx: Receiver<String>, marker: String) -> Receiver<String> {
     tokio::task::spawn_blocking(move || {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok(line) if line.contains(marker) => return rx,
+                Ok(line) if line.contains(&marker) => return rx,
                 Ok(_) => {}
                 Err(e) => panic!("no `{marker}` line on the server's stderr: {e}"),
             }
@@ -347,14 +347,16 @@ async fn wait_for_line(rx: Receiver<String>, marker: &'static str) -> Receiver<S
     .unwrap()
 }
 
-#[tokio::test]
-async fn a_sigkill_after_the_write_and_before_its_outcome_never_writes_again() {
+/// Approves a write and kills IRIS with SIGKILL at `failpoint`; restarts it. The file afterwards
+/// (the owner overwrites it after the restart, so a second write would show), and what 20
+/// retries are told.
+async fn killed_at(failpoint: &'static str) -> (String, Value) {
     let (world, notes) = world(1);
     let owner = world.add_device("owner", "control");
     let claude = world.add_device("Claude Desktop", "agent");
     let plan = notes.join("plan.md");
     let (iris, rx) = world.start_watched(&[
-        ("IRIS_FAILPOINT", "after_side_effect"),
+        ("IRIS_FAILPOINT", failpoint),
         ("IRIS_SWEEP_SECS", "3600"),
         ("IRIS_LEASE_SECS", "2"),
     ]);
@@ -375,19 +377,75 @@ async fn a_sigkill_after_the_write_and_before_its_outcome_never_writes_again() {
                 .await
         })
     };
-    let _rx = wait_for_line(rx, "failpoint reached: after_side_effect").await;
+    let marker: &'static str =
+        Box::leak(format!("failpoint reached: {failpoint}").into_boxed_str());
+    let _rx = wait_for_line(rx, marker).await;
     iris.kill();
     respond.abort();
-    // The upstream wrote before the crash; nothing recorded that it did.
-    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
-    std::fs::write(&plan, "edited after the crash").unwrap();
+    let at_crash = std::fs::read_to_string(&plan).unwrap();
+    // No upstream is left behind by the killed server (its stdin closed, it exited).
+    eventually("the killed server's upstream to exit", || {
+        let notes = notes.clone();
+        async move {
+            let out = std::process::Command::new("pgrep")
+                .args(["-f", &format!("mcp-server-filesystem {}", notes.display())])
+                .output()
+                .unwrap();
+            out.stdout.is_empty().then_some(())
+        }
+    })
+    .await;
 
     let (iris, _rx) = world.start_watched(&[("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")]);
-    let unknown = iris.client().wait_execution(&id, &owner, "unknown").await;
-    assert_eq!(unknown["status"], "approved");
+    let settled = eventually("the job to settle after the restart", || {
+        let (client, owner, id) = (iris.client(), owner.clone(), id.clone());
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), &owner)
+                .await;
+            matches!(row["execution"].as_str(), Some("executed" | "unknown")).then_some(row)
+        }
+    })
+    .await;
+    let after_restart = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(&plan, "edited after the restart").unwrap();
     let mut retries = write("v2");
     retries["times"] = json!(20);
     let told = one(&iris, &claude, retries).await;
+    assert_eq!(told["meta"]["iris/approval_id"], id.as_str());
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "edited after the restart"
+    );
+    (
+        format!(
+            "{at_crash}|{after_restart}|{}",
+            settled["execution"].as_str().unwrap()
+        ),
+        told,
+    )
+}
+
+#[tokio::test]
+async fn a_sigkill_between_approval_and_execution_writes_exactly_once_after_the_restart() {
+    let (files, told) = killed_at("after_decision").await;
+    // Not written at the crash; written once, by the restarted server, with the pinned content.
+    assert_eq!(files, "v1|v2|executed");
+    assert_eq!(told["meta"]["iris/status"], "executed", "{told}");
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap()
+            .contains("Successfully wrote"),
+        "{told}"
+    );
+}
+
+#[tokio::test]
+async fn a_sigkill_after_the_write_and_before_its_outcome_never_writes_again() {
+    let (files, told) = killed_at("after_side_effect").await;
+    // Written before the crash; nothing recorded that it was: unknown, never run again.
+    assert_eq!(files, "v2|v2|unknown");
     assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
     assert!(
         told["text"]
@@ -396,8 +454,42 @@ async fn a_sigkill_after_the_write_and_before_its_outcome_never_writes_again() {
             .contains("will not be run again"),
         "{told}"
     );
+}
+
+#[tokio::test]
+async fn a_card_nobody_answers_lapses_and_the_agent_is_told() {
+    let (mut world, notes) = world(1);
+    world
+        .env
+        .push(("IRIS_DESTRUCTIVE_TTL_SECS".into(), "2".into()));
+    world.env.push(("IRIS_SWEEP_SECS".into(), "1".into()));
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+    let held = one(&iris, &claude, write("v2")).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    eventually("the card to lapse", || {
+        let (client, owner, id) = (iris.client(), owner.clone(), id.clone());
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), &owner)
+                .await;
+            (row["status"] == "expired").then_some(())
+        }
+    })
+    .await;
+    let lapsed = one(&iris, &claude, write("v2")).await;
+    assert_eq!(lapsed["isError"], true, "{lapsed}");
+    assert_eq!(lapsed["meta"]["iris/status"], "expired");
     assert_eq!(
-        std::fs::read_to_string(&plan).unwrap(),
-        "edited after the crash"
+        lapsed["text"],
+        "The owner did not answer in time: the approval lapsed; nothing was changed."
+    );
+    assert_eq!(
+        std::fs::read_to_string(notes.join("plan.md")).unwrap(),
+        "v1"
     );
 }

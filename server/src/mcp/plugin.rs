@@ -248,8 +248,9 @@ impl Plugin for UpstreamPlugin {
         })
     }
 
-    /// Calls the upstream with the pinned arguments: `{"status": "executed", "mcp": RESULT}`
-    /// with the upstream's result as it came; an error result or a dropped call is a failure.
+    /// Calls the upstream with the pinned arguments: `{"status": "executed", "summary": TEXT,
+    /// "mcp": RESULT}` with the upstream's result as it came (and its text, escaped and cut, for
+    /// the card); an error result is a failure, a dropped call `unknown`.
     async fn execute(
         &self,
         tool: &str,
@@ -275,8 +276,10 @@ impl Plugin for UpstreamPlugin {
                 result_text(&result)
             )));
         }
+        // The card's outcome line: what the server said it did.
+        let summary = iris_core::mcp::escaped(&result_text(&result));
         Ok(ToolOutput::plain(
-            json!({"status": "executed", "mcp": result}),
+            json!({"status": "executed", "summary": summary, "mcp": result}),
         ))
     }
 }

@@ -1,0 +1,90 @@
+// IRIS as an MCP gateway, seen by the owner: an agent (the official Python MCP SDK) asks the
+// filesystem server through /mcp/files to overwrite a note; the card says which agent asks and
+// why (never as the owner's words) and shows the change as a diff; approving in the browser
+// writes exactly the pinned content once, and the agent's retry reads that outcome.
+import { test, expect, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DESKTOP, MCP_URL, PHONE, irisCli, shot, watchConsole } from './helpers';
+
+const AGENT = path.resolve(__dirname, '../../server/tests/mcp/agent.py');
+const NOTES = path.join(process.env.IRIS_E2E_RUN_DIR!, 'mcp', 'notes');
+const REASON = 'keep the plan current';
+
+/** One call by the Python agent on /mcp/files; its answer. */
+function agentCall(token: string, content: string): Record<string, any> {
+  const steps = [{ call: 'write_file', args: { path: 'plan.md', content }, reason: REASON }];
+  const out = execFileSync(
+    'python3',
+    [AGENT, 'http', `${MCP_URL}/mcp/files`, token, JSON.stringify(steps)],
+    { encoding: 'utf8' },
+  );
+  return JSON.parse(out.trim().split('\n').pop()!);
+}
+
+/** No sideways scroll at the current width. */
+async function fitsWidth(page: Page): Promise<void> {
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  expect(overflow).toBeLessThanOrEqual(0);
+}
+
+test('an agent asks through the gateway; the owner sees who asks and the diff, and approves once', async ({
+  page,
+}) => {
+  const problems = watchConsole(page);
+  const added = irisCli(['devices', 'add', '--name', 'Claude Desktop', '--scope', 'agent'], {
+    IRIS_DATABASE_URL: `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'mcp', 'iris.db')}`,
+  });
+  const token = added.trim().split('\n').pop()!.trim();
+
+  const held = agentCall(token, 'v2\n');
+  expect(held.meta['iris/status']).toBe('pending');
+  const id: string = held.meta['iris/approval_id'];
+  expect(fs.readFileSync(path.join(NOTES, 'plan.md'), 'utf8')).toBe('v1\n');
+
+  await page.goto(`${MCP_URL}/activity/${id}`);
+  const card = page.getByTestId(`card-${id}`);
+  await expect(card).toBeVisible();
+  await expect(card.locator('.card-title')).toHaveText('Overwrite plan.md');
+  await expect(card.getByTestId('card-asked')).toHaveText(`Claude Desktop asks: ${REASON}`);
+  await expect(card.getByTestId('card-asked')).not.toContainText('You asked');
+  const preview = card.getByTestId('card-preview');
+  await expect(preview).toContainText('-v1');
+  await expect(preview).toContainText('+v2');
+  await expect(preview.locator('.removed')).toHaveText(['-v1\n']);
+  await expect(preview.locator('.added')).toHaveText(['+v2\n']);
+  await expect(card.getByTestId('action-button')).toHaveText('Write plan.md');
+
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const size of [DESKTOP, PHONE, { width: 320, height: 700 }]) {
+      await page.setViewportSize(size);
+      await fitsWidth(page);
+      await shot(card, `mcp-card-${scheme}-${size.width}`);
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize(DESKTOP);
+
+  await card.getByTestId('action-button').click();
+  const dialog = page.getByRole('dialog');
+  await expect(dialog).toBeVisible();
+  await expect(dialog.getByTestId('dialog-confirm')).toHaveText('Write plan.md');
+  await dialog.getByTestId('dialog-confirm').click();
+  const execution = card.getByTestId('outcome-execution');
+  await expect(execution).toHaveAttribute('data-execution', 'executed');
+  await expect(execution).toContainText('Successfully wrote');
+  expect(fs.readFileSync(path.join(NOTES, 'plan.md'), 'utf8')).toBe('v2\n');
+  await shot(card, 'mcp-card-executed');
+
+  // The agent's retry reads the one execution; the file is not written again.
+  fs.writeFileSync(path.join(NOTES, 'plan.md'), 'edited by the owner\n');
+  const done = agentCall(token, 'v2\n');
+  expect(done.meta['iris/status']).toBe('executed');
+  expect(done.text).toContain('Successfully wrote');
+  expect(fs.readFileSync(path.join(NOTES, 'plan.md'), 'utf8')).toBe('edited by the owner\n');
+  expect(problems).toEqual([]);
+});
