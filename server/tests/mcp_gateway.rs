@@ -377,9 +377,7 @@ async fn killed_at(failpoint: &'static str) -> (String, Value) {
                 .await
         })
     };
-    let marker: &'static str =
-        Box::leak(format!("failpoint reached: {failpoint}").into_boxed_str());
-    let _rx = wait_for_line(rx, marker).await;
+    let _rx = wait_for_line(rx, format!("failpoint reached: {failpoint}")).await;
     iris.kill();
     respond.abort();
     let at_crash = std::fs::read_to_string(&plan).unwrap();
