@@ -65,6 +65,26 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     .await;
     assert_eq!(read["isError"], false, "{read}");
     assert_eq!(read["text"], "v1");
+    // A write without a card passes too, and the upstream's own errors come back as errors.
+    let mkdir = one(
+        &iris,
+        &claude,
+        json!({"call": "create_directory", "args": {"path": "archive"}}),
+    )
+    .await;
+    assert_eq!(mkdir["isError"], false, "{mkdir}");
+    assert!(notes.join("archive").is_dir());
+    let missing = one(
+        &iris,
+        &claude,
+        json!({"call": "read_text_file", "args": {"path": "nowhere.md"}}),
+    )
+    .await;
+    assert_eq!(missing["isError"], true, "{missing}");
+    assert!(
+        missing["text"].as_str().unwrap().contains("nowhere.md"),
+        "{missing}"
+    );
     let all = iris
         .client()
         .get("/governance/approvals?status=all", &owner)
@@ -72,7 +92,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert_eq!(
         all["approvals"].as_array().unwrap().len(),
         0,
-        "a read makes no card"
+        "reads and ungated writes make no card"
     );
 
     // The Plugins list shows the upstream, IRIS's effect and, beside it, the server's hints.

@@ -1,6 +1,7 @@
 //! The gateway's upstreams beyond the filesystem server's stdio: a server reached over
-//! streamable HTTP, and a server that dies (started again at the next call; the call it was
-//! running when it died is `unknown` and never runs again). The upstream is a notes server made
+//! streamable HTTP, a server that dies (started again at the next call; the call it was
+//! running when it died is `unknown` and never runs again), and two IRIS servers on one
+//! PostgreSQL database, each with its own upstream process (one card, one write). The upstream is a notes server made
 //! with the official Python MCP SDK (`server/tests/mcp/notes_server.py`), the agent the SDK's
 //! client.
 
@@ -9,7 +10,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::json;
-use support::mcp::{answer, one, row, script, world};
+use support::mcp::{answer, files_upstream, one, row, script, world};
 use support::{eventually, Iris};
 
 /// `[[mcp.upstreams]]` `notes`, reached at `url` or run over stdio on `{notes}`.
@@ -170,4 +171,48 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
     let after = notes_server_pids(&notes);
     assert_eq!(after.len(), 1, "{after:?}");
     assert_ne!(after, before);
+}
+
+#[tokio::test]
+async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let (mut world, notes) = world(1, &files_upstream());
+    world.database_url = url;
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    // Each server runs its own filesystem server on the same folder.
+    let a = world.start();
+    let b = world.start();
+    let plan = notes.join("plan.md");
+    let write = json!({"call": "write_file", "args": {"path": "plan.md", "content": "v2"}});
+
+    let held = one(&a, "files", &claude, write.clone()).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The same call through the other server is the same card.
+    let again = one(&b, "files", &claude, write.clone()).await;
+    assert_eq!(again["meta"]["iris/approval_id"], id.as_str(), "{again}");
+    assert_eq!(row(&b, &owner, &id).await["status"], "pending");
+
+    answer(&b, &owner, &id, json!({"decision": "approve"})).await;
+    a.client().wait_execution(&id, &owner, "executed").await;
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
+    std::fs::write(&plan, "edited by the owner").unwrap();
+    let mut retries = write;
+    retries["times"] = json!(5);
+    for server in [&a, &b] {
+        let done = one(server, "files", &claude, retries.clone()).await;
+        assert_eq!(done["meta"]["iris/status"], "executed", "{done}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "edited by the owner"
+    );
+    let all = a
+        .client()
+        .get("/governance/approvals?status=all", &owner)
+        .await;
+    assert_eq!(all["approvals"].as_array().unwrap().len(), 1);
 }
