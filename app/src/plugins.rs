@@ -173,10 +173,16 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
             </p>
         }
     });
+    // An upstream's tool describes itself (its server's words); the assistant's are IRIS's.
+    let told = if tool.server_hints.is_some() {
+        "What the server says it does"
+    } else {
+        "What the assistant is told"
+    };
     let description = (!tool.description.trim().is_empty()).then(|| {
         view! {
             <details class="tool-more">
-                <summary>"What the assistant is told"</summary>
+                <summary>{told}</summary>
                 <p>{tool.description.clone()}</p>
             </details>
         }
@@ -356,6 +362,10 @@ mod tests {
             "{write_row}"
         );
         assert!(row(&html, "files.read_text_file").contains("Server says: no hints"));
+        assert!(
+            write_row.contains("What the server says it does"),
+            "{write_row}"
+        );
         // The assistant's own plugins have no server hints.
         assert!(!render(email()).contains("Server says"));
     }

@@ -88,3 +88,27 @@ test('an agent asks through the gateway; the owner sees who asks and the diff, a
   expect(fs.readFileSync(path.join(NOTES, 'plan.md'), 'utf8')).toBe('edited by the owner\n');
   expect(problems).toEqual([]);
 });
+
+test('the Plugins page shows the upstream, IRIS effect and the server own hints beside it', async ({
+  page,
+}) => {
+  const problems = watchConsole(page);
+  await page.goto(`${MCP_URL}/plugins`);
+  const files = page.getByTestId('plugin-files');
+  await expect(files.getByTestId('plugin-upstream')).toContainText('Agents connect at /mcp/files');
+  const write = files.getByTestId('tool-files.write_file');
+  await expect(write.getByTestId('tool-effect')).toHaveText('Destructive');
+  await expect(write.getByTestId('tool-gate')).toHaveText('Approved per call');
+  await expect(write.getByTestId('server-hints')).toContainText('Server says:');
+  const mkdir = files.getByTestId('tool-files.create_directory');
+  await expect(mkdir.getByTestId('tool-gate')).toHaveText('Runs without asking');
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const size of [DESKTOP, PHONE, { width: 320, height: 700 }]) {
+      await page.setViewportSize(size);
+      await fitsWidth(page);
+      await shot(files, `mcp-plugins-${scheme}-${size.width}`);
+    }
+  }
+  expect(problems).toEqual([]);
+});
