@@ -136,6 +136,18 @@ pub struct ChatArgs {
     pub output: Output,
 }
 
+/// A database URL as the CLI shows it: without a password (`postgres://user@host/db`).
+fn shown_database(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 async fn open_store() -> anyhow::Result<Store> {
     let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
     Store::connect(&settings.database_url)
@@ -170,7 +182,14 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
                 // The store's sentence says why (a name taken, a token paired, a busy
                 // database), so it is the message itself, not a cause below a guess.
                 .map_err(|e| anyhow::anyhow!("adding device `{name}`: {e}"))?;
-            println!("added device `{name}` with scope {}", scope.as_str());
+            // Which database: the demo's is data/demo.db, not the default data/iris.db.
+            let database = Settings::load()
+                .map(|s| shown_database(&s.database_url))
+                .unwrap_or_default();
+            println!(
+                "added device `{name}` with scope {} to {database}",
+                scope.as_str()
+            );
             println!("{token}");
         }
         DevicesCommand::List => {

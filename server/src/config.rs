@@ -62,8 +62,9 @@ pub struct UpstreamSetting {
     pub manifest: PathBuf,
 }
 
-/// The `[mcp]` table.
+/// The `[mcp]` table (a misspelt key, e.g. `[[mcp.upstream]]`, is refused, not ignored).
 #[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct McpSettings {
     /// The upstreams, each served at `/mcp/{name}`.
     #[serde(default)]

@@ -157,6 +157,13 @@ pub async fn serve(demo: bool) -> anyhow::Result<()> {
     spawn_background(&state).await?;
     // Tests and scripts read this line to learn the port when IRIS_BIND ends in :0.
     println!("iris listening on http://{addr}");
+    if let Some(gateway) = &state.gateway {
+        for name in gateway.upstreams().keys() {
+            println!(
+                "MCP gateway: agents connect at http://{addr}/mcp/{name} (or `iris mcp {name}`)"
+            );
+        }
+    }
     if demo {
         println!("demo: open http://{addr}/ and ask \"trash the promo emails from this week\"");
         println!("demo: or \"reply to Anna that Thursday works\" (saved to data/demo-outbox/, not sent, unless IRIS_SMTP_URL is set)");
@@ -277,7 +284,7 @@ pub enum Command {
     },
     /// A stdio MCP server for an agent that spawns its servers (Claude Desktop, Cursor),
     /// bridged to the gateway's upstream NAME at IRIS_URL/mcp/NAME with IRIS_TOKEN (an agent
-    /// device's token, `iris devices add NAME --scope agent`).
+    /// device's token, `iris devices add --name NAME --scope agent`).
     Mcp {
         /// The upstream's name (`[[mcp.upstreams]] name`).
         name: String,

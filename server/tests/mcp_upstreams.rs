@@ -216,3 +216,61 @@ async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
         .await;
     assert_eq!(all["approvals"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_stops_iris_serve_with_a_sentence_and_leaves_nothing() {
+    // `sleep` reads no MCP: the handshake never completes.
+    let toml = "[[mcp.upstreams]]\nname = \"silent\"\ncommand = [\"sleep\", \"1234.5\"]\nmanifest = \"silent.yaml\"\n";
+    let (mut world, _) = world(1, toml);
+    std::fs::write(
+        world.dir.path().join("silent.yaml"),
+        "upstream: silent\ntools:\n  - {name: nothing, effect: read}\n",
+    )
+    .unwrap();
+    world.env.push(("IRIS_MCP_START_SECS".into(), "2".into()));
+    let out = world.command(&["serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("`silent`")
+            && said.contains("did not complete the MCP handshake and list its tools within 2 s"),
+        "{said}"
+    );
+    eventually("the silent server to be gone", || async {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", "sleep 1234.5"])
+            .output()
+            .unwrap();
+        out.stdout.is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_misspelt_table_and_an_unknown_upstream_are_said_plainly() {
+    let (world, _) = world(1, "[[mcp.upstream]]\nname = \"files\"\n");
+    let out = world.command(&["serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("upstream"), "{said}");
+
+    let (world, _) = world_with_files();
+    let goose = world.add_device("goose", "agent");
+    let iris = world.start();
+    let response = reqwest::Client::new()
+        .post(format!("{}/mcp/nope", iris.url))
+        .bearer_auth(&goose)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::NOT_FOUND);
+    assert_eq!(
+        response.text().await.unwrap(),
+        "no MCP upstream `nope` here (configured: files)"
+    );
+}
+
+fn world_with_files() -> (support::World, std::path::PathBuf) {
+    world(1, &files_upstream())
+}

@@ -343,6 +343,13 @@ pub fn file_diff(path: &str, before: Option<&str>, after: &str) -> Vec<String> {
     bounded(text.lines().map(|l| l.trim_end_matches('\n').to_owned()))
 }
 
+/// The preview of writing `after` to `path` when the file cannot be read now for another
+/// reason than being absent (`why`, escaped): a sentence saying so, then the content as sent.
+pub fn unreadable_preview(path: &str, why: &str, after: &str) -> Vec<String> {
+    let first = format!("{path} cannot be read now ({why}); the content as sent:");
+    bounded(std::iter::once(first).chain(after.lines().map(|l| format!("+{l}"))))
+}
+
 /// The change `edits` (each `(oldText, newText)`, applied in order to the first exact
 /// occurrence) make to `path`, which holds `before` now: [`file_diff`] when every old text is
 /// in the file exactly; otherwise the edits themselves (`-old`, `+new` per edit) after a line

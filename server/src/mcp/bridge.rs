@@ -106,7 +106,7 @@ pub async fn run(name: &str) -> anyhow::Result<()> {
         .ok()
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty())
-        .context("IRIS_TOKEN is not set: give the token of an agent device (`iris devices add NAME --scope agent`)")?;
+        .context("IRIS_TOKEN is not set: give the token of an agent device (`iris devices add --name NAME --scope agent`)")?;
     let url = format!("{}/mcp/{name}", base.trim().trim_end_matches('/'));
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token),

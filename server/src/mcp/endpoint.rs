@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use iris_core::approvals::gateway::ATTACH_HOURS;
 use iris_core::approvals::{AgentCall, GatewayAnswer, GatewayError, UNKNOWN_OUTCOME};
 use iris_core::wire::{Approval, Event};
 use rmcp::model::{
@@ -112,8 +113,9 @@ impl Endpoint {
         };
         let mut result = match answer {
             GatewayAnswer::Waiting => CallToolResult::success(vec![Content::text(format!(
-                "This call waits for the owner's approval on IRIS: “{}” ({url}). Nothing has run yet. Call `{tool}` again with the same arguments to get its result once the owner has answered (the card stays attached to this exact call for a day).",
-                row.card.title
+                "This call waits for the owner's approval on IRIS: “{}” ({url}). Nothing has run yet. Call `{tool}` again with the same arguments to get its result once the owner has answered; if nobody answers, the card lapses at {}.",
+                row.card.title,
+                utc(row.expires_at)
             ))]),
             GatewayAnswer::Executed(recorded) => {
                 serde_json::from_value::<CallToolResult>(recorded["mcp"].clone()).unwrap_or_else(
@@ -127,9 +129,10 @@ impl Endpoint {
             GatewayAnswer::Rejected(reason) => CallToolResult::error(vec![Content::text(format!(
                 "The owner rejected this: {reason}. Nothing was changed."
             ))]),
-            GatewayAnswer::Lapsed => CallToolResult::error(vec![Content::text(
-                "The owner did not answer in time: the approval lapsed; nothing was changed.",
-            )]),
+            GatewayAnswer::Lapsed => CallToolResult::error(vec![Content::text(format!(
+                "The owner did not answer in time: the approval lapsed; nothing was changed. The same call asks the owner again on a new card from {}.",
+                utc(row.created_at + chrono::Duration::hours(ATTACH_HOURS))
+            ))]),
             GatewayAnswer::Unknown => CallToolResult::error(vec![Content::text(format!(
                 "It was interrupted while running: {UNKNOWN_OUTCOME}."
             ))]),
@@ -141,6 +144,11 @@ impl Endpoint {
         result.meta = Some(meta);
         result
     }
+}
+
+/// `at` as an agent reads it ("2026-12-02 14:05 UTC").
+fn utc(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 /// Completes when `events` carries a change of approval `id` (or falls behind or closes).

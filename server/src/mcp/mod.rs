@@ -19,10 +19,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::Context;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::any;
 use axum::Router;
 use iris_core::mcp::UpstreamManifest;
 use iris_core::plugin::Plugin;
@@ -165,9 +166,30 @@ pub async fn plugin_list(state: &AppState) -> PluginList {
 
 /// `/mcp/{name}` for each upstream, behind [`agent_only`].
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let mut router = Router::new();
+    // Any other /mcp/ path: a sentence naming what is configured, never the web app's page.
+    let configured: Vec<String> = state
+        .gateway
+        .as_ref()
+        .map(|g| g.upstreams().keys().cloned().collect())
+        .unwrap_or_default();
+    let no_upstream = move |Path(rest): Path<String>| {
+        let name = rest.split('/').next().unwrap_or_default().to_owned();
+        let configured = configured.clone();
+        async move {
+            let here = if configured.is_empty() {
+                "this IRIS has no MCP upstreams ([[mcp.upstreams]] in iris.toml)".to_owned()
+            } else {
+                format!("configured: {}", configured.join(", "))
+            };
+            (
+                StatusCode::NOT_FOUND,
+                format!("no MCP upstream `{name}` here ({here})"),
+            )
+        }
+    };
+    let mut router = Router::new().route("/mcp/{*rest}", any(no_upstream));
     let Some(gateway) = &state.gateway else {
-        return router;
+        return router.layer(middleware::from_fn_with_state(state.clone(), agent_only));
     };
     for (name, upstream) in gateway.upstreams() {
         let endpoint = Endpoint::new(upstream.clone(), state.clone());
@@ -194,7 +216,7 @@ pub async fn agent_only(State(state): State<AppState>, mut req: Request, next: N
     if crate::auth::bearer_token(req.headers()).is_none() {
         return (
             StatusCode::UNAUTHORIZED,
-            "an MCP agent connects with `Authorization: Bearer TOKEN` of an agent device (`iris devices add NAME --scope agent`)",
+            "an MCP agent connects with `Authorization: Bearer TOKEN` of an agent device (`iris devices add --name NAME --scope agent`)",
         )
             .into_response();
     }
@@ -206,7 +228,7 @@ pub async fn agent_only(State(state): State<AppState>, mut req: Request, next: N
         Ok(Identified::Device { device, .. }) => (
             StatusCode::FORBIDDEN,
             format!(
-                "device `{}` has {} scope; /mcp/ is for devices of the agent scope (`iris devices add NAME --scope agent`)",
+                "device `{}` has {} scope; /mcp/ is for devices of the agent scope (`iris devices add --name NAME --scope agent`)",
                 device.name,
                 device.scope.as_str()
             ),

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use iris_core::manifest::{Manifest, ToolSpec};
-use iris_core::mcp::{edit_diff, file_diff, fill, items, Preview, UpstreamManifest};
+use iris_core::mcp::{
+    edit_diff, file_diff, fill, items, unreadable_preview, Preview, UpstreamManifest,
+};
 use iris_core::plugin::{CallContext, Description, Plugin, ToolError, ToolOutput};
 use serde_json::{json, Value};
 use tokio::sync::{Mutex, RwLock};
@@ -143,15 +145,21 @@ impl UpstreamPlugin {
     /// counts as absent).
     async fn file_preview(&self, args: &Value) -> Vec<String> {
         let path = args["path"].as_str().unwrap_or_default();
-        let before = match self.session().await {
+        // Absent (the server says ENOENT: a new file), unreadable (why), or its text.
+        let (before, unreadable) = match self.session().await {
             Ok(session) => match session.call("read_text_file", &json!({"path": path})).await {
-                Ok(read) if read["isError"] != json!(true) => Some(result_text(&read)),
-                _ => None,
+                Ok(read) if read["isError"] != json!(true) => (Some(result_text(&read)), None),
+                Ok(read) if result_text(&read).contains("ENOENT") => (None, None),
+                Ok(read) => (None, Some(result_text(&read))),
+                Err(e) => (None, Some(e.to_string())),
             },
-            Err(_) => None,
+            Err(e) => (None, Some(e.to_string())),
         };
         if let Some(content) = args["content"].as_str() {
-            return file_diff(path, before.as_deref(), content);
+            return match unreadable {
+                Some(why) => unreadable_preview(path, &why, content),
+                None => file_diff(path, before.as_deref(), content),
+            };
         }
         let edits: Vec<(String, String)> = args["edits"]
             .as_array()
@@ -176,11 +184,46 @@ impl UpstreamPlugin {
     }
 }
 
+/// How long an upstream has to start and list its tools, in seconds: a server that never
+/// answers stops `iris serve` with a sentence instead of hanging it (the child is killed when
+/// its transport is dropped).
+pub const START_SECS: u64 = 30;
+
 async fn connect(declared: &UpstreamManifest, source: &Source) -> Result<Upstream, UpstreamError> {
-    match source {
-        Source::Command(command) => Upstream::stdio(declared.clone(), command).await,
-        Source::Url(url) => Upstream::http(declared.clone(), url).await,
+    let started = async {
+        match source {
+            Source::Command(command) => Upstream::stdio(declared.clone(), command).await,
+            Source::Url(url) => Upstream::http(declared.clone(), url).await,
+        }
+    };
+    let limit = std::time::Duration::from_secs(start_secs());
+    match tokio::time::timeout(limit, started).await {
+        Ok(connected) => connected,
+        Err(_) => Err(UpstreamError::Start {
+            upstream: declared.upstream.clone(),
+            command: match source {
+                Source::Command(command) => command.join(" "),
+                Source::Url(url) => url.clone(),
+            },
+            why: format!(
+                "it did not complete the MCP handshake and list its tools within {} s (is it an MCP server speaking {}?)",
+                limit.as_secs(),
+                match source {
+                    Source::Command(_) => "stdio",
+                    Source::Url(_) => "streamable HTTP",
+                }
+            ),
+        }),
     }
+}
+
+/// [`START_SECS`], or `IRIS_MCP_START_SECS` when set to a positive number of seconds.
+fn start_secs() -> u64 {
+    std::env::var("IRIS_MCP_START_SECS")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(START_SECS)
 }
 
 /// The text of an MCP tool result's text blocks, joined (what an error result says).

@@ -68,6 +68,9 @@ pub enum UpstreamError {
     },
 }
 
+/// Where util-linux's `setpriv` may be (see [`Upstream::stdio`]).
+const PDEATHSIG: [&str; 2] = ["/usr/bin/setpriv", "/bin/setpriv"];
+
 /// A connected upstream: its manifest, each declared tool's input schema, and the session.
 pub struct Upstream {
     manifest: UpstreamManifest,
@@ -97,7 +100,18 @@ impl Upstream {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| start("the command is empty".into()))?;
-        let mut cmd = tokio::process::Command::new(program);
+        // It dies with IRIS, however IRIS ends (SIGKILL included, or an error before any
+        // cleanup could run), so a server that ignores its closed stdin is not left behind:
+        // util-linux's `setpriv --pdeathsig KILL` (Debian's essential set) asks the kernel for
+        // that, then becomes the server itself (the workspace forbids the `unsafe` prctl call).
+        let mut cmd = match PDEATHSIG.iter().find(|p| std::path::Path::new(p).exists()) {
+            Some(setpriv) => {
+                let mut cmd = tokio::process::Command::new(setpriv);
+                cmd.args(["--pdeathsig", "KILL", "--", program]);
+                cmd
+            }
+            None => tokio::process::Command::new(program),
+        };
         cmd.args(args);
         // Its own process group: stopping it stops whatever it started (npx starts node).
         #[cfg(unix)]

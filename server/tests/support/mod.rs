@@ -369,7 +369,8 @@ impl World {
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    /// `iris ARGS` with this world's environment (not started).
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_iris"));
         c.args(args)
             .current_dir(self.dir.path())

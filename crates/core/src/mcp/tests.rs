@@ -131,6 +131,19 @@ fn a_file_diff_shows_the_change_escaped_and_bounded() {
 }
 
 #[test]
+fn an_unreadable_file_is_not_called_new() {
+    let lines = unreadable_preview("../secret.txt", "Access denied", "a\nb\n");
+    assert_eq!(
+        lines,
+        [
+            "../secret.txt cannot be read now (Access denied); the content as sent:",
+            "+a",
+            "+b"
+        ]
+    );
+}
+
+#[test]
 fn an_edit_diff_applies_exact_edits_or_shows_them_as_sent() {
     let edits = vec![("two".to_owned(), "2".to_owned())];
     let diff = edit_diff("plan.md", Some("one\ntwo\n"), &edits);
