@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, snapshot, Iris, ModelServer, World};
+use support::{eventually, snapshot, wait_for_line, Iris, ModelServer, World};
 
 const SCRIPT: &str = r#"
 rules:
@@ -70,23 +70,6 @@ impl Client {
         assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
         resp.json().await.unwrap()
     }
-}
-
-/// Waits (on a blocking thread, with a deadline) for a stderr line containing `marker`.
-async fn wait_for_line(rx: Receiver<String>, marker: String) -> Receiver<String> {
-    tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if line.contains(&marker) => return rx,
-                Ok(_) => {}
-                Err(e) => panic!("no `{marker}` line on the server's stderr: {e}"),
-            }
-        }
-    })
-    .await
-    .unwrap()
 }
 
 /// Waits for `count` whole sweeps, and returns the receiver and every stderr line seen until

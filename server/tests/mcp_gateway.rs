@@ -10,12 +10,9 @@
 
 mod support;
 
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
-
 use serde_json::{json, Value};
 use support::mcp::{answers, files_upstream, script, world as mcp_world};
-use support::{eventually, Iris};
+use support::{eventually, wait_for_line, Iris};
 
 fn world(hold_secs: u64) -> (support::World, std::path::PathBuf) {
     mcp_world(hold_secs, &files_upstream())
@@ -349,22 +346,6 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
         std::fs::read_to_string(notes.join("plan.md")).unwrap(),
         "v1"
     );
-}
-
-async fn wait_for_line(rx: Receiver<String>, marker: String) -> Receiver<String> {
-    tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if line.contains(&marker) => return rx,
-                Ok(_) => {}
-                Err(e) => panic!("no `{marker}` line on the server's stderr: {e}"),
-            }
-        }
-    })
-    .await
-    .unwrap()
 }
 
 /// Approves a write and kills IRIS with SIGKILL at `failpoint`; restarts it. The file afterwards

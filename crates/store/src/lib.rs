@@ -39,6 +39,7 @@ mod passkeys;
 mod push;
 mod rows;
 mod telegram;
+mod turns;
 mod undo;
 mod unit;
 

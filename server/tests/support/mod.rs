@@ -854,3 +854,23 @@ pub async fn seed_card(
         .await
         .unwrap();
 }
+
+/// Waits (on a blocking thread, with a deadline) for a stderr line containing `marker`.
+pub async fn wait_for_line(
+    rx: std::sync::mpsc::Receiver<String>,
+    marker: String,
+) -> std::sync::mpsc::Receiver<String> {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(&marker) => return rx,
+                Ok(_) => {}
+                Err(e) => panic!("no `{marker}` line on the server's stderr: {e}"),
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
