@@ -125,11 +125,6 @@ impl ApprovalService {
         self
     }
 
-    /// The gateway's toolbox, when this server has upstreams.
-    pub fn gateway_toolbox(&self) -> Option<&Arc<Toolbox>> {
-        self.gateway.as_ref().map(|g| &g.toolbox)
-    }
-
     /// The toolbox that runs `row`'s call: the gateway's for a row an agent requested through
     /// it, IRIS's own agent's otherwise.
     pub(crate) fn toolbox_for(&self, requested_by: Option<&str>) -> Arc<Toolbox> {
