@@ -301,14 +301,13 @@ pub fn ApprovalCard(
         }
     });
 
+    let call_ref: NodeRef<leptos::html::Details> = NodeRef::new();
+    crate::toggle::keep_in_step(call_ref, state.show_call);
     let exact_call = view! {
         <details
             class="exact-call"
-            prop:open=move || state.show_call.get()
-            on:toggle=move |ev| {
-                let details: leptos::web_sys::HtmlDetailsElement = event_target(&ev);
-                state.show_call.set(details.open());
-            }
+            node_ref=call_ref
+            on:toggle=move |ev| state.show_call.set(crate::toggle::open_of(&ev))
         >
             <summary data-testid="exact-call-toggle">
                 {move || if state.show_call.get() { "Hide exact call" } else { "Show exact call" }}

@@ -14,6 +14,8 @@
 //! - [`devices`] is the Devices page: live devices, revoke, pairing links.
 //! - [`push`] is "Notify this device when a card waits" (Web Push), on Activity and Devices.
 //! - [`pairing`] is the page a one-time pairing link opens (rendered by the server).
+//! - [`toggle`] keeps a `<details>` and the signal that remembers it in step (hydration never
+//!   shuts one the owner opened first).
 //! - [`format`] holds the pure wording helpers (undo sentence, result summary, times).
 //!
 //! Features: `ssr` (server rendering and the server functions' bodies) and `hydrate` (the
@@ -38,6 +40,7 @@ pub mod pairing;
 pub mod passkeys;
 pub mod plugins;
 pub mod push;
+pub mod toggle;
 pub mod trail;
 pub mod undo;
 

@@ -121,6 +121,7 @@ pub fn CardTrail(
     let entries: RwSignal<Option<Result<Vec<AuditEntry>, String>>> = RwSignal::new(None);
     let open = open.unwrap_or_else(|| RwSignal::new(false));
     let details_ref: NodeRef<html::Details> = NodeRef::new();
+    crate::toggle::keep_in_step(details_ref, open);
     let offset = clock_offset();
     let live = use_context::<Live>();
 
@@ -179,12 +180,7 @@ pub fn CardTrail(
             class="card-trail"
             data-testid="card-trail"
             node_ref=details_ref
-            prop:open=move || open.get()
-            on:toggle=move |_| {
-                if let Some(details) = details_ref.get() {
-                    open.set(details.open());
-                }
-            }
+            on:toggle=move |ev| open.set(crate::toggle::open_of(&ev))
         >
             <summary>"What happened"</summary>
             {list}

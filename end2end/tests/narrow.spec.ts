@@ -39,7 +39,8 @@ for (const scheme of ['light', 'dark'] as const) {
     }
 
     await page.goto(`/activity/${id}`);
-    // Hydrated first: a toggle opened before hydration is closed again by it (left as a note).
+    // Hydrated first, so the measuring below sees the app's page (before-hydration.spec covers
+    // a toggle opened earlier).
     await expect(page.getByTestId('chat-input')).toBeEditable();
     const opened = page.getByTestId(`card-${id}`);
     // The exact call wraps between its values: no id is split over two lines.
