@@ -69,6 +69,11 @@ pub struct McpSettings {
     /// The upstreams, each served at `/mcp/{name}`.
     #[serde(default)]
     pub upstreams: Vec<UpstreamSetting>,
+    /// `max_waiting_per_agent`: the most cards one agent may have waiting for the owner at
+    /// once (default `iris_core::approvals::MAX_WAITING_PER_AGENT`, 20; 0 is refused). A new
+    /// call beyond it is answered with a refusal and makes no card.
+    #[serde(default)]
+    pub max_waiting_per_agent: Option<std::num::NonZeroU32>,
 }
 
 /// Every setting of DESIGN §7.
@@ -163,7 +168,8 @@ pub struct Settings {
     /// streaming, sent its next chunk) within this many seconds is a failed call.
     #[serde(default = "default_model_timeout_secs")]
     pub model_timeout_secs: u64,
-    /// `[[mcp.upstreams]]`: the MCP gateway's upstream servers (none by default).
+    /// `[mcp]`: the MCP gateway's upstream servers (`[[mcp.upstreams]]`, none by default) and
+    /// its cap on waiting cards per agent.
     #[serde(default)]
     pub mcp: McpSettings,
     /// `IRIS_MCP_HOLD_SECS` (default 50, under the usual 60-second client timeout): how long an

@@ -13,7 +13,7 @@ use iris_core::agent::{Agent, Pausing};
 use iris_core::approval::Ttl;
 use iris_core::approvals::{
     ApprovalService, EscalationSettings, GatewaySettings, JobRuntime, LeaseSettings,
-    PasskeySettings,
+    PasskeySettings, MAX_WAITING_PER_AGENT,
 };
 use iris_core::hooks::DestructiveApprovalHook;
 use iris_core::plugin::Plugin;
@@ -255,6 +255,10 @@ pub async fn build(
                 ttl,
                 passkeys: passkeys.policy,
             },
+            max_waiting: settings
+                .mcp
+                .max_waiting_per_agent
+                .map_or(MAX_WAITING_PER_AGENT, std::num::NonZeroU32::get),
         }),
     };
 

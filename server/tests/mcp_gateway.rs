@@ -495,3 +495,77 @@ async fn a_card_nobody_answers_lapses_and_the_agent_is_told() {
         "v1"
     );
 }
+
+#[tokio::test]
+async fn an_agent_asking_faster_than_the_owner_answers_gets_at_most_its_cap_of_cards() {
+    // A cap of 0 would refuse every card: `iris serve` refuses the setting instead.
+    let (world, _) = mcp_world(
+        1,
+        &format!("[mcp]\nmax_waiting_per_agent = 0\n{}", files_upstream()),
+    );
+    let out = world.command(&["serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("max_waiting_per_agent"), "{said}");
+
+    let (world, notes) = mcp_world(
+        1,
+        &format!("[mcp]\nmax_waiting_per_agent = 2\n{}", files_upstream()),
+    );
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let cursor = world.add_device("Cursor", "agent");
+    let iris = world.start();
+    let id_of = |answer: &Value| {
+        answer["meta"]["iris/approval_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    let first = one(&iris, &claude, write("v2")).await;
+    let second = one(&iris, &claude, write("v3")).await;
+    assert_eq!(first["meta"]["iris/status"], "pending", "{first}");
+    assert_eq!(second["meta"]["iris/status"], "pending", "{second}");
+
+    // A third card would pass the cap: refused, with the numbers, and no card is made.
+    let third = one(&iris, &claude, write("v4")).await;
+    assert_eq!(third["isError"], true, "{third}");
+    assert_eq!(
+        third["text"],
+        "2 of this agent's cards are waiting for the owner, the most it may have at once (2); \
+         no new card is made until the owner answers one or one lapses; nothing was called"
+    );
+    let pending = iris
+        .client()
+        .get("/governance/approvals?status=pending", &owner)
+        .await;
+    assert_eq!(
+        pending["approvals"].as_array().unwrap().len(),
+        2,
+        "{pending}"
+    );
+
+    // The same call again is no new card: it still reads its own.
+    let again = one(&iris, &claude, write("v2")).await;
+    assert_eq!(id_of(&again), id_of(&first));
+    // Another agent has its own room.
+    let other = one(&iris, &cursor, write("v4")).await;
+    assert_eq!(other["meta"]["iris/status"], "pending", "{other}");
+
+    // The owner answers one: the third call now gets its card.
+    support::mcp::answer(
+        &iris,
+        &owner,
+        &id_of(&first),
+        json!({"decision": "reject", "reason": "not now"}),
+    )
+    .await;
+    let now = one(&iris, &claude, write("v4")).await;
+    assert_eq!(now["meta"]["iris/status"], "pending", "{now}");
+    assert_ne!(id_of(&now), id_of(&other));
+    assert_eq!(
+        std::fs::read_to_string(notes.join("plan.md")).unwrap(),
+        "v1"
+    );
+}

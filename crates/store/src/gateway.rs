@@ -1,12 +1,12 @@
 //! The MCP gateway's unit of work ([`GatewayStore`]): find the row of the same call, or write
-//! one, in one transaction serialised per call.
+//! one when the agent has room for another card, in one transaction serialised per agent.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use iris_core::ports::{GatewayRequest, GatewayStore, NewApproval, StoreError};
+use iris_core::ports::{GatewayRequest, GatewayStore, GatewayWrite, NewApproval, StoreError};
 use iris_core::wire::Event;
 
-use crate::rows::{approval_from_row, APPROVAL_SELECT};
+use crate::rows::{approval_from_row, ColumnRead, APPROVAL_SELECT};
 use crate::unit::{Stmt, WriteTx};
 use crate::{timestamp_text, Engine, Store};
 
@@ -33,6 +33,44 @@ impl Store {
             .await?;
         found.first().map(approval_from_row).transpose()
     }
+
+    /// How many of `agent`'s cards are pending and not lapsed at `now`, read in `tx`.
+    async fn waiting_of(
+        &self,
+        tx: &mut WriteTx,
+        agent: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<u32, StoreError> {
+        let rows = tx
+            .fetch(
+                Stmt::new(
+                    "SELECT COUNT(*) AS n FROM approvals WHERE requested_by = $1 \
+                     AND status = 'pending' AND expires_at > $2",
+                )
+                .opt_text(agent)
+                .text(&timestamp_text(now)),
+                "counting an agent's waiting cards",
+            )
+            .await?;
+        // A count that cannot be read refuses the card (fail closed), never counts as zero.
+        let n = match rows.first() {
+            Some(r) => r
+                .int_at("n")
+                .map_err(|e| {
+                    StoreError::Backend(format!("counting an agent's waiting cards: {e}"))
+                })?
+                .unwrap_or(0),
+            None => 0,
+        };
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+}
+
+/// What the unit found before it commits or rolls back.
+enum Found {
+    Attached(Box<iris_core::wire::Approval>),
+    Full(u32),
+    Written,
 }
 
 #[async_trait]
@@ -41,31 +79,38 @@ impl GatewayStore for Store {
         &self,
         row: &NewApproval,
         attach_since: DateTime<Utc>,
+        max_waiting: u32,
         events: &[Event],
-    ) -> Result<GatewayRequest, StoreError> {
+    ) -> Result<GatewayWrite, StoreError> {
         let mut tx = self.begin_write().await?;
         let written = async {
             if self.engine == Engine::Postgres {
-                // Two identical calls at once on two servers: the second waits here for the
-                // first's commit, then finds its row (SQLite has one writer at a time).
+                // Two calls of one agent at once on two servers: the second waits here for the
+                // first's commit, then finds its row or counts it (SQLite has one writer at a
+                // time).
                 tx.exec(
                     Stmt::new("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").text(
                         &format!(
-                            "iris:gateway:{}:{}",
+                            "iris:gateway:{}",
                             row.requested_by.as_deref().unwrap_or_default(),
-                            row.call_hash
                         ),
                     ),
-                    "serialising a gateway call",
+                    "serialising an agent's gateway calls",
                 )
                 .await?;
             }
             if let Some(approval) = self.same_call(&mut tx, row, attach_since).await? {
-                return Ok(Some(approval));
+                return Ok(Found::Attached(Box::new(approval)));
+            }
+            let waiting = self
+                .waiting_of(&mut tx, row.requested_by.as_deref(), row.created_at)
+                .await?;
+            if waiting >= max_waiting {
+                return Ok(Found::Full(waiting));
             }
             self.write_row(&mut tx, row).await?;
             self.stage_events(&mut tx, events).await?;
-            Ok(None)
+            Ok(Found::Written)
         }
         .await;
         match written {
@@ -73,20 +118,24 @@ impl GatewayStore for Store {
                 tx.rollback().await;
                 Err(e)
             }
-            Ok(Some(approval)) => {
+            Ok(Found::Attached(approval)) => {
                 tx.rollback().await;
-                Ok(GatewayRequest {
-                    approval,
+                Ok(GatewayWrite::Held(Box::new(GatewayRequest {
+                    approval: *approval,
                     attached: true,
-                })
+                })))
             }
-            Ok(None) => {
+            Ok(Found::Full(waiting)) => {
+                tx.rollback().await;
+                Ok(GatewayWrite::Full { waiting })
+            }
+            Ok(Found::Written) => {
                 tx.commit().await?;
                 self.deliver(events);
-                Ok(GatewayRequest {
+                Ok(GatewayWrite::Held(Box::new(GatewayRequest {
                     approval: row.pending_view(),
                     attached: false,
-                })
+                })))
             }
         }
     }

@@ -1,12 +1,12 @@
 //! The MCP gateway's unit on both engines: an agent's gated call is one row; the same call
 //! (same agent, same call hash) within the attach window attaches to it, also when many arrive
 //! at once on several connections; another agent, other arguments or an older card make a new
-//! row.
+//! row. An agent has at most its cap of cards waiting, also when its calls arrive at once.
 
 mod common;
 
 use common::*;
-use iris_core::ports::GatewayStore;
+use iris_core::ports::{GatewayStore, GatewayWrite};
 use iris_core::wire::Event;
 
 /// `agent`'s gated `files.write_file` of `content` to `/notes/plan.md`, written at `at`.
@@ -22,13 +22,117 @@ fn gateway_call(id: &str, agent: &str, content: &str, at: DateTime<Utc>) -> NewA
     row
 }
 
-async fn request(store: &Store, row: &NewApproval) -> (String, bool) {
+/// The unit with at most `max_waiting` pending cards per agent.
+async fn request_capped(store: &Store, row: &NewApproval, max_waiting: u32) -> GatewayWrite {
     let since = row.created_at - Duration::hours(24);
     let events = [Event::ApprovalRequested(row.pending_view())];
-    let got = GatewayStore::request(store, row, since, &events)
+    GatewayStore::request(store, row, since, max_waiting, &events)
         .await
-        .expect("gateway request");
-    (got.approval.id, got.attached)
+        .expect("gateway request")
+}
+
+/// The unit with room to spare: (the row's id, attached).
+async fn request(store: &Store, row: &NewApproval) -> (String, bool) {
+    match request_capped(store, row, 100).await {
+        GatewayWrite::Held(got) => (got.approval.id, got.attached),
+        GatewayWrite::Full { waiting } => panic!("full at {waiting}"),
+    }
+}
+
+/// The id a held call's row has (panics when the agent was full).
+fn held(write: GatewayWrite) -> (String, bool) {
+    match write {
+        GatewayWrite::Held(got) => (got.approval.id, got.attached),
+        GatewayWrite::Full { waiting } => panic!("full at {waiting}"),
+    }
+}
+
+async fn an_agent_has_at_most_its_cap_of_cards_waiting(engine: Engine) {
+    let db = engine.open().await;
+    let store = &db.store;
+    let at = t0() + Duration::minutes(10);
+    for (id, content) in [("a", "v1"), ("b", "v2")] {
+        let row = gateway_call(id, "claude", content, at);
+        assert_eq!(
+            held(request_capped(store, &row, 2).await),
+            (id.into(), false)
+        );
+    }
+
+    // A third card: refused, nothing written, nothing announced.
+    let third = gateway_call("c", "claude", "v3", at);
+    assert_eq!(
+        request_capped(store, &third, 2).await,
+        GatewayWrite::Full { waiting: 2 }
+    );
+    assert!(store.approval("c").await.unwrap().is_none());
+    assert_eq!(list(store, None).await.unwrap().len(), 2);
+
+    // The same call as a waiting card still attaches (it makes no card).
+    let again = gateway_call("a-again", "claude", "v1", at);
+    assert_eq!(
+        held(request_capped(store, &again, 2).await),
+        ("a".into(), true)
+    );
+    // Another agent has its own room.
+    let other = gateway_call("o", "cursor", "v3", at);
+    assert_eq!(
+        held(request_capped(store, &other, 2).await),
+        ("o".into(), false)
+    );
+
+    // Once the owner answers one, there is room again.
+    decide(store, "a", &response(ApprovalStatus::Rejected, "owner", at))
+        .await
+        .expect("decide");
+    assert_eq!(
+        held(request_capped(store, &third, 2).await),
+        ("c".into(), false)
+    );
+
+    // A card past its lapse time no longer counts, marked expired or not (`b` and `c` lapse
+    // an hour after they were made).
+    let later = at + Duration::hours(1) + Duration::seconds(1);
+    let after_lapse = gateway_call("d", "claude", "v4", later);
+    assert_eq!(
+        held(request_capped(store, &after_lapse, 2).await),
+        ("d".into(), false)
+    );
+}
+
+async fn an_agents_calls_at_once_never_pass_its_cap(engine: Engine) {
+    let db = engine.open().await;
+    let mut stores = vec![db.store.clone()];
+    for _ in 0..3 {
+        stores.push(connect(&db.url, &db.clock).await);
+    }
+    let barrier = Arc::new(Barrier::new(8));
+    let mut calls = Vec::new();
+    for i in 0..8 {
+        let store = stores[i % stores.len()].clone();
+        let barrier = barrier.clone();
+        calls.push(tokio::spawn(async move {
+            let row = gateway_call(&format!("burst-{i}"), "claude", &format!("v{i}"), t0());
+            barrier.wait().await;
+            request_capped(&store, &row, 3).await
+        }));
+    }
+    let mut written = 0;
+    let mut full = 0;
+    for call in calls {
+        match call.await.expect("task") {
+            GatewayWrite::Held(got) => {
+                assert!(!got.attached);
+                written += 1;
+            }
+            GatewayWrite::Full { waiting } => {
+                assert_eq!(waiting, 3);
+                full += 1;
+            }
+        }
+    }
+    assert_eq!((written, full), (3, 5));
+    assert_eq!(list(&db.store, None).await.unwrap().len(), 3);
 }
 
 async fn the_same_call_attaches_within_a_day_and_nothing_else_does(engine: Engine) {
@@ -111,6 +215,14 @@ macro_rules! suite {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn identical_calls_at_once_on_several_connections_make_one_row() {
             super::identical_calls_at_once_on_several_connections_make_one_row($engine).await;
+        }
+        #[tokio::test]
+        async fn an_agent_has_at_most_its_cap_of_cards_waiting() {
+            super::an_agent_has_at_most_its_cap_of_cards_waiting($engine).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn an_agents_calls_at_once_never_pass_its_cap() {
+            super::an_agents_calls_at_once_never_pass_its_cap($engine).await;
         }
     };
 }

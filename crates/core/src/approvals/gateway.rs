@@ -18,12 +18,18 @@ use serde_json::Value;
 use super::ApprovalService;
 use crate::hooks::{DestructiveApprovalHook, PendingCall};
 use crate::plugin::CallContext;
-use crate::ports::{GatewayRequest, GatewayStore, StoreError};
+use crate::ports::{GatewayRequest, GatewayStore, GatewayWrite, StoreError};
 use crate::toolbox::Toolbox;
 use crate::wire::{Approval, ApprovalStatus, Event, Execution};
 
 /// How long the same call attaches to its card, in hours (a day).
 pub const ATTACH_HOURS: i64 = 24;
+
+/// How many cards one agent may have waiting for the owner at once, unless configured
+/// (`[mcp] max_waiting_per_agent`). An agent that asks faster than the owner answers gets a
+/// refusal, not a queue the owner can no longer read: a flood of cards is how consent is worn
+/// down until it is given without reading.
+pub const MAX_WAITING_PER_AGENT: u32 = 20;
 
 /// What the gateway runs over: its upstreams' tools, where its rows are written, and the rule
 /// that pins a row.
@@ -35,6 +41,10 @@ pub struct GatewaySettings {
     pub store: Arc<dyn GatewayStore>,
     /// The row's terms (clock, lifetime, passkey need), as for IRIS's own agent.
     pub pin: DestructiveApprovalHook,
+    /// The most pending cards one agent may have at once (default [`MAX_WAITING_PER_AGENT`]);
+    /// a new call beyond it is refused with [`GatewayError::TooManyWaiting`]. The same call
+    /// again always attaches to its card.
+    pub max_waiting: u32,
 }
 
 /// One gated call an agent made.
@@ -66,6 +76,19 @@ pub enum GatewayError {
     /// them; nothing was written or called.
     #[error("{0}")]
     Refused(String),
+    /// The agent already has as many cards waiting as it may (`GatewaySettings::max_waiting`);
+    /// nothing was written or called.
+    #[error(
+        "{waiting} of this agent's cards are waiting for the owner, the most it may have at \
+         once ({max}); no new card is made until the owner answers one or one lapses; nothing \
+         was called"
+    )]
+    TooManyWaiting {
+        /// The agent's pending cards, counted when it asked.
+        waiting: u32,
+        /// The cap.
+        max: u32,
+    },
     /// Storage failed; nothing was written.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -138,11 +161,12 @@ impl ApprovalService {
     /// Holds `call` on a card: validates its arguments against the upstream's `inputSchema`,
     /// normalises them, and writes the pinned row (announced on every surface by
     /// `approval.requested`), or attaches to the row of the same call made within
-    /// [`ATTACH_HOURS`].
+    /// [`ATTACH_HOURS`]. A new card is made only while the agent has fewer than
+    /// `GatewaySettings::max_waiting` pending.
     ///
     /// # Errors
     /// [`GatewayError::Off`], `Undeclared`, `NotGated`, `Refused` (bad arguments, or the card
-    /// cannot be made), `Store`; nothing is written.
+    /// cannot be made), `TooManyWaiting`, `Store`; nothing is written.
     pub async fn gateway_request(
         &self,
         call: AgentCall<'_>,
@@ -193,6 +217,16 @@ impl ApprovalService {
             .map_err(GatewayError::Refused)?;
         let since = row.created_at - chrono::Duration::hours(ATTACH_HOURS);
         let events = [Event::ApprovalRequested(row.pending_view())];
-        Ok(gateway.store.request(&row, since, &events).await?)
+        match gateway
+            .store
+            .request(&row, since, gateway.max_waiting, &events)
+            .await?
+        {
+            GatewayWrite::Held(request) => Ok(*request),
+            GatewayWrite::Full { waiting } => Err(GatewayError::TooManyWaiting {
+                waiting,
+                max: gateway.max_waiting,
+            }),
+        }
     }
 }

@@ -40,7 +40,7 @@ use crate::escalation::{CuratorStore, EscalationMode, Judge};
 use crate::ports::{ApprovalStore, Clock, Scope, StoreError};
 use crate::wire::Approval;
 
-pub use gateway::{AgentCall, GatewayAnswer, GatewayError, GatewaySettings};
+pub use gateway::{AgentCall, GatewayAnswer, GatewayError, GatewaySettings, MAX_WAITING_PER_AGENT};
 pub use passkey::{PasskeyChallenge, PasskeySettings};
 pub use respond::RespondError;
 pub use resume::RetryError;

@@ -16,15 +16,30 @@ pub struct GatewayRequest {
     pub attached: bool,
 }
 
+/// What [`GatewayStore::request`] found room for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GatewayWrite {
+    /// The call is held on a row (written, or attached to the same call's).
+    Held(Box<GatewayRequest>),
+    /// The agent already has `waiting` pending cards, the most it may have: nothing written.
+    Full {
+        /// The agent's pending cards (not lapsed) counted in the same unit.
+        waiting: u32,
+    },
+}
+
 /// The gateway's storage.
 #[async_trait]
 pub trait GatewayStore: Send + Sync {
     /// In one unit: the newest row of the same call (the same `requested_by` agent and the same
     /// `call_hash`, which covers the upstream's tool and the canonical arguments) written at or
-    /// after `attach_since`, if there is one (attached, nothing written); else `row` is written
-    /// (pending) and `events` staged with it. Two identical calls at once get one row: the find
-    /// and the write are serialised per call (SQLite's one writer; an advisory transaction lock
-    /// on PostgreSQL).
+    /// after `attach_since`, if there is one (attached, nothing written); else, when the agent
+    /// has fewer than `max_waiting` pending cards that have not lapsed (`expires_at` after
+    /// `row.created_at`), `row` is written (pending) and `events` staged with it; else nothing
+    /// is written ([`GatewayWrite::Full`]). The same call always attaches, full or not. Two
+    /// calls of one agent at once are serialised (SQLite's one writer; an advisory transaction
+    /// lock per agent on PostgreSQL): identical calls get one row, and the cap holds under
+    /// concurrency.
     ///
     /// # Errors
     /// [`StoreError`]; nothing is written.
@@ -32,6 +47,7 @@ pub trait GatewayStore: Send + Sync {
         &self,
         row: &NewApproval,
         attach_since: DateTime<Utc>,
+        max_waiting: u32,
         events: &[Event],
-    ) -> Result<GatewayRequest, StoreError>;
+    ) -> Result<GatewayWrite, StoreError>;
 }

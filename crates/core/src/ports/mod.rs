@@ -35,7 +35,7 @@ pub mod undo;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use devices::{Device, DeviceStore, PairingStore, Scope};
-pub use gateway::{GatewayRequest, GatewayStore};
+pub use gateway::{GatewayRequest, GatewayStore, GatewayWrite};
 pub use lifecycle::*;
 pub use listing::{
     card_search_text, parse_listing_time, ApprovalPage, ApprovalQuery, ListingError, PageCursor,
