@@ -1,5 +1,6 @@
 //! One answered card as a line of Activity's history: its title, what happened, who answered
-//! where and when. A tap opens it into the full card ([`ApprovalCard`]) in place; a card the
+//! where and when. A tap opens it into the full card ([`ApprovalCard`]) in place (before
+//! hydration, or with a modifier, the line is a link to the card's own page); a card the
 //! page has already shown in full (it was waiting, or it is the `/activity/:id` card) starts
 //! open, so answering a card never folds it away under the owner's finger.
 
@@ -55,12 +56,21 @@ pub fn HistoryLine(
                 let title = title.clone();
                 let who = who.clone();
                 view! {
-                    <button
-                        type="button"
+                    // A link to the card's own page, so a tap works before the wasm has
+                    // arrived (seconds on a slow phone) and a new-tab tap opens the card there;
+                    // once hydrated, a plain tap opens the card in place instead.
+                    <a
                         class="history-line"
+                        href=format!("/activity/{id}")
                         data-testid=format!("line-{id}")
                         aria-expanded="false"
-                        on:click=move |_| open.set(true)
+                        on:click=move |ev: leptos::ev::MouseEvent| {
+                            let modified = ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key();
+                            if ev.button() == 0 && !modified {
+                                ev.prevent_default();
+                                open.set(true);
+                            }
+                        }
                     >
                         <span class="history-title">{title}</span>
                         <span class="history-badges">
@@ -72,7 +82,7 @@ pub fn HistoryLine(
                             })}
                         </span>
                         <span class="history-meta">{move || format!("{}{who}", when())}</span>
-                    </button>
+                    </a>
                 }
             }
         >

@@ -1,7 +1,7 @@
 // The server's HTML is usable before the wasm arrives (seconds on a slow phone, BENCHMARKS.md
 // "Fast 3G"), and a `<details>` opens without any script. A toggle the owner opens in those
 // seconds stays open when the app wakes up: "Show exact call" on a waiting card, "What
-// happened" on an answered one. The wasm is held back by the test itself (no timing guess):
+// happened" on an answered one; a history line is a link to its card's page. The wasm is held back by the test itself (no timing guess):
 // the page is fully there, the toggle is opened, then the wasm is let through.
 import { test, expect, type Page } from '@playwright/test';
 import { askAndOpenCard, watchConsole } from './helpers';
@@ -64,6 +64,13 @@ test('a toggle opened before hydration stays open after it', async ({ page }) =>
   await expect(trail.getByTestId('trail-entry').first()).toBeVisible();
   await expect(trail.getByTestId('trail-entry').first()).toHaveAttribute('data-kind', 'decision');
   await expect(trail.getByTestId('trail-entry').first()).toContainText('Rejected by');
+
+  // Before hydration, a history line is a link to its card's own page.
+  await withWasmHeld(page, '/activity', async () => {
+    await page.getByTestId(`line-${id}`).click();
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
+  });
 
   expect(problems, 'no console errors or warnings').toEqual([]);
 });
