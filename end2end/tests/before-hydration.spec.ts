@@ -1,8 +1,9 @@
 // The server's HTML is usable before the wasm arrives (seconds on a slow phone, BENCHMARKS.md
 // "Fast 3G"), and a `<details>` opens without any script. A toggle the owner opens in those
 // seconds stays open when the app wakes up: "Show exact call" on a waiting card, "What
-// happened" on an answered one; a history line is a link to its card's page. The wasm is held back by the test itself (no timing guess):
-// the page is fully there, the toggle is opened, then the wasm is let through.
+// happened" on an answered one; a history line is a link to its card's page. The wasm is held
+// back by the test itself (no timing guess): the page is fully there, the toggle is opened,
+// then the wasm is let through.
 import { test, expect, type Page } from '@playwright/test';
 import { askAndOpenCard, watchConsole } from './helpers';
 
