@@ -100,8 +100,14 @@ async fn an_agent_has_at_most_its_cap_of_cards_waiting(engine: Engine) {
     );
 }
 
-async fn an_agents_calls_at_once_never_pass_its_cap(engine: Engine) {
-    let db = engine.open().await;
+/// Eight calls of agent `claude` at once, spread over four connections to `db`: the i-th
+/// call's row is `burst-{i}` with content `content(i)`, asked with at most `max_waiting`
+/// pending. Their answers, in the calls' order.
+async fn eight_at_once(
+    db: &TestDb,
+    content: fn(usize) -> String,
+    max_waiting: u32,
+) -> Vec<GatewayWrite> {
     let mut stores = vec![db.store.clone()];
     for _ in 0..3 {
         stores.push(connect(&db.url, &db.clock).await);
@@ -112,15 +118,25 @@ async fn an_agents_calls_at_once_never_pass_its_cap(engine: Engine) {
         let store = stores[i % stores.len()].clone();
         let barrier = barrier.clone();
         calls.push(tokio::spawn(async move {
-            let row = gateway_call(&format!("burst-{i}"), "claude", &format!("v{i}"), t0());
+            let row = gateway_call(&format!("burst-{i}"), "claude", &content(i), t0());
             barrier.wait().await;
-            request_capped(&store, &row, 3).await
+            request_capped(&store, &row, max_waiting).await
         }));
     }
+    let mut answers = Vec::new();
+    for call in calls {
+        answers.push(call.await.expect("task"));
+    }
+    answers
+}
+
+async fn an_agents_calls_at_once_never_pass_its_cap(engine: Engine) {
+    let db = engine.open().await;
+    let answers = eight_at_once(&db, |i| format!("v{i}"), 3).await;
     let mut written = 0;
     let mut full = 0;
-    for call in calls {
-        match call.await.expect("task") {
+    for answer in answers {
+        match answer {
             GatewayWrite::Held(got) => {
                 assert!(!got.attached);
                 written += 1;
@@ -180,25 +196,11 @@ async fn the_same_call_attaches_within_a_day_and_nothing_else_does(engine: Engin
 
 async fn identical_calls_at_once_on_several_connections_make_one_row(engine: Engine) {
     let db = engine.open().await;
-    let mut stores = vec![db.store.clone()];
-    for _ in 0..3 {
-        stores.push(connect(&db.url, &db.clock).await);
-    }
-    let barrier = Arc::new(Barrier::new(8));
-    let mut calls = Vec::new();
-    for i in 0..8 {
-        let store = stores[i % stores.len()].clone();
-        let barrier = barrier.clone();
-        calls.push(tokio::spawn(async move {
-            let row = gateway_call(&format!("race-{i}"), "claude", "v2", t0());
-            barrier.wait().await;
-            request(&store, &row).await
-        }));
-    }
-    let mut answers = Vec::new();
-    for call in calls {
-        answers.push(call.await.expect("task"));
-    }
+    let answers: Vec<(String, bool)> = eight_at_once(&db, |_| "v2".into(), 100)
+        .await
+        .into_iter()
+        .map(held)
+        .collect();
     let written: Vec<_> = answers.iter().filter(|(_, attached)| !attached).collect();
     assert_eq!(written.len(), 1, "{answers:?}");
     let id = &written[0].0;
