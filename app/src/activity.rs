@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use iris_core::wire::{Approval, ApprovalStatus};
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
@@ -64,11 +64,17 @@ pub fn ActivityPage() -> impl IntoView {
     // Card states live with the page so a redraw keeps dialogs, errors and requests in flight.
     let owner = StoredValue::new(Owner::current().unwrap_or_default());
     let states = StoredValue::new(HashMap::<String, CardState>::new());
+    // A refusal of the card's form (answered before the page was live, crate::card_form)
+    // comes back in the address and shows on that card like any other answer's error.
+    let refused = StoredValue::new(use_query_map().with_untracked(|q| q.get("refused")));
     let state_for = move |id: &str| -> CardState {
         if let Some(state) = states.with_value(|m| m.get(id).copied()) {
             return state;
         }
         let state = owner.with_value(|o| o.with(CardState::new));
+        if focus.get_untracked().as_deref() == Some(id) {
+            state.error.set(refused.get_value());
+        }
         states.update_value(|m| {
             m.insert(id.to_owned(), state);
         });

@@ -11,7 +11,7 @@ use iris_core::wire::{
     PairingOffer, PluginList,
 };
 use leptos::prelude::*;
-use leptos::server_fn::codec::Json;
+use leptos::server_fn::codec::{Json, PostUrl};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Viewer;
@@ -167,6 +167,49 @@ pub async fn respond_approval(
         .respond(&viewer, &id, decision, reason)
         .await
         .map_err(AppError::Backend)
+}
+
+/// Answers one card from the card's own HTML form, the way a tap works before the page's wasm
+/// has arrived (seconds on a slow phone): `POST /ui/answer_card`, url-encoded `id` and
+/// `decision` (`approve` or `reject`), answered through the same backend call as
+/// [`respond_approval`] (surface `web`). The browser is then sent to the card's page
+/// (`302` to `/activity/{id}`), which shows what happened; a refusal (already answered,
+/// lapsed, view only, not paired) comes back as `/activity/{id}?refused=<sentence>`, shown on
+/// that card. A card whose approval needs the owner's passkey is never approved here (the
+/// passkey step needs the page's script): the core refuses it and nothing changes.
+///
+/// Like every server function, it is refused with 403 before it runs unless the post comes
+/// from a page of this server (the server's CSRF guard on `/ui/`): another site cannot make a
+/// signed-in browser answer a card.
+#[server(prefix = "/ui", endpoint = "answer_card", input = PostUrl)]
+pub async fn answer_card(
+    #[doc = "The approval row."] id: String,
+    #[doc = "`approve` or `reject`."] decision: String,
+) -> Result<(), AppError> {
+    let decision = match decision.as_str() {
+        "approve" => Decision::Approve,
+        "reject" => Decision::Reject,
+        other => {
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                response.set_status(axum::http::StatusCode::BAD_REQUEST);
+            }
+            return Err(AppError::Backend(format!(
+                "The card's form said {other:?}; a card is answered with approve or reject. Nothing was changed."
+            )));
+        }
+    };
+    // The core refuses a card whose approval needs a passkey (ADR-0118 decision 4): this
+    // form carries none, so such a card is only rejected here.
+    let answered = match on_server::controller().await {
+        Ok((backend, viewer)) => backend
+            .respond(&viewer, &id, decision, None)
+            .await
+            .map(|_| ()),
+        Err(e) => Err(e.to_string()),
+    };
+    let path = crate::card_form::card_path(&id, answered.err().as_deref());
+    leptos_axum::redirect(&path);
+    Ok(())
 }
 
 /// Runs the card's undo as the viewer (surface `web`), once; returns the row with its `undo`.

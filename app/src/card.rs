@@ -8,9 +8,11 @@ use iris_core::wire::{
 };
 use leptos::html;
 use leptos::prelude::*;
+use leptos::tachys::html::attribute::custom::CustomAttribute;
 
 use crate::api::respond_approval;
 use crate::backend::Viewer;
+use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::dialog::{part_view, ConfirmDialog};
 use crate::format::{
     approved_headline, card_parts, exact_args, execution_sentence, format_time, lapse_notice,
@@ -341,6 +343,31 @@ pub fn ApprovalCard(
 
     let actions = if answerable {
         let action_words = card.action.clone();
+        // Before the page is live these buttons work as the card's form (crate::card_form):
+        // Reject submits it, the action button opens the form dialog. Live, their handlers
+        // answer in place and the form is never sent. A passkey card's action waits for the
+        // page (the passkey step needs its script).
+        let form_ready = !passkey_required;
+        let action_button = view! {
+            <button
+                type="button"
+                class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
+                data-testid="action-button"
+                aria-haspopup="dialog"
+                node_ref=action_ref
+                disabled=move || state.busy.get() || (!live.get() && !form_ready)
+                on:click=move |_| state.dialog_open.set(true)
+            >
+                {action_words}
+            </button>
+        }
+        .attr("command", move || {
+            (form_ready && !live.get()).then_some("show-modal")
+        })
+        .attr("commandfor", {
+            let dialog = form_dialog_id(&id);
+            move || (form_ready && !live.get()).then(|| dialog.clone())
+        });
         Some(
             view! {
                 {passkey_required.then(|| view! {
@@ -348,29 +375,36 @@ pub fn ApprovalCard(
                         "Approving needs your passkey: your browser asks for it after you confirm."
                     </p>
                 })}
-                <div class="card-actions">
+                <form class="card-actions" method="post" action=ANSWER_URL>
+                    <input type="hidden" name="id" value=approval.id.clone()/>
                     <button
-                        type="button"
+                        type="submit"
+                        name="decision"
+                        value="reject"
                         class="btn btn-quiet"
                         data-testid="reject-button"
                         node_ref=reject_ref
-                        disabled=move || state.busy.get() || !live.get()
-                        on:click=move |_| respond.run(Decision::Reject)
+                        disabled=move || state.busy.get()
+                        on:click=move |ev| {
+                            ev.prevent_default();
+                            respond.run(Decision::Reject);
+                        }
                     >
                         "Reject"
                     </button>
-                    <button
-                        type="button"
-                        class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
-                        data-testid="action-button"
-                        aria-haspopup="dialog"
-                        node_ref=action_ref
-                        disabled=move || state.busy.get() || !live.get()
-                        on:click=move |_| state.dialog_open.set(true)
-                    >
-                        {action_words}
-                    </button>
-                </div>
+                    {action_button}
+                </form>
+                {form_ready.then(|| view! {
+                    <FormConfirm
+                        approval_id=approval.id.clone()
+                        action=card.action.clone()
+                        lines=card.lines.clone()
+                        destructive
+                        irreversible
+                        undo=undo.clone()
+                        live
+                    />
+                })}
             }
             .into_any(),
         )

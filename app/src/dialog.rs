@@ -85,12 +85,6 @@ pub(crate) fn ConfirmDialog(
 
     let title_id = format!("{dialog_id}-title");
     let desc_id = format!("{dialog_id}-desc");
-    let count = lines.len();
-    // A destructive card lists items: a few stand for the list (the card above has them all).
-    // A pinned write's lines are the content that will go out: all of them, nothing hidden.
-    let cap = if destructive { 6 } else { count };
-    let shown: Vec<String> = lines.iter().take(cap).cloned().collect();
-    let more = count.saturating_sub(shown.len());
     let title = format!("{action}?");
     let labelled_by = title_id.clone();
     let described_by = desc_id.clone();
@@ -124,20 +118,7 @@ pub(crate) fn ConfirmDialog(
                 data-testid="confirm-dialog"
             >
                 <h2 class="dialog-title" id=title_id>{title}</h2>
-                <div id=desc_id class="dialog-desc">
-                    {destructive.then(|| view! { <p class="dialog-warning">"This deletes data."</p> })}
-                    {irreversible.then(|| view! { <p class="dialog-warning" data-testid="dialog-no-undo">"This cannot be taken back once it runs."</p> })}
-                    {(count > 0).then(|| view! {
-                        <ul class="dialog-lines">
-                            {card_parts(&shown).into_iter().map(part_view).collect_view()}
-                            {(more > 0).then(|| view! { <li class="more">{format!("and {more} more")}</li> })}
-                        </ul>
-                    })}
-                    {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
-                    {passkey.then(|| view! {
-                        <p class="dialog-passkey" data-testid="dialog-passkey">"Then your browser asks for your passkey."</p>
-                    })}
-                </div>
+                <DialogWords desc_id lines destructive irreversible undo passkey/>
                 <div class="dialog-actions">
                     <button
                         type="button"
@@ -160,6 +141,50 @@ pub(crate) fn ConfirmDialog(
                     </button>
                 </div>
             </div>
+        </div>
+    }
+}
+
+/// What a confirm dialog says under its title, in the card's own words: a destructive call's
+/// "This deletes data.", a call that cannot be taken back, the card's lines (a destructive
+/// card's first six and "and N more"; a write's all), the undo sentence and the passkey step.
+/// Shared by [`ConfirmDialog`] and the card's form dialog ([`crate::card_form`]), so the two
+/// never word a confirmation differently.
+#[component]
+pub(crate) fn DialogWords(
+    /// The id the dialog's `aria-describedby` names.
+    desc_id: String,
+    /// The card's lines.
+    lines: Vec<String>,
+    /// A destructive call (deletes data).
+    destructive: bool,
+    /// A call that cannot be taken back once it runs (a mail to send).
+    irreversible: bool,
+    /// The undo sentence, if the call has one.
+    undo: Option<String>,
+    /// Approving needs the owner's passkey after this confirm.
+    passkey: bool,
+) -> impl IntoView {
+    let count = lines.len();
+    // A destructive card lists items: a few stand for the list (the card above has them all).
+    // A pinned write's lines are the content that will go out: all of them, nothing hidden.
+    let cap = if destructive { 6 } else { count };
+    let shown: Vec<String> = lines.iter().take(cap).cloned().collect();
+    let more = count.saturating_sub(shown.len());
+    view! {
+        <div id=desc_id class="dialog-desc">
+            {destructive.then(|| view! { <p class="dialog-warning">"This deletes data."</p> })}
+            {irreversible.then(|| view! { <p class="dialog-warning" data-testid="dialog-no-undo">"This cannot be taken back once it runs."</p> })}
+            {(count > 0).then(|| view! {
+                <ul class="dialog-lines">
+                    {card_parts(&shown).into_iter().map(part_view).collect_view()}
+                    {(more > 0).then(|| view! { <li class="more">{format!("and {more} more")}</li> })}
+                </ul>
+            })}
+            {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
+            {passkey.then(|| view! {
+                <p class="dialog-passkey" data-testid="dialog-passkey">"Then your browser asks for your passkey."</p>
+            })}
         </div>
     }
 }

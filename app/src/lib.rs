@@ -6,6 +6,7 @@
 //! - [`activity`] is the Activity page: pending cards first, then answered ones.
 //! - [`banner`] is the new-card banner every page shows on `approval.requested`.
 //! - [`card`] is the approval card, its confirm dialog and its outcome.
+//! - [`card_form`] is the card's own HTML form: answering before the page's wasm has arrived.
 //! - [`chat`] is the chat box that asks the assistant and links to the cards it halts on.
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
 //!   implements to answer them; [`codec`] their answers' encoding.
@@ -28,6 +29,7 @@ pub mod api;
 pub mod backend;
 pub mod banner;
 pub mod card;
+pub mod card_form;
 pub mod chat;
 pub mod codec;
 pub mod devices;

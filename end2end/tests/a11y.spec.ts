@@ -3,7 +3,7 @@
 // Plugins and the pairing page.
 import { test, expect, type Page } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
-import { askAndOpenCard, pairingLink } from './helpers';
+import { askAndOpenCard, pairingLink, openLive } from './helpers';
 
 /** The violations axe finds on the page as it is now, one line each. */
 async function violations(page: Page): Promise<string[]> {
@@ -28,7 +28,7 @@ for (const scheme of ['light', 'dark'] as const) {
     await expect(page.getByTestId(`card-${id}`)).toBeVisible();
     expect(await violations(page), 'Activity').toEqual([]);
 
-    await page.goto(`/activity/${id}`);
+    await openLive(page, `/activity/${id}`);
     const card = page.getByTestId(`card-${id}`);
     await expect(card).toBeVisible();
     expect(await violations(page), 'a card').toEqual([]);
@@ -55,7 +55,7 @@ for (const scheme of ['light', 'dark'] as const) {
     }
 
     // Leave nothing waiting for the specs after this one.
-    await page.goto(`/activity/${id}`);
+    await openLive(page, `/activity/${id}`);
     await page.getByTestId(`card-${id}`).getByTestId('reject-button').click();
     await expect(page.getByTestId(`card-${id}`).getByTestId('outcome')).toHaveAttribute(
       'data-status',

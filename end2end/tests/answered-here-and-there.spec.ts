@@ -1,13 +1,13 @@
 // Answering moves the highlight to the card answered, and a card answered in another tab while
 // this tab's dialog is open says so instead of closing the dialog without a word.
 import { test, expect } from '@playwright/test';
-import { askAndOpenCard, watchConsole } from './helpers';
+import { askAndOpenCard, watchConsole, openLive } from './helpers';
 
 test('answering card B takes the highlight from card A, the one in the URL', async ({ page }) => {
   const problems = watchConsole(page);
   const { id: a } = await askAndOpenCard(page);
   const { id: b } = await askAndOpenCard(page);
-  await page.goto(`/activity/${a}`);
+  await openLive(page, `/activity/${a}`);
   const cardA = page.getByTestId(`card-${a}`);
   const cardB = page.getByTestId(`card-${b}`);
   await expect(cardA).toHaveClass(/\bfocused\b/);
@@ -32,7 +32,7 @@ test('a card answered in another tab while its dialog is open says so', async ({
 
   // The same owner, another tab: rejects it there.
   const other = await page.context().newPage();
-  await other.goto(`/activity/${id}`);
+  await openLive(other, `/activity/${id}`);
   const there = other.getByTestId(`card-${id}`);
   await there.getByTestId('reject-button').click();
   await expect(there.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');

@@ -1,11 +1,12 @@
 // The server's HTML is usable before the wasm arrives (seconds on a slow phone, BENCHMARKS.md
-// "Fast 3G"), and a `<details>` opens without any script. A toggle the owner opens in those
+// "Fast 3G"): a card is answered through its own form (Reject posts it; the action button
+// opens the form dialog, whose confirm posts it), and a `<details>` opens without any script. A toggle the owner opens in those
 // seconds stays open when the app wakes up: "Show exact call" on a waiting card, "What
 // happened" on an answered one; a history line is a link to its card's page. The wasm is held
 // back by the test itself (no timing guess): the page is fully there, the toggle is opened,
 // then the wasm is let through.
 import { test, expect, type Page } from '@playwright/test';
-import { askAndOpenCard, watchConsole } from './helpers';
+import { askAndOpenCard, openLive, WEEK_PROMOS, watchConsole } from './helpers';
 
 /**
  * Opens `url` with the wasm held back, runs `before` on the page as the server sent it, then
@@ -74,5 +75,104 @@ test('a toggle opened before hydration stays open after it', async ({ page }) =>
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   });
 
+  expect(problems, 'no console errors or warnings').toEqual([]);
+});
+
+test('before the page is live, a card is approved through its form dialog', async ({ page }) => {
+  const problems = watchConsole(page);
+  const { id } = await askAndOpenCard(page);
+  const card = page.getByTestId(`card-${id}`);
+  const dialog = page.getByTestId('form-dialog');
+  const action = `Trash ${WEEK_PROMOS.length} emails`;
+
+  await withWasmHeld(page, `/activity/${id}`, async () => {
+    // The action button opens the dialog with the card's words; Cancel sends nothing.
+    await card.getByTestId('action-button').click();
+    await expect(dialog).toBeVisible();
+    await expect(page.getByRole('dialog', { name: `${action}?` })).toBeVisible();
+    await expect(dialog).toContainText('This deletes data.');
+    for (const promo of WEEK_PROMOS) await expect(dialog).toContainText(promo);
+    await expect(dialog.getByTestId('form-dialog-cancel')).toBeFocused();
+    await dialog.getByTestId('form-dialog-cancel').click();
+    await expect(dialog).toBeHidden();
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(card.getByTestId('card-status')).toHaveText('Waiting for you');
+
+    // Its confirm approves: the card's page comes back with the outcome, still without wasm.
+    await card.getByTestId('action-button').click();
+    await expect(dialog.getByTestId('form-dialog-confirm')).toHaveText(action);
+    await dialog.getByTestId('form-dialog-confirm').click();
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
+    await expect(card.getByTestId('outcome')).toContainText('via web');
+  });
+  // Live: the pinned call ran once; the card's undo puts the mail back for the specs after.
+  await expect(card.getByTestId('outcome-execution')).toHaveAttribute('data-execution', 'executed');
+  await card.getByTestId('undo-button').click();
+  await expect(card.getByTestId('card-undone')).toHaveAttribute('data-undo', 'done');
+  expect(problems, 'no console errors or warnings').toEqual([]);
+});
+
+test('before the page is live, Reject answers through the card form', async ({ page }) => {
+  const problems = watchConsole(page);
+  const { id } = await askAndOpenCard(page);
+  const card = page.getByTestId(`card-${id}`);
+  await withWasmHeld(page, '/activity', async () => {
+    await card.getByTestId('reject-button').click();
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
+  });
+  await expect(card.getByTestId('outcome-execution')).toHaveAttribute('data-execution', 'none');
+  expect(problems, 'no console errors or warnings').toEqual([]);
+});
+
+test('a form answer to a card answered meanwhile says so on the card', async ({ page }) => {
+  const { id } = await askAndOpenCard(page);
+  const card = page.getByTestId(`card-${id}`);
+  await withWasmHeld(page, `/activity/${id}`, async () => {
+    await card.getByTestId('action-button').click();
+    // Another tab of the owner rejects it while this one's dialog is open.
+    const other = await page.context().newPage();
+    await openLive(other, `/activity/${id}`);
+    await other.getByTestId(`card-${id}`).getByTestId('reject-button').click();
+    await expect(other.getByTestId(`card-${id}`).getByTestId('outcome')).toHaveAttribute(
+      'data-status',
+      'rejected',
+    );
+    await other.close();
+    await page.getByTestId('form-dialog-confirm').click();
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}\\?refused=`));
+    await expect(card.getByTestId('card-error')).toContainText('already');
+    await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
+  });
+  await expect(card.getByTestId('card-error')).toContainText('already');
+});
+
+test('a form dialog open when the page goes live stays, and the live page confirms its own way', async ({
+  page,
+}) => {
+  const problems = watchConsole(page);
+  const { id } = await askAndOpenCard(page);
+  const card = page.getByTestId(`card-${id}`);
+  const formDialog = page.getByTestId('form-dialog');
+  await withWasmHeld(page, `/activity/${id}`, async () => {
+    await card.getByTestId('action-button').click();
+    await expect(formDialog).toBeVisible();
+  });
+  // Hydrated under the owner's finger: the dialog is still there and still cancels.
+  await expect(formDialog).toBeVisible();
+  await formDialog.getByTestId('form-dialog-cancel').click();
+  await expect(formDialog).toBeHidden();
+
+  // A page that went live with no form dialog open has none, and its button opens the live
+  // dialog.
+  await openLive(page, `/activity/${id}`);
+  await expect(formDialog).toHaveCount(0);
+  await expect(card.getByTestId('action-button')).not.toHaveAttribute('command', /.*/);
+  await card.getByTestId('action-button').click();
+  await expect(page.getByTestId('confirm-dialog')).toBeVisible();
+  await page.getByTestId('dialog-cancel').click();
+  await card.getByTestId('reject-button').click();
+  await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   expect(problems, 'no console errors or warnings').toEqual([]);
 });

@@ -3,14 +3,8 @@
 // a control device revokes it there, which signs that browser out. A control device also makes
 // pairing links on the Devices page. Screenshots of both pages at 1280 and 375 px are attached.
 import { test, expect, type Page } from '@playwright/test';
-import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole } from './helpers';
+import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, openLive } from './helpers';
 
-/** Opens `url` and waits until the page is hydrated and its live stream is up. */
-async function openLive(page: Page, url: string): Promise<void> {
-  const stream = page.waitForResponse((r) => r.url().endsWith('/api/events'));
-  await page.goto(url);
-  await stream;
-}
 
 test.describe.configure({ mode: 'serial' });
 

@@ -78,6 +78,17 @@ export async function pageShots(page: Page, name: string): Promise<void> {
 }
 
 /**
+ * Opens `url` and waits until the page is live: hydrated, with its live stream
+ * (`/api/events`) up. Before that a card's buttons work as its HTML form (a tap posts and loads
+ * the card's page again), so a spec about the live page waits for this first.
+ */
+export async function openLive(page: Page, url: string): Promise<void> {
+  const stream = page.waitForResponse((r) => r.url().endsWith('/api/events'));
+  await page.goto(url);
+  await stream;
+}
+
+/**
  * Opens Activity, asks for the promo clean-up, follows the halt message's link and returns the
  * approval id and its card.
  */

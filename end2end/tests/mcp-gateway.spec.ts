@@ -6,7 +6,7 @@ import { test, expect, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DESKTOP, MCP_URL, PHONE, irisCli, shot, watchConsole } from './helpers';
+import { DESKTOP, MCP_URL, PHONE, irisCli, shot, watchConsole, openLive } from './helpers';
 
 const AGENT = path.resolve(__dirname, '../../server/tests/mcp/agent.py');
 const NOTES = path.join(process.env.IRIS_E2E_RUN_DIR!, 'mcp', 'notes');
@@ -45,7 +45,7 @@ test('an agent asks through the gateway; the owner sees who asks and the diff, a
   const id: string = held.meta['iris/approval_id'];
   expect(fs.readFileSync(path.join(NOTES, 'plan.md'), 'utf8')).toBe('v1\n');
 
-  await page.goto(`${MCP_URL}/activity/${id}`);
+  await openLive(page, `${MCP_URL}/activity/${id}`);
   const card = page.getByTestId(`card-${id}`);
   await expect(card).toBeVisible();
   await expect(card.locator('.card-title')).toHaveText('Overwrite plan.md');

@@ -6,7 +6,7 @@
 // IRIS_PUBLIC_URL=http://localhost:PORT (WebAuthn refuses an IP address) and
 // IRIS_PASSKEY_REQUIRED=destructive.
 import { expect, test, type Page } from '@playwright/test';
-import { PASSKEY_URL, pageShots, REQUEST, watchConsole } from './helpers';
+import { PASSKEY_URL, pageShots, REQUEST, watchConsole, openLive } from './helpers';
 
 test.use({ baseURL: PASSKEY_URL });
 
@@ -84,7 +84,7 @@ test('a card that needs the passkey is approved with it, once, and never without
 
   // A card that needs it says so; confirming asks the authenticator, and the call runs once.
   const id = await ask(page);
-  await page.goto(`/activity/${id}`);
+  await openLive(page, `/activity/${id}`);
   const card = page.getByTestId(`card-${id}`);
   await expect(card.getByTestId('passkey-note')).toContainText('Approving needs your passkey');
   await pageShots(page, 'passkeys-card');
@@ -111,7 +111,7 @@ test('a card that needs the passkey is approved with it, once, and never without
   // The authenticator no longer verifies the user: refused on the card, nothing runs.
   await key.setUserVerified(false);
   const second = await askAgain(page);
-  await page.goto(`/activity/${second}`);
+  await openLive(page, `/activity/${second}`);
   const secondCard = page.getByTestId(`card-${second}`);
   await secondCard.getByTestId('action-button').click();
   await page.getByRole('dialog').getByTestId('dialog-confirm').click();
@@ -173,7 +173,7 @@ test('a card that needs the passkey is approved with it, once, and never without
 
   // Rejecting is one tap, no passkey.
   for (const open of [second, third]) {
-    await page.goto(`/activity/${open}`);
+    await openLive(page, `/activity/${open}`);
     await page.getByTestId(`card-${open}`).getByTestId('reject-button').click();
     await expect(page.getByTestId(`card-${open}`).getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   }

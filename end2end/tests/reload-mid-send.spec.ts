@@ -2,7 +2,7 @@
 // the turn runs to its end on the server, its card shows up whole, and approving it runs the
 // pinned call once. Finally "undo that" puts the mail back for the next spec.
 import { test, expect } from '@playwright/test';
-import { REQUEST, WEEK_PROMOS, undoInChat, watchConsole } from './helpers';
+import { REQUEST, WEEK_PROMOS, undoInChat, watchConsole, openLive } from './helpers';
 
 /** The ids of the pending rows whose card quotes `REQUEST`. */
 async function pendingIds(page: import('@playwright/test').Page): Promise<string[]> {
@@ -35,7 +35,7 @@ test('a reload right after Send still ends with a whole card that approves once'
     })
     .toBe(1);
 
-  await page.goto(`/activity/${id}`);
+  await openLive(page, `/activity/${id}`);
   const card = page.getByTestId(`card-${id}`);
   await expect(card).toBeVisible();
   await expect(card.getByTestId('card-status')).toHaveText('Waiting for you');

@@ -7,7 +7,7 @@
 import { test, expect, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, WEEK_PROMOS } from './helpers';
+import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, WEEK_PROMOS, openLive } from './helpers';
 
 const IRIS =
   process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
@@ -43,12 +43,6 @@ async function pairedBrowser(
   return context;
 }
 
-/** Opens `url` and waits until the page is hydrated and its live stream (`/api/events`) is up. */
-async function openLive(page: Page, url: string): Promise<void> {
-  const stream = page.waitForResponse((r) => r.url().endsWith('/api/events'));
-  await page.goto(url);
-  await stream;
-}
 
 /** Rejects the card from the owner's page, so the mailbox is left as it was. */
 async function rejectCard(page: Page, id: string): Promise<void> {

@@ -2,7 +2,7 @@
 // every waiting card and the newest 50 answered ones; "Older cards" loads the next page, once
 // per click, until there is none; an unknown card id says so plainly.
 import { test, expect } from '@playwright/test';
-import { REQUEST, addDevice, shotBothWidths, watchConsole } from './helpers';
+import { REQUEST, addDevice, shotBothWidths, watchConsole, openLive } from './helpers';
 
 const PAGE = 50;
 
@@ -44,7 +44,7 @@ test('older answered cards load a page at a time; an unknown card says not found
   expect(total).toBeGreaterThan(PAGE);
 
   const problems = watchConsole(page);
-  await page.goto('/activity');
+  await openLive(page, '/activity');
   const list = page.getByTestId('answered-list');
   const cards = list.locator(':scope > .history-line');
   await expect(cards).toHaveCount(PAGE);
