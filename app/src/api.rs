@@ -212,6 +212,23 @@ pub async fn answer_card(
     Ok(())
 }
 
+/// Runs the card's undo from its own HTML form, the way the undo button works before the
+/// page's wasm has arrived: `POST /ui/undo_card`, url-encoded `id`, through the same backend
+/// call as [`undo_approval`] (once, whatever the taps). Like [`answer_card`], the browser is
+/// then sent to the card's page (`302` to `/activity/{id}`), with `?refused=<sentence>` when
+/// the undo was refused (already undone, window closed, view only); the server's CSRF guard
+/// refuses a post from another site (403) before it runs.
+#[server(prefix = "/ui", endpoint = "undo_card", input = PostUrl)]
+pub async fn undo_card(#[doc = "The approval row."] id: String) -> Result<(), AppError> {
+    let undone = match on_server::controller().await {
+        Ok((backend, viewer)) => backend.undo(&viewer, &id).await.map(|_| ()),
+        Err(e) => Err(e.to_string()),
+    };
+    let path = crate::card_form::card_path(&id, undone.err().as_deref());
+    leptos_axum::redirect(&path);
+    Ok(())
+}
+
 /// Runs the card's undo as the viewer (surface `web`), once; returns the row with its `undo`.
 /// The error text (already undone by whom, window closed) is shown on the card.
 #[server(prefix = "/ui", input = Json, output = TextJson)]

@@ -10,6 +10,9 @@
 //! Once hydrated, the buttons answer in place as before (their handlers stop the form) and the
 //! form dialog goes, unless the owner has it open (then its form still answers).
 //!
+//! The undo button of an executed card works the same way: it submits the card's undo form
+//! ([`UNDO_URL`], [`undo_card`](crate::api::undo_card)).
+//!
 //! A card whose approval needs the owner's passkey keeps its action button off until the page
 //! is live: the passkey step needs the script (ADR-0118 decision 4).
 
@@ -20,6 +23,9 @@ use crate::dialog::DialogWords;
 
 /// Where the card's form posts: the [`answer_card`](crate::api::answer_card) server function.
 pub const ANSWER_URL: &str = "/ui/answer_card";
+
+/// Where the card's undo form posts: the [`undo_card`](crate::api::undo_card) server function.
+pub const UNDO_URL: &str = "/ui/undo_card";
 
 /// The card's page after a form answer: `/activity/{id}`, with `?refused=<sentence>`
 /// (percent-encoded) when the answer was refused.

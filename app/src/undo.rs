@@ -11,8 +11,9 @@ use leptos::prelude::*;
 use crate::api::undo_approval;
 use crate::backend::Viewer;
 use crate::card::CardState;
+use crate::card_form::UNDO_URL;
 use crate::format::format_time;
-use crate::live::{clock_offset, Hydrated, Live};
+use crate::live::{clock_offset, Live};
 
 /// Now, by this machine's clock (the browser's `Date.now()` once hydrated).
 pub fn now_utc() -> DateTime<Utc> {
@@ -92,13 +93,12 @@ pub fn CardUndo(
     if !viewer.can_answer || !approval.undo_offered(now_utc()) {
         return ().into_any();
     }
-    // The app's own "hydrated" flag (no signal of this card's: the page may draw the card
-    // anew, a live event, while the undo is on its way, and a stale button must read nothing
-    // that went with it).
-    let hydrated = use_context::<Hydrated>().map(|h| h.0);
     let live_ctx = use_context::<Live>();
     let id = approval.id.clone();
-    let run = move |_| {
+    // Before the page is live the button submits the card's undo form (crate::card_form);
+    // live, it runs the undo in place and the form is never sent.
+    let run = move |ev: leptos::ev::MouseEvent| {
+        ev.prevent_default();
         if state.busy.get_untracked() {
             return;
         }
@@ -118,14 +118,13 @@ pub fn CardUndo(
     };
     let until = approval.undo_until();
     view! {
-        <div class="card-undo-action">
+        <form class="card-undo-action" method="post" action=UNDO_URL>
+            <input type="hidden" name="id" value=approval.id.clone()/>
             <button
-                type="button"
+                type="submit"
                 class="btn btn-quiet"
                 data-testid="undo-button"
-                disabled=move || {
-                    state.busy.get() || !hydrated.is_none_or(|h| h.try_get().unwrap_or(false))
-                }
+                disabled=move || state.busy.get()
                 on:click=run
             >
                 {approval.undo_label()}
@@ -136,7 +135,7 @@ pub fn CardUndo(
                     <time datetime=until.to_rfc3339()>{move || format_time(until, offset.get())}</time>
                 </span>
             })}
-        </div>
+        </form>
     }
     .into_any()
 }

@@ -7,7 +7,9 @@
 //! - a second answer and a read device change nothing and come back to the card's page with
 //!   the refusal in `refused=`, shown on the card;
 //! - a post from another site, or without the session, changes nothing;
-//! - a decision that is neither `approve` nor `reject` is a 400 and changes nothing.
+//! - a decision that is neither `approve` nor `reject` is a 400 and changes nothing;
+//! - the card's undo form (`POST /ui/undo_card`) runs the undo once, refuses a second post and
+//!   a post from another site.
 
 mod support;
 
@@ -43,10 +45,21 @@ async fn row(server: &Iris, owner: &str, id: &str) -> Value {
         .await
 }
 
-/// Posts the card's form as a browser does: url-encoded, `Accept: text/html`, from a page of
-/// `site` (its `Origin`, `Referer` and `Sec-Fetch-Site`), with `cookie` when given.
+/// Posts the card's answer form as a browser does (see [`post_to`]).
 async fn post_form(
     server: &Iris,
+    form: &[(&str, &str)],
+    cookie: Option<&str>,
+    site: &str,
+) -> reqwest::Response {
+    post_to(server, "/ui/answer_card", form, cookie, site).await
+}
+
+/// Posts a form to `path` as a browser does: url-encoded, `Accept: text/html`, from a page of
+/// `site` (its `Origin`, `Referer` and `Sec-Fetch-Site`), with `cookie` when given.
+async fn post_to(
+    server: &Iris,
+    path: &str,
     form: &[(&str, &str)],
     cookie: Option<&str>,
     site: &str,
@@ -57,7 +70,7 @@ async fn post_form(
         "cross-site"
     };
     let mut request = no_redirects()
-        .post(format!("{}/ui/answer_card", server.url))
+        .post(format!("{}{path}", server.url))
         .header("accept", "text/html,application/xhtml+xml")
         .header("origin", site)
         .header("referer", format!("{site}/activity"))
@@ -166,6 +179,37 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
         .unwrap();
     assert!(page.contains("data-testid=\"card-error\""), "{page}");
     assert!(page.contains("already"), "the refusal is on the card");
+
+    // Its undo form, once it ran: from another site refused; from this site the undo runs
+    // once; a second post is refused with the reason.
+    server
+        .client()
+        .wait_execution(&id, &owner, "executed")
+        .await;
+    let undo = [("id", id.as_str())];
+    let forged = post_to(
+        &server,
+        "/ui/undo_card",
+        &undo,
+        Some(&browser),
+        "https://forms.example",
+    )
+    .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(row(&server, &owner, &id).await["undo"].is_null());
+    let undone = post_to(&server, "/ui/undo_card", &undo, Some(&browser), &server.url).await;
+    assert_eq!(undone.status(), StatusCode::FOUND);
+    assert_eq!(location(&undone), format!("/activity/{id}"));
+    let after = row(&server, &owner, &id).await;
+    assert_eq!(after["undo"]["state"], "done");
+    assert_eq!(after["undo"]["surface"], "web");
+    let twice = post_to(&server, "/ui/undo_card", &undo, Some(&browser), &server.url).await;
+    assert!(
+        location(&twice).starts_with(&format!("/activity/{id}?refused=")),
+        "{}",
+        location(&twice)
+    );
+    assert_eq!(row(&server, &owner, &id).await["undo"], after["undo"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
