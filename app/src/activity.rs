@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use iris_core::wire::{Approval, ApprovalStatus};
 use leptos::prelude::*;
-use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
@@ -22,9 +21,11 @@ const MAX_POLLS: u32 = 60;
 
 /// The Activity page.
 #[component]
-pub fn ActivityPage() -> impl IntoView {
-    let params = use_params_map();
-    let focus = Memo::new(move |_| params.read().get("id"));
+pub fn ActivityPage(
+    /// The card in the address (`/activity/{id}`): highlighted and brought into view.
+    focus: Option<String>,
+) -> impl IntoView {
+    let focus = Signal::stored(focus);
     let live = use_context::<Live>().unwrap_or_default();
     // A card answered here takes the highlight from the one in the URL.
     provide_context(crate::card::AnsweredHere(RwSignal::new(None)));
@@ -66,7 +67,7 @@ pub fn ActivityPage() -> impl IntoView {
     let states = StoredValue::new(HashMap::<String, CardState>::new());
     // A refusal of the card's form (answered before the page was live, crate::card_form)
     // comes back in the address and shows on that card like any other answer's error.
-    let refused = StoredValue::new(use_query_map().with_untracked(|q| q.get("refused")));
+    let refused = StoredValue::new(crate::page::query_param("refused"));
     let state_for = move |id: &str| -> CardState {
         if let Some(state) = states.with_value(|m| m.get(id).copied()) {
             return state;

@@ -84,7 +84,7 @@ pub fn RequestBannerView() -> impl IntoView {
                         <strong>"New card waiting: "</strong>
                         {announced.title.clone()}
                     </p>
-                    // A plain link: the router still handles it in the page (no reload).
+                    // A plain link: it loads the card's page.
                     <a href=href class="btn btn-primary" data-testid="request-banner-open" on:click=move |_| banner.dismiss()>
                         "Open"
                     </a>

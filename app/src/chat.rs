@@ -10,7 +10,6 @@
 use iris_core::wire::{ApprovalStatus, ChatLine, RunMessage, MAX_MESSAGE_CHARS};
 use leptos::html;
 use leptos::prelude::*;
-use leptos_router::components::A;
 
 use crate::api::{current_viewer, load_conversation, send_chat};
 use crate::error::AppError;
@@ -444,9 +443,9 @@ fn line_body(line: &ChatLine) -> AnyView {
     let href = format!("/activity/{id}");
     let link = move || {
         view! {
-            <A href=href.clone() attr:class="card-link" attr:data-testid="chat-approval-link">
+            <a href=href.clone() class="card-link" data-testid="chat-approval-link">
                 "open the card"
-            </A>
+            </a>
         }
     };
     match find_card_link(&text, &id) {

@@ -2,7 +2,8 @@
 //! hydrated in the browser.
 //!
 //! - [`shell`] is the HTML document the server renders around [`App`].
-//! - [`App`] holds the router and the app-wide state (chat, live updates, clock).
+//! - [`App`] holds the app-wide state (chat, live updates, clock) and draws the page the
+//!   address names ([`page`]).
 //! - [`activity`] is the Activity page: pending cards first, then answered ones.
 //! - [`banner`] is the new-card banner every page shows on `approval.requested`.
 //! - [`card`] is the approval card, its confirm dialog and its outcome.
@@ -11,6 +12,8 @@
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server
 //!   implements to answer them; [`codec`] their answers' encoding.
 //! - [`live`] listens to `GET /api/events` (Server-Sent Events) in the browser.
+//! - [`page`] says which page an address shows (pages are separate documents: no client-side
+//!   router).
 //! - [`plugins`] is the Plugins page: each plugin's tools with effect, gate and undo.
 //! - [`devices`] is the Devices page: live devices, revoke, pairing links.
 //! - [`push`] is "Notify this device when a card waits" (Web Push), on Activity and Devices.
@@ -38,6 +41,7 @@ pub mod error;
 pub mod format;
 pub mod history;
 pub mod live;
+pub mod page;
 pub mod pairing;
 pub mod passkeys;
 pub mod plugins;
@@ -49,16 +53,13 @@ pub mod undo;
 use leptos::prelude::*;
 use leptos::tachys::html::attribute::custom::CustomAttribute;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
-use leptos_router::{
-    components::{Route, Router, Routes, A},
-    path,
-};
 
 use crate::activity::ActivityPage;
 use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
 use crate::devices::DevicesPage;
 use crate::live::{ClientClock, Hydrated, Live};
+use crate::page::Page;
 use crate::plugins::PluginsPage;
 
 #[cfg(feature = "ssr")]
@@ -126,10 +127,10 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// The application: app-wide state, the header with its page links, the routes (`/`,
-/// `/activity`, `/activity/:id` show the Activity page, `/plugins` the Plugins page, `/devices`
-/// the Devices page) and the
-/// chat beside them.
+/// The application: app-wide state, the header with its page links, the page the address
+/// names ([`Page`]: `/`, `/activity`, `/activity/{id}` show the Activity page, `/plugins` the
+/// Plugins page, `/devices` the Devices page; any other address says the page does not exist,
+/// with status 404) and the chat beside it.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -161,37 +162,49 @@ pub fn App() -> impl IntoView {
         chat.reload();
     });
 
+    let page = Page::current();
+    let current = page.nav_href();
+    // The header's link to the page shown says so (`aria-current="page"`), as screen readers
+    // expect and the style sheet shows.
+    let nav_link = move |href: &'static str, label: &'static str| {
+        view! {
+            <a href=href aria-current=(current == Some(href)).then_some("page")>{label}</a>
+        }
+    };
+    let content = match page {
+        Page::Activity(focus) => view! { <ActivityPage focus/> }.into_any(),
+        Page::Plugins => view! { <PluginsPage/> }.into_any(),
+        Page::Devices => view! { <DevicesPage/> }.into_any(),
+        Page::NotFound => {
+            #[cfg(feature = "ssr")]
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                response.set_status(axum::http::StatusCode::NOT_FOUND);
+            }
+            view! { <p class="page-note">"This page does not exist."</p> }.into_any()
+        }
+    };
+
     view! {
         <Title text="IRIS approvals"/>
-        <Router>
-            <header class="topbar">
-                <A href="/activity" attr:class="brand">
-                    <span class="brand-mark" aria-hidden="true">"◉"</span>
-                    " IRIS"
-                </A>
-                <span class="topbar-sub">"Approvals"</span>
-                <nav class="topnav" aria-label="Pages">
-                    <A href="/activity">"Activity"</A>
-                    <A href="/plugins">"Plugins"</A>
-                    <A href="/devices">"Devices"</A>
-                </nav>
-            </header>
-            <RequestBannerView/>
-            <main class="layout">
-                <aside class="chat-col" aria-label="Chat">
-                    <ChatPanel/>
-                </aside>
-                <div class="cards-col">
-                    <Routes fallback=|| view! { <p class="page-note">"This page does not exist."</p> }>
-                        <Route path=path!("/") view=ActivityPage/>
-                        <Route path=path!("/activity") view=ActivityPage/>
-                        <Route path=path!("/activity/:id") view=ActivityPage/>
-                        <Route path=path!("/plugins") view=PluginsPage/>
-                        <Route path=path!("/devices") view=DevicesPage/>
-                    </Routes>
-                </div>
-            </main>
-        </Router>
+        <header class="topbar">
+            <a href="/activity" class="brand">
+                <span class="brand-mark" aria-hidden="true">"◉"</span>
+                " IRIS"
+            </a>
+            <span class="topbar-sub">"Approvals"</span>
+            <nav class="topnav" aria-label="Pages">
+                {nav_link("/activity", "Activity")}
+                {nav_link("/plugins", "Plugins")}
+                {nav_link("/devices", "Devices")}
+            </nav>
+        </header>
+        <RequestBannerView/>
+        <main class="layout">
+            <aside class="chat-col" aria-label="Chat">
+                <ChatPanel/>
+            </aside>
+            <div class="cards-col">{content}</div>
+        </main>
     }
 }
 

@@ -13,6 +13,7 @@ import {
   undoInChat,
   WEEK_PROMOS,
   watchConsole,
+  followLive,
 } from './helpers';
 
 test.use({ colorScheme: 'dark' });
@@ -170,7 +171,7 @@ test('a pinned write card "acts for you" in blue, not red, and reads in the dark
   const link = page.getByTestId('chat-approval-link').last();
   await expect(link).toBeVisible();
   const id = (await link.getAttribute('href'))!.split('/').pop()!;
-  await link.click();
+  await followLive(page, link);
   const card = page.getByTestId(`card-${id}`);
   await expect(card.getByTestId('badge-acts')).toHaveText('Acts for you');
 

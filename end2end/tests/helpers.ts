@@ -89,6 +89,17 @@ export async function openLive(page: Page, url: string): Promise<void> {
 }
 
 /**
+ * Follows `link` (pages are separate documents: the card's page loads from the server) and
+ * waits until the new page is live, as [`openLive`] does.
+ */
+export async function followLive(page: Page, link: Locator): Promise<void> {
+  // The request, not its answer: a spec may hold the stream back (page.route).
+  const stream = page.waitForRequest((r) => r.url().endsWith('/api/events'));
+  await link.click();
+  await stream;
+}
+
+/**
  * Opens Activity, asks for the promo clean-up, follows the halt message's link and returns the
  * approval id and its card.
  */
@@ -116,7 +127,7 @@ export async function askAndOpenCard(page: Page): Promise<{ id: string; card: Lo
   expect(href).toMatch(/^\/activity\/[A-Za-z0-9-]+$/);
   const id = href!.split('/').pop()!;
 
-  await link.click();
+  await followLive(page, link);
   await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
   const card = page.getByTestId(`card-${id}`);
   await expect(card).toBeVisible();

@@ -1,7 +1,7 @@
 // A phone must never scroll sideways: a request with a long unbroken word (a pasted URL) wraps
 // inside the card and the chat instead of widening the page.
 import { test, expect } from '@playwright/test';
-import { PHONE, REQUEST, shot } from './helpers';
+import { PHONE, REQUEST, shot, followLive } from './helpers';
 
 test('a long unbroken request wraps on a phone', async ({ page }) => {
   await page.setViewportSize(PHONE);
@@ -14,7 +14,7 @@ test('a long unbroken request wraps on a phone', async ({ page }) => {
   const link = page.getByTestId('chat-approval-link').last();
   await expect(link).toBeVisible();
   const id = (await link.getAttribute('href'))!.split('/').pop()!;
-  await link.click();
+  await followLive(page, link);
   const card = page.getByTestId(`card-${id}`);
   await expect(card).toContainText('a1b2c3d4e5a1b2c3d4e5');
 

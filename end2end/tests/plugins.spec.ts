@@ -14,7 +14,7 @@ async function expectNoSidewaysScroll(page: Page): Promise<void> {
 test('the Plugins page shows each tool with its effect, gate and undo', async ({ page }) => {
   const problems = watchConsole(page);
 
-  // From Activity, the header's link leads to Plugins (client-side, after hydration).
+  // From Activity, the header's link leads to Plugins (a page of its own).
   await page.goto('/activity');
   await expect(page.getByTestId('chat-input')).toBeEditable();
   const nav = page.getByRole('navigation', { name: 'Pages' });

@@ -4,7 +4,7 @@
 import { test, expect, Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { shotBothWidths, pageShots, watchConsole, WEEK_PROMOS } from './helpers';
+import { shotBothWidths, pageShots, watchConsole, WEEK_PROMOS, followLive } from './helpers';
 
 async function ask(page: Page, message: string): Promise<void> {
   const input = page.getByTestId('chat-input');
@@ -56,7 +56,7 @@ test('the reply card acts for you, shows the whole mail, and approving sends it 
   await expect(halt).toContainText('I need your approval to');
   const href = await halt.getByTestId('chat-approval-link').getAttribute('href');
   const id = href!.split('/').pop()!;
-  await halt.getByTestId('chat-approval-link').click();
+  await followLive(page, halt.getByTestId('chat-approval-link'));
   const card = page.getByTestId(`card-${id}`);
   await expect(card).toBeVisible();
 

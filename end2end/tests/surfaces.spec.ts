@@ -7,7 +7,7 @@
 import { test, expect, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, WEEK_PROMOS, openLive } from './helpers';
+import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, WEEK_PROMOS, openLive, followLive } from './helpers';
 
 const IRIS =
   process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
@@ -148,7 +148,7 @@ test('a second browser shows the banner when a card is requested, and it opens t
     // The tab that asked has the card in its chat and on its page: no banner there.
     await expect(page.getByTestId('request-banner')).toHaveCount(0);
 
-    await banner.getByTestId('request-banner-open').click();
+    await followLive(other, banner.getByTestId('request-banner-open'));
     await expect(other).toHaveURL(new RegExp(`/activity/${id}$`));
     await expect(other.getByTestId(`card-${id}`)).toBeVisible();
     await expect(other.getByTestId('request-banner')).toHaveCount(0);

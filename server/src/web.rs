@@ -9,7 +9,7 @@ use axum::extract::{Request, State};
 use axum::http::{request::Parts, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use chrono::Utc;
 use iris_core::ports::{
@@ -21,7 +21,7 @@ use iris_core::wire::{
     DeviceInfo, DeviceScope, PairingOffer, PluginList,
 };
 use leptos::prelude::{provide_context, use_context};
-use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
+use leptos_axum::handle_server_fns_with_context;
 use tower_sessions::Session;
 
 use crate::auth;
@@ -268,6 +268,9 @@ fn answer_with_status(error: ApiError) -> String {
     error.to_string()
 }
 
+/// The addresses of the app's pages (as `app::page::Page` reads them).
+const PAGES: [&str; 5] = ["/", "/activity", "/activity/{id}", "/plugins", "/devices"];
+
 /// Pages, server functions and static files (`/pkg` with its precompressed files, the rest of
 /// the site root through Leptos' file handler).
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -277,13 +280,20 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let options = state.leptos.clone();
     let page_backend = backend.clone();
     let fn_backend = backend;
-    Router::new()
-        .leptos_routes_with_context(
-            state,
-            generate_route_list(app::App),
-            move || provide_context(page_backend.clone()),
-            move || app::shell(options.clone()),
-        )
+    // The app's pages (app::page::Page says which address shows which): each rendered on the
+    // server, streamed, then hydrated. Any other address falls through to the file handler
+    // below, which renders the app's "does not exist" page with status 404.
+    // Leptos' resources spawn on tokio while a page renders (an Err is only "already set").
+    let _ = any_spawner::Executor::init_tokio();
+    let render = leptos_axum::render_app_to_stream_with_context(
+        move || provide_context(page_backend.clone()),
+        move || app::shell(options.clone()),
+    );
+    let mut router = Router::new();
+    for path in PAGES {
+        router = router.route(path, get(render.clone()));
+    }
+    router
         .nest_service(
             &format!("/{}", state.leptos.site_pkg_dir),
             crate::assets::pkg_service(&state.leptos),
