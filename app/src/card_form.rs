@@ -1,10 +1,10 @@
 //! The card's own HTML form: how a card is answered before the page's wasm has arrived.
 //!
 //! On a slow phone the server's HTML is on screen seconds before the browser has the wasm that
-//! makes the page live (BENCHMARKS.md: about 1.3 s against 3.4 s on Fast 3G). Until then a
-//! card's Reject button submits the card's form, and its action button opens [`FormConfirm`], a
-//! native `<dialog>` (the `command="show-modal"` invoker: no script) with the same words as
-//! the live confirm dialog, whose confirm submits the form with `decision=approve`. The form
+//! makes the page live (BENCHMARKS.md, Fast 3G: 1.3 s against 3 s). Until then a card's Reject
+//! button submits the card's form, and its action button opens [`FormConfirm`], a native
+//! `<dialog>` (the `command="show-modal"` invoker: no script) with the same words as the live
+//! confirm dialog, whose confirm submits the form with `decision=approve`. The form
 //! posts to [`answer_card`](crate::api::answer_card), which answers through the same backend
 //! call as the live page and sends the browser to the card's page, where its outcome shows.
 //! Once hydrated, the buttons answer in place as before (their handlers stop the form) and the

@@ -282,8 +282,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let fn_backend = backend;
     // The app's pages (app::page::Page says which address shows which): each rendered on the
     // server, streamed, then hydrated. Any other address falls through to the file handler
-    // below, which renders the app's "does not exist" page with status 404.
-    // Leptos' resources spawn on tokio while a page renders (an Err is only "already set").
+    // below, which renders the app's "does not exist" page with status 404. Leptos' resources
+    // spawn on tokio while a page renders (an Err here only says it was set already).
     let _ = any_spawner::Executor::init_tokio();
     let render = leptos_axum::render_app_to_stream_with_context(
         move || provide_context(page_backend.clone()),
