@@ -114,8 +114,11 @@ async function makePendingCard(browser) {
   await context.close();
 }
 
-/** One cold load of /activity at 375 px on Fast 3G: ms from navigation start to a working tap. */
-async function oneRun(browser) {
+/**
+ * A first visit of /activity on a phone: a fresh context (empty cache, new session) at 375 ×
+ * 812 px with touch, the network throttled to Fast 3G, navigated until the response starts.
+ */
+async function coldPhoneLoad(browser) {
   const context = await browser.newContext({
     viewport: { width: 375, height: 812 },
     deviceScaleFactor: 2,
@@ -127,6 +130,12 @@ async function oneRun(browser) {
   await cdp.send('Network.enable');
   await cdp.send('Network.emulateNetworkConditions', FAST_3G);
   await page.goto(`${base}/activity`, { waitUntil: 'commit', timeout: 60_000 });
+  return { context, page };
+}
+
+/** One cold load of /activity at 375 px on Fast 3G: ms from navigation start to a working tap. */
+async function oneRun(browser) {
+  const { context, page } = await coldPhoneLoad(browser);
   const button = page.getByTestId('action-button').first();
   // Whichever confirm dialog the tap opened: the form's (not live yet) or the live one.
   const dialog = page
@@ -188,17 +197,7 @@ async function oneRun(browser) {
  * live page answers in place). Leaves Activity with one card fewer.
  */
 async function answerRun(browser) {
-  const context = await browser.newContext({
-    viewport: { width: 375, height: 812 },
-    deviceScaleFactor: 2,
-    isMobile: true,
-    hasTouch: true,
-  });
-  const page = await context.newPage();
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('Network.enable');
-  await cdp.send('Network.emulateNetworkConditions', FAST_3G);
-  await page.goto(`${base}/activity`, { waitUntil: 'commit', timeout: 60_000 });
+  const { context, page } = await coldPhoneLoad(browser);
   const start = await page.evaluate(() => performance.timeOrigin);
   const card = page.locator('article.card:has([data-testid=reject-button])').first();
   const reject = card.getByTestId('reject-button');
