@@ -78,13 +78,19 @@ export async function pageShots(page: Page, name: string): Promise<void> {
 }
 
 /**
- * Opens `url` and waits until the page is live: hydrated, with its live stream
- * (`/api/events`) up. Before that a card's buttons work as its HTML form (a tap posts and loads
+ * Opens `url` and waits until the page is live: hydrated, asking for its live stream
+ * (`/api/events`). Before that a card's buttons work as its HTML form (a tap posts and loads
  * the card's page again), so a spec about the live page waits for this first.
  */
 export async function openLive(page: Page, url: string): Promise<void> {
-  const stream = page.waitForResponse((r) => r.url().endsWith('/api/events'));
-  await page.goto(url);
+  await untilLive(page, () => page.goto(url));
+}
+
+/** Runs `go` (a navigation) and waits until the page it loads asks for its live stream. */
+async function untilLive(page: Page, go: () => Promise<unknown>): Promise<void> {
+  // The request, not its answer: a spec may hold the stream back (page.route).
+  const stream = page.waitForRequest((r) => r.url().endsWith('/api/events'));
+  await go();
   await stream;
 }
 
@@ -93,10 +99,7 @@ export async function openLive(page: Page, url: string): Promise<void> {
  * waits until the new page is live, as [`openLive`] does.
  */
 export async function followLive(page: Page, link: Locator): Promise<void> {
-  // The request, not its answer: a spec may hold the stream back (page.route).
-  const stream = page.waitForRequest((r) => r.url().endsWith('/api/events'));
-  await link.click();
-  await stream;
+  await untilLive(page, () => link.click());
 }
 
 /**
