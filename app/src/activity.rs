@@ -66,15 +66,20 @@ pub fn ActivityPage(
     let owner = StoredValue::new(Owner::current().unwrap_or_default());
     let states = StoredValue::new(HashMap::<String, CardState>::new());
     // A refusal of the card's form (answered before the page was live, crate::card_form)
-    // comes back in the address and shows on that card like any other answer's error.
-    let refused = StoredValue::new(crate::page::query_param("refused"));
+    // comes with the first snapshot and shows on that card like any other answer's error.
+    let refused = move || {
+        first
+            .get_untracked()
+            .and_then(|snapshot| snapshot.ok())
+            .and_then(|snapshot| snapshot.refused)
+    };
     let state_for = move |id: &str| -> CardState {
         if let Some(state) = states.with_value(|m| m.get(id).copied()) {
             return state;
         }
         let state = owner.with_value(|o| o.with(CardState::new));
         if focus.get_untracked().as_deref() == Some(id) {
-            state.error.set(refused.get_value());
+            state.error.set(refused());
         }
         states.update_value(|m| {
             m.insert(id.to_owned(), state);

@@ -11,7 +11,7 @@ use iris_core::wire::{
     PairingOffer, PluginList,
 };
 use leptos::prelude::*;
-use leptos::server_fn::codec::{Json, PostUrl};
+use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Viewer;
@@ -32,6 +32,11 @@ pub struct ActivitySnapshot {
     pub older: Option<String>,
     /// The `/activity/:id` id when no card has it.
     pub missing: Option<String>,
+    /// Why the card's own form answer for the `/activity/:id` card was refused, read from
+    /// the server's one-time cookie (`card_form::refusal_for`) while that page renders; shown
+    /// on that card.
+    #[serde(default)]
+    pub refused: Option<String>,
 }
 
 impl ActivitySnapshot {
@@ -129,8 +134,12 @@ pub async fn activity_data(
         answered: page.approvals,
         older: page.next,
         missing: None,
+        refused: None,
     };
     if let Some(id) = focus {
+        snapshot.refused = on_server::request()
+            .ok()
+            .and_then(|request| crate::card_form::refusal_for(&request.headers, &id));
         if !snapshot.cards().any(|a| a.id == id) {
             match backend.approval(&id).await.map_err(AppError::Backend)? {
                 Some(one) => snapshot.answered.insert(0, one),
@@ -167,66 +176,6 @@ pub async fn respond_approval(
         .respond(&viewer, &id, decision, reason)
         .await
         .map_err(AppError::Backend)
-}
-
-/// Answers one card from the card's own HTML form, the way a tap works before the page's wasm
-/// has arrived (seconds on a slow phone): `POST /ui/answer_card`, url-encoded `id` and
-/// `decision` (`approve` or `reject`), answered through the same backend call as
-/// [`respond_approval`] (surface `web`). The browser is then sent to the card's page
-/// (`302` to `/activity/{id}`), which shows what happened; a refusal (already answered,
-/// lapsed, view only, not paired) comes back as `/activity/{id}?refused=<sentence>`, shown on
-/// that card. A card whose approval needs the owner's passkey is never approved here (the
-/// passkey step needs the page's script): the core refuses it and nothing changes.
-///
-/// Like every server function, it is refused with 403 before it runs unless the post comes
-/// from a page of this server (the server's CSRF guard on `/ui/`): another site cannot make a
-/// signed-in browser answer a card.
-#[server(prefix = "/ui", endpoint = "answer_card", input = PostUrl)]
-pub async fn answer_card(
-    #[doc = "The approval row."] id: String,
-    #[doc = "`approve` or `reject`."] decision: String,
-) -> Result<(), AppError> {
-    let decision = match decision.as_str() {
-        "approve" => Decision::Approve,
-        "reject" => Decision::Reject,
-        other => {
-            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-                response.set_status(axum::http::StatusCode::BAD_REQUEST);
-            }
-            return Err(AppError::Backend(format!(
-                "The card's form said {other:?}; a card is answered with approve or reject. Nothing was changed."
-            )));
-        }
-    };
-    // The core refuses a card whose approval needs a passkey (ADR-0118 decision 4): this
-    // form carries none, so such a card is only rejected here.
-    let answered = match on_server::controller().await {
-        Ok((backend, viewer)) => backend
-            .respond(&viewer, &id, decision, None)
-            .await
-            .map(|_| ()),
-        Err(e) => Err(e.to_string()),
-    };
-    let path = crate::card_form::card_path(&id, answered.err().as_deref());
-    leptos_axum::redirect(&path);
-    Ok(())
-}
-
-/// Runs the card's undo from its own HTML form, the way the undo button works before the
-/// page's wasm has arrived: `POST /ui/undo_card`, url-encoded `id`, through the same backend
-/// call as [`undo_approval`] (once, whatever the taps). Like [`answer_card`], the browser is
-/// then sent to the card's page (`302` to `/activity/{id}`), with `?refused=<sentence>` when
-/// the undo was refused (already undone, window closed, view only); the server's CSRF guard
-/// refuses a post from another site (403) before it runs.
-#[server(prefix = "/ui", endpoint = "undo_card", input = PostUrl)]
-pub async fn undo_card(#[doc = "The approval row."] id: String) -> Result<(), AppError> {
-    let undone = match on_server::controller().await {
-        Ok((backend, viewer)) => backend.undo(&viewer, &id).await.map(|_| ()),
-        Err(e) => Err(e.to_string()),
-    };
-    let path = crate::card_form::card_path(&id, undone.err().as_deref());
-    leptos_axum::redirect(&path);
-    Ok(())
 }
 
 /// Runs the card's undo as the viewer (surface `web`), once; returns the row with its `undo`.

@@ -253,11 +253,13 @@ pub fn ApprovalCard(
     // the card and its dialog say so, as a destructive one says it deletes data.
     let irreversible = acts_for_you && card.undo_tool.is_none();
     // The undo sentence matters while the call may still run or after it ran, not after a "no".
-    // Once the card's undo was asked for, its own line says what came back instead.
+    // Once the card's undo was asked for, its own line says what came back instead. Not when
+    // the outcome is unknown either: "you can restore these" would say it ran (DESIGN §8
+    // fail closed: unknown is neither done nor not done).
     let undo_applies = approval.undo.is_none()
         && (pending
             || (approval.status == ApprovalStatus::Approved
-                && approval.execution != Execution::Failed));
+                && !matches!(approval.execution, Execution::Failed | Execution::Unknown)));
     let args = exact_args(&approval);
     let expires_at = approval.expires_at;
     let created_at = approval.created_at;

@@ -43,7 +43,7 @@ impl Page {
     /// The page of the address being shown: the request's on the server, the browser's own
     /// address in the browser.
     pub fn current() -> Page {
-        Page::from_path(&current_address().0)
+        Page::from_path(&current_path())
     }
 
     /// The header link this page belongs to (`/activity`, `/plugins`, `/devices`), if any.
@@ -57,65 +57,31 @@ impl Page {
     }
 }
 
-/// The value of `name` in the address's query (percent-decoded, `+` as a space), if present.
-pub fn query_param(name: &str) -> Option<String> {
-    let query = current_address().1;
-    query.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        (decode(key) == name).then(|| decode(value))
-    })
-}
-
-/// The address being shown as (path, query without `?`).
-fn current_address() -> (String, String) {
+/// The path of the address being shown.
+fn current_path() -> String {
     #[cfg(feature = "ssr")]
     {
         use leptos::prelude::use_context;
         if let Some(parts) = use_context::<axum::http::request::Parts>() {
-            return (
-                parts.uri.path().to_owned(),
-                parts.uri.query().unwrap_or_default().to_owned(),
-            );
+            return parts.uri.path().to_owned();
         }
     }
     #[cfg(feature = "hydrate")]
     {
-        let location = leptos::prelude::window().location();
-        let search = location.search().unwrap_or_default();
-        return (
-            location.pathname().unwrap_or_default(),
-            search.strip_prefix('?').unwrap_or(&search).to_owned(),
-        );
+        return leptos::prelude::window()
+            .location()
+            .pathname()
+            .unwrap_or_default();
     }
     #[allow(unreachable_code)]
-    ("/".to_owned(), String::new())
+    "/".to_owned()
 }
 
-/// Percent-decodes `text` (`+` as a space, as in a form's query); a malformed escape stays as
-/// it is, and bytes that are not UTF-8 become U+FFFD.
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let hex = |b: u8| char::from(b).to_digit(16);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => match (
-                bytes.get(i + 1).and_then(|&b| hex(b)),
-                bytes.get(i + 2).and_then(|&b| hex(b)),
-            ) {
-                (Some(high), Some(low)) => {
-                    out.push((high * 16 + low) as u8);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// Percent-decodes a path segment; bytes that are not UTF-8 become U+FFFD.
+fn decode(segment: &str) -> String {
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -142,8 +108,8 @@ mod tests {
     }
 
     #[test]
-    fn a_query_value_is_decoded() {
-        assert_eq!(decode("a%20b+c%E2%80%9C"), "a b c\u{201c}");
+    fn a_card_id_is_percent_decoded() {
+        assert_eq!(decode("a%20b+c%E2%80%9C"), "a b+c\u{201c}");
         assert_eq!(decode("100%"), "100%");
         assert_eq!(decode("%zz"), "%zz");
     }

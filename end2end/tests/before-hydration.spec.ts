@@ -152,11 +152,16 @@ test('a form answer to a card answered meanwhile says so on the card', async ({ 
     );
     await other.close();
     await page.getByTestId('form-dialog-confirm').click();
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}\\?refused=`));
+    // The refusal is not in the address (anyone can write one): the server's one-time cookie.
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
     await expect(card.getByTestId('card-error')).toContainText('already');
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   });
   await expect(card.getByTestId('card-error')).toContainText('already');
+  // Shown once: a reload shows the card as it stands, without the old refusal.
+  await page.reload();
+  await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
+  await expect(card.getByTestId('card-error')).toHaveCount(0);
 });
 
 test('a form dialog open when the page goes live stays, and the live page confirms its own way', async ({

@@ -20,6 +20,7 @@ pub mod api;
 pub mod api_routes;
 pub mod assets;
 pub mod auth;
+pub mod card_form;
 pub mod cli;
 pub mod config;
 pub mod email_accounts;

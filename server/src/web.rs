@@ -43,6 +43,11 @@ fn text<E: std::fmt::Display>(e: E) -> String {
 }
 
 impl WebBackend {
+    /// The app's view of this server's state.
+    pub(crate) fn new(state: AppState) -> WebBackend {
+        WebBackend { state }
+    }
+
     fn actor(&self, viewer: &Viewer) -> iris_core::approvals::Actor {
         iris_core::approvals::Actor {
             name: viewer.name.clone(),
@@ -289,11 +294,16 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         move || provide_context(page_backend.clone()),
         move || app::shell(options.clone()),
     );
-    let mut router = Router::new();
+    let mut pages = Router::new();
     for path in PAGES {
-        router = router.route(path, get(render.clone()));
+        pages = pages.route(path, get(render.clone()));
     }
-    router
+    let pages = pages.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        crate::card_form::refusal_shown_once,
+    ));
+    pages
+        .merge(crate::card_form::routes())
         .nest_service(
             &format!("/{}", state.leptos.site_pkg_dir),
             crate::assets::pkg_service(&state.leptos),
@@ -333,16 +343,20 @@ pub async fn csrf_guard(State(state): State<AppState>, req: Request, next: Next)
 
 /// In `--demo`: a page request (GET) from a browser that is not signed in is signed in as the
 /// demo owner device (a session, like a paired browser's), before the page renders, when it
-/// names this machine (or `IRIS_PUBLIC_URL`'s host) as its `Host` ([`demo_host`]). API
-/// requests are never signed in this way (they keep 401 without credentials), nor is the
-/// pairing page (so a browser can be paired as another device in the demo too).
+/// names this machine (or `IRIS_PUBLIC_URL`'s host) as its `Host` ([`demo_host`]). So is a
+/// post of a card's form from the demo's own page (`card_form`): a page drawn before the
+/// server restarted answers as the page would after a reload. API requests are never signed
+/// in this way (they keep 401 without credentials), nor is the pairing page (so a browser can
+/// be paired as another device in the demo too).
 pub async fn demo_sign_in(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(token) = state.demo_token.clone() else {
         return next.run(req).await;
     };
-    if !is_app_page(req.method(), req.uri().path())
-        || !demo_host(req.headers(), state.public_origin.as_deref())
-    {
+    let page = is_app_page(req.method(), req.uri().path());
+    // This layer runs before the CSRF guard: only a form posted from this site signs in.
+    let form = crate::card_form::is_form_post(req.method(), req.uri().path())
+        && auth::same_origin(req.method(), req.headers(), state.public_origin.as_deref());
+    if !(page || form) || !demo_host(req.headers(), state.public_origin.as_deref()) {
         return next.run(req).await;
     }
     // Read before authenticating: a session whose device is gone is flushed by it.

@@ -3,13 +3,18 @@
 //! browser's session cookie:
 //!
 //! - posted from this site it answers through the approvals service like the live page
-//!   (surface `web`, the pinned call runs once) and sends the browser to the card's page;
+//!   (surface `web`, the pinned call runs once) and sends the browser (303) to the card's page;
 //! - a second answer and a read device change nothing and come back to the card's page with
-//!   the refusal in `refused=`, shown on the card;
+//!   the refusal in a one-time cookie only the server sets: shown on that card once, cleared
+//!   by that page; words in the address are never shown;
 //! - a post from another site, or without the session, changes nothing;
-//! - a decision that is neither `approve` nor `reject` is a 400 and changes nothing;
+//! - a form that cannot be read (not url-encoded, a field missing or twice, a decision that is
+//!   neither `approve` nor `reject`, an id no card could have) is a 400 with a plain sentence
+//!   and changes nothing;
 //! - the card's undo form (`POST /ui/undo_card`) runs the undo once, refuses a second post and
-//!   a post from another site.
+//!   a post from another site;
+//! - in the demo, a form posted from the demo's page without a session (a page drawn before
+//!   the server restarted) answers as the demo's owner.
 
 mod support;
 
@@ -82,6 +87,28 @@ async fn post_to(
     request.send().await.unwrap()
 }
 
+/// The refusal cookie a response sets (`name=value`, as the browser sends it back).
+fn refusal_cookie(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("iris_refused="))
+        .map(|v| v.split(';').next().unwrap_or_default().to_string())
+}
+
+/// GETs a page of the server as a browser of this site with `cookie`.
+async fn page(server: &Iris, path: &str, cookie: &str) -> reqwest::Response {
+    no_redirects()
+        .get(format!("{}{path}", server.url))
+        .header("cookie", cookie)
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Where a response sends the browser.
 fn location(response: &reqwest::Response) -> String {
     response
@@ -117,10 +144,11 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
         &server.url,
     )
     .await;
+    assert_eq!(unsigned.status(), StatusCode::SEE_OTHER);
     assert!(
-        location(&unsigned).contains("refused="),
-        "{}",
-        location(&unsigned)
+        refusal_cookie(&unsigned).is_some_and(|c| c.contains("not%20paired")),
+        "{:?}",
+        refusal_cookie(&unsigned)
     );
     // Not a decision: 400, nothing changes.
     let bad = post_form(
@@ -142,7 +170,7 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
         &server.url,
     )
     .await;
-    assert_eq!(answered.status(), StatusCode::FOUND);
+    assert_eq!(answered.status(), StatusCode::SEE_OTHER);
     let locations = answered.headers().get_all("location").iter().count();
     assert_eq!(locations, 1, "one place to go, not the Referer too");
     assert_eq!(location(&answered), format!("/activity/{id}"));
@@ -160,25 +188,37 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
         &server.url,
     )
     .await;
-    assert_eq!(again.status(), StatusCode::FOUND);
-    let back = location(&again);
-    assert!(
-        back.starts_with(&format!("/activity/{id}?refused=")),
-        "{back}"
-    );
+    assert_eq!(again.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&again), format!("/activity/{id}"));
     assert_eq!(row(&server, &owner, &id).await["status"], "approved");
-    let page = no_redirects()
-        .get(format!("{}{back}", server.url))
-        .header("cookie", &browser)
-        .header("sec-fetch-site", "same-origin")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(page.contains("data-testid=\"card-error\""), "{page}");
-    assert!(page.contains("already"), "the refusal is on the card");
+    let refusal = refusal_cookie(&again).expect("the refusal rides in its cookie");
+    let shown = page(
+        &server,
+        &format!("/activity/{id}"),
+        &format!("{browser}; {refusal}"),
+    )
+    .await;
+    // The page that shows it clears it: a reload does not show it again.
+    let cleared = refusal_cookie(&shown).unwrap_or_default();
+    assert_eq!(cleared, "iris_refused=", "cleared with the page");
+    let html = shown.text().await.unwrap();
+    assert!(html.contains("data-testid=\"card-error\""), "{html}");
+    assert!(html.contains("already"), "the refusal is on the card");
+    // Another card's page does not show it; nor does the card's page without the cookie.
+    let elsewhere = page(&server, "/activity/other", &format!("{browser}; {refusal}")).await;
+    assert!(!elsewhere.text().await.unwrap().contains("already"));
+    // Words in the address are never put on a card (anyone can write an address).
+    let forged_words = page(
+        &server,
+        &format!("/activity/{id}?refused=Call%20us%20now"),
+        &browser,
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(!forged_words.contains("Call us now"));
+    assert!(!forged_words.contains("data-testid=\"card-error\""));
 
     // Its undo form, once it ran: from another site refused; from this site the undo runs
     // once; a second post is refused with the reason.
@@ -198,17 +238,14 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
     assert!(row(&server, &owner, &id).await["undo"].is_null());
     let undone = post_to(&server, "/ui/undo_card", &undo, Some(&browser), &server.url).await;
-    assert_eq!(undone.status(), StatusCode::FOUND);
+    assert_eq!(undone.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&undone), format!("/activity/{id}"));
     let after = row(&server, &owner, &id).await;
     assert_eq!(after["undo"]["state"], "done");
     assert_eq!(after["undo"]["surface"], "web");
     let twice = post_to(&server, "/ui/undo_card", &undo, Some(&browser), &server.url).await;
-    assert!(
-        location(&twice).starts_with(&format!("/activity/{id}?refused=")),
-        "{}",
-        location(&twice)
-    );
+    assert_eq!(location(&twice), format!("/activity/{id}"));
+    assert!(refusal_cookie(&twice).is_some_and(|c| c.contains("already")));
     assert_eq!(row(&server, &owner, &id).await["undo"], after["undo"]);
 }
 
@@ -228,7 +265,87 @@ async fn a_read_device_cannot_answer_through_the_form() {
         &server.url,
     )
     .await;
-    assert_eq!(refused.status(), StatusCode::FOUND);
-    assert!(location(&refused).contains("refused=This%20device%20can%20only%20view"));
+    assert_eq!(refused.status(), StatusCode::SEE_OTHER);
+    assert!(
+        refusal_cookie(&refused).is_some_and(|c| c.contains("This%20device%20can%20only%20view"))
+    );
     assert_eq!(row(&server, &owner, &id).await["status"], "pending");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_that_cannot_be_read_is_a_400_and_changes_nothing() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let server = world.start();
+    let owner = world.add_device("owner", "control");
+    let browser = server.pair_browser(&world, "control", "phone").await;
+    let id = new_card(&server, &owner).await;
+    let long_id = "x".repeat(100_000);
+
+    let forms: [(&str, Vec<(&str, &str)>); 5] = [
+        ("no id", vec![("decision", "approve")]),
+        ("no decision", vec![("id", &id)]),
+        ("not a decision", vec![("id", &id), ("decision", "maybe")]),
+        (
+            "the decision twice",
+            vec![("id", &id), ("decision", "reject"), ("decision", "approve")],
+        ),
+        (
+            "an id no card could have",
+            vec![("id", &long_id), ("decision", "reject")],
+        ),
+    ];
+    for (what, form) in forms {
+        let response = post_form(&server, &form, Some(&browser), &server.url).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{what}");
+        assert!(refusal_cookie(&response).is_none(), "{what}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains("Nothing was changed."), "{what}: {text}");
+        assert!(!text.contains('{'), "{what}: a sentence, not JSON: {text}");
+    }
+    // A JSON body where a form is expected.
+    let json_body = no_redirects()
+        .post(format!("{}/ui/answer_card", server.url))
+        .header("origin", &server.url)
+        .header("cookie", &browser)
+        .json(&json!({"id": id, "decision": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_body.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(row(&server, &owner, &id).await["status"], "pending");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_demo_a_form_posted_without_a_session_answers_as_the_demos_owner() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let owner = world.add_device("owner", "control");
+    let server = world.start_with(&["serve", "--demo"]);
+    let id = new_card(&server, &owner).await;
+
+    // From another site: refused, and not signed in.
+    let forged = post_form(
+        &server,
+        &[("id", &id), ("decision", "approve")],
+        None,
+        "https://forms.example",
+    )
+    .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(support::session_cookie(&forged).is_none());
+    // The demo's page, drawn before a restart, posts without a session: answered.
+    let answered = post_form(
+        &server,
+        &[("id", &id), ("decision", "reject")],
+        None,
+        &server.url,
+    )
+    .await;
+    assert_eq!(answered.status(), StatusCode::SEE_OTHER);
+    assert!(refusal_cookie(&answered).is_none());
+    let rejected = row(&server, &owner, &id).await;
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["responded_by"], "demo-owner-browser");
+    assert_eq!(rejected["surface"], "web");
 }

@@ -244,6 +244,13 @@ fn an_unknown_outcome_is_a_warning_not_a_success() {
     assert!(html.contains("Approved, outcome unknown"), "{html}");
     assert!(html.contains("server restarted mid-call"), "{html}");
     assert!(!html.contains("outcome-tone-success"), "{html}");
+    // "You can undo this" would say it ran; an executed card still offers it.
+    assert!(!html.contains("You can undo this"), "{html}");
+    let executed = render(
+        approved(Execution::Executed, Some(json!({"trashed": ["m1"]}))),
+        owner(),
+    );
+    assert!(executed.contains("You can undo this"), "{executed}");
 }
 
 /// A lapsed card says, in plain words, that it lapsed, when (its own expiry, not
