@@ -2,9 +2,13 @@
 # Builds IRIS for production, without cargo-leptos:
 #   target/release/iris                  the server (release)
 #   target/release/hash.txt              the assets' hashes, read by the server beside its binary
+#   target/release/hash-setup.txt        the same for the setup bundle's js and wasm
 #   target/site-release/pkg/iris.<hash>.js     wasm-bindgen's loader
-#   target/site-release/pkg/iris.<hash>.wasm   the hydrate build of `app` (profile wasm-release,
-#                                              then `wasm-opt -Oz`)
+#   target/site-release/pkg/iris.<hash>.wasm   the hydrate build of `app` for Activity (feature
+#                                              bundle-activity; profile wasm-release, then
+#                                              `wasm-opt -Oz`)
+#   target/site-release/pkg/iris-setup.<hash>.{js,wasm}   the same for Plugins and Devices
+#                                              (feature bundle-setup)
 #   target/site-release/pkg/iris.<hash>.css    style/iris.css
 #   ….br / ….gz beside each                    compressed once here at the best level
 #   target/site-release/*                the contents of app/public/, if any
@@ -67,51 +71,64 @@ say "server: cargo build --release -p server --bin iris --features ssr (RUSTFLAG
 RUSTFLAGS="$flags" cargo build --release -p server --bin iris --features ssr
 
 # --- Wasm --------------------------------------------------------------------------------------
-say "wasm: cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release --no-default-features --features hydrate (rustflags: $flags)"
-CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" \
-  cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release \
-  --no-default-features --features hydrate
-
+# A wasm per set of pages (app::page::Bundle): `iris` hydrates Activity (feature bundle-activity),
+# `iris-setup` Plugins and Devices (bundle-setup). The server names each page's own when
+# hash-setup.txt is beside it.
 site=$target/site-release
 pkg=$site/pkg
 work=$target/site-release.tmp
-rm -rf "$work"
-mkdir -p "$work"
-say "wasm-bindgen --target web"
-wasm-bindgen --target web --no-typescript --out-dir "$work" --out-name iris \
-  "$target/wasm32-unknown-unknown/wasm-release/app.wasm"
-say "wasm-opt -Oz"
-wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-  --enable-mutable-globals --enable-reference-types --enable-multivalue \
-  "$work/iris_bg.wasm" -o "$work/iris.opt.wasm"
-# Debian's wasm-opt (binaryen 108) points wasm-bindgen's exported externref table at the funcref
-# table; put it back (a no-op when the export came through right).
-python3 scripts/lib/fix_table_exports.py "$work/iris_bg.wasm" "$work/iris.opt.wasm"
+rm -rf "$work" "$site"
+mkdir -p "$work" "$pkg"
+hash_of() { sha256sum "$1" | cut -c1-16; }
+# wasm_bundle NAME FEATURE: builds, binds and shrinks one bundle into $pkg/NAME.<hash>.{js,wasm};
+# prints the js and wasm hashes (everything else goes to stderr).
+wasm_bundle() {
+  local name=$1 feature=$2 js_hash wasm_hash
+  say "wasm ($name): cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release --no-default-features --features hydrate,$feature (rustflags: $flags)" >&2
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" \
+    cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release \
+    --no-default-features --features "hydrate,$feature" >&2
+  say "wasm-bindgen --target web ($name)" >&2
+  wasm-bindgen --target web --no-typescript --out-dir "$work" --out-name "$name" \
+    "$target/wasm32-unknown-unknown/wasm-release/app.wasm" >&2
+  say "wasm-opt -Oz ($name)" >&2
+  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$work/${name}_bg.wasm" -o "$work/$name.opt.wasm" >&2
+  # Debian's wasm-opt (binaryen 108) points wasm-bindgen's exported externref table at the
+  # funcref table; put it back (a no-op when the export came through right).
+  python3 scripts/lib/fix_table_exports.py "$work/${name}_bg.wasm" "$work/$name.opt.wasm" >&2
+  js_hash=$(hash_of "$work/$name.js")
+  wasm_hash=$(hash_of "$work/$name.opt.wasm")
+  cp "$work/$name.js" "$pkg/$name.$js_hash.js"
+  cp "$work/$name.opt.wasm" "$pkg/$name.$wasm_hash.wasm"
+  if [ -d "$work/snippets" ]; then cp -R "$work/snippets" "$pkg/"; fi
+  echo "$js_hash $wasm_hash"
+}
 
 # --- Hashed names ------------------------------------------------------------------------------
-hash_of() { sha256sum "$1" | cut -c1-16; }
-js_hash=$(hash_of "$work/iris.js")
-wasm_hash=$(hash_of "$work/iris.opt.wasm")
+hashes=$(wasm_bundle iris bundle-activity)
+read -r js_hash wasm_hash <<<"$hashes"
+hashes=$(wasm_bundle iris-setup bundle-setup)
+read -r setup_js_hash setup_wasm_hash <<<"$hashes"
 css_hash=$(hash_of style/iris.css)
-rm -rf "$site"
-mkdir -p "$pkg"
-cp "$work/iris.js" "$pkg/iris.$js_hash.js"
-cp "$work/iris.opt.wasm" "$pkg/iris.$wasm_hash.wasm"
 cp style/iris.css "$pkg/iris.$css_hash.css"
-if [ -d "$work/snippets" ]; then cp -R "$work/snippets" "$pkg/"; fi
 if [ -d app/public ]; then cp -R app/public/. "$site/"; fi
 rm -rf "$work"
-# Leptos (HydrationScripts, HashedStylesheet) reads this file beside the server's binary.
+# Leptos (HydrationScripts, HashedStylesheet) reads these files beside the server's binary:
+# hash.txt for the Activity bundle and the style sheet, hash-setup.txt for the setup bundle.
 printf 'js: %s\nwasm: %s\ncss: %s\n' "$js_hash" "$wasm_hash" "$css_hash" >"$target/release/hash.txt"
+printf 'js: %s\nwasm: %s\n' "$setup_js_hash" "$setup_wasm_hash" >"$target/release/hash-setup.txt"
 
 # --- Precompressed copies ----------------------------------------------------------------------
-for f in "$pkg"/iris.*; do
+for f in "$pkg"/iris.* "$pkg"/iris-setup.*; do
   gzip -9 -n -k "$f"
   if command -v brotli >/dev/null 2>&1; then brotli -q 11 -k "$f"; fi
 done
 
-wasm=$pkg/iris.$wasm_hash.wasm
 size() { stat -c %s "$1"; }
-say "wasm: $(size "$wasm") bytes, gzip $(size "$wasm.gz"), brotli $(if [ -f "$wasm.br" ]; then size "$wasm.br"; else echo -; fi)"
-say "done: $target/release/iris, $target/release/hash.txt, $pkg/"
+for wasm in "$pkg/iris.$wasm_hash.wasm" "$pkg/iris-setup.$setup_wasm_hash.wasm"; do
+  say "$(basename "$wasm"): $(size "$wasm") bytes, gzip $(size "$wasm.gz"), brotli $(if [ -f "$wasm.br" ]; then size "$wasm.br"; else echo -; fi)"
+done
+say "done: $target/release/iris, $target/release/hash.txt, $target/release/hash-setup.txt, $pkg/"
 say "run it: scripts/serve-release.sh [--demo]"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds the whole site without cargo-leptos (debug, for the demo and the tests):
 #   target/debug/iris                 the server (package `server`)
-#   target/site/pkg/iris.js           wasm-bindgen's loader of the hydrate build of `app`
+#   target/site/pkg/iris.js           wasm-bindgen's loader of the hydrate build of `app` for
+#                                     Activity (feature bundle-activity)
 #   target/site/pkg/iris_bg.wasm      the wasm itself, also as iris.wasm (see below)
+#   target/site/pkg/iris-setup.js     the same for Plugins and Devices (feature bundle-setup),
+#   target/site/pkg/iris-setup_bg.wasm   and iris-setup.wasm
 #   target/site/pkg/iris.css          style/iris.css
 #   target/site/*                     the contents of app/public/, if any
 # Run scripts/setup.sh first (serve-demo.sh and test.sh do).
@@ -28,20 +31,27 @@ unset LEPTOS_OUTPUT_NAME
 say "server: cargo build -p server --bin iris ${features[*]}"
 cargo build -p server --bin iris "${features[@]}"
 
-say "wasm: cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate"
-cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate
-
 site=target/site
 pkg=$site/pkg
 mkdir -p "$pkg"
-say "wasm-bindgen --target web --out-dir $pkg --out-name iris"
-wasm-bindgen --target web --out-dir "$pkg" --out-name iris target/wasm32-unknown-unknown/debug/app.wasm
-# A server compiled while LEPTOS_OUTPUT_NAME was set (e.g. by cargo-leptos) asks for iris.wasm;
-# one compiled without it asks for iris_bg.wasm. Serve both names.
-ln -f "$pkg/iris_bg.wasm" "$pkg/iris.wasm"
+# A wasm per set of pages (app::page::Bundle): `iris` hydrates Activity, `iris-setup` Plugins
+# and Devices. The server names each page's own when iris-setup.js is there.
+for bundle in activity setup; do
+  name=iris
+  if [ "$bundle" = setup ]; then name=iris-setup; fi
+  say "wasm ($name): cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate,bundle-$bundle"
+  cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features \
+    --features "hydrate,bundle-$bundle"
+  say "wasm-bindgen --target web --out-dir $pkg --out-name $name"
+  wasm-bindgen --target web --out-dir "$pkg" --out-name "$name" \
+    target/wasm32-unknown-unknown/debug/app.wasm
+  # A server compiled while LEPTOS_OUTPUT_NAME was set (e.g. by cargo-leptos) asks for
+  # NAME.wasm; one compiled without it asks for NAME_bg.wasm. Serve both names.
+  ln -f "$pkg/${name}_bg.wasm" "$pkg/$name.wasm"
+done
 
 cp style/iris.css "$pkg/iris.css"
 if [ -d app/public ]; then
   cp -R app/public/. "$site/"
 fi
-say "done: target/debug/iris, $pkg/{iris.js,iris_bg.wasm,iris.wasm,iris.css}"
+say "done: target/debug/iris, $pkg/{iris,iris-setup}{.js,_bg.wasm,.wasm}, $pkg/iris.css"

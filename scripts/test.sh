@@ -49,9 +49,16 @@ skip() {
 step "format" cargo fmt --all -- --check || true
 step "clippy (server side)" \
   cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
-step "clippy (browser side)" \
-  cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
-  -- -D warnings || true
+# The browser half as cargo-leptos builds it (every page) and as each per-page wasm
+# (app::page::Bundle).
+clippy_browser() {
+  local features
+  for features in hydrate hydrate,bundle-activity hydrate,bundle-setup; do
+    cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features \
+      --features "$features" -- -D warnings || return 1
+  done
+}
+step "clippy (browser side)" clippy_browser || true
 step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 # The kernel suites again, on PostgreSQL (each test gets its own database); the store suite and
 # the HTTP suites already run on both engines inside `cargo test`.

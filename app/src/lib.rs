@@ -54,13 +54,10 @@ use leptos::prelude::*;
 use leptos::tachys::html::attribute::custom::CustomAttribute;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 
-use crate::activity::ActivityPage;
 use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
-use crate::devices::DevicesPage;
 use crate::live::{ClientClock, Hydrated, Live};
 use crate::page::Page;
-use crate::plugins::PluginsPage;
 
 #[cfg(feature = "ssr")]
 pub use backend::AppBackend;
@@ -112,12 +109,13 @@ pub fn DocumentHead(
 /// sheet's dark palette does. Pass it to `leptos_axum`'s
 /// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let scripts = page::hydration_options(&options);
     view! {
         <!DOCTYPE html>
         <html lang="en">
             <head>
-                <DocumentHead options=options.clone()/>
-                <HydrationScripts options/>
+                <DocumentHead options/>
+                <HydrationScripts options=scripts/>
                 <MetaTags/>
             </head>
             <body>
@@ -172,9 +170,15 @@ pub fn App() -> impl IntoView {
         }
     };
     let content = match page {
-        Page::Activity(focus) => view! { <ActivityPage focus/> }.into_any(),
-        Page::Plugins => view! { <PluginsPage/> }.into_any(),
-        Page::Devices => view! { <DevicesPage/> }.into_any(),
+        Page::Activity(focus) => activity_page(focus),
+        Page::Plugins => setup_page(|| {
+            use crate::plugins::PluginsPage;
+            view! { <PluginsPage/> }.into_any()
+        }),
+        Page::Devices => setup_page(|| {
+            use crate::devices::DevicesPage;
+            view! { <DevicesPage/> }.into_any()
+        }),
         Page::NotFound => {
             #[cfg(feature = "ssr")]
             if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
@@ -205,6 +209,33 @@ pub fn App() -> impl IntoView {
             </aside>
             <div class="cards-col">{content}</div>
         </main>
+    }
+}
+
+/// The Activity page, except in the setup bundle's wasm (`bundle-setup`), which never
+/// hydrates it (the server names the Activity bundle on that page: [`page::Bundle`]).
+fn activity_page(focus: Option<String>) -> AnyView {
+    #[cfg(any(feature = "ssr", not(feature = "bundle-setup")))]
+    {
+        use crate::activity::ActivityPage;
+        return view! { <ActivityPage focus/> }.into_any();
+    }
+    #[allow(unreachable_code)]
+    {
+        let _ = focus;
+        ().into_any()
+    }
+}
+
+/// A Plugins or Devices page, except in the Activity bundle's wasm (`bundle-activity`), which
+/// never hydrates them.
+fn setup_page(page: impl FnOnce() -> AnyView) -> AnyView {
+    #[cfg(any(feature = "ssr", not(feature = "bundle-activity")))]
+    return page();
+    #[allow(unreachable_code)]
+    {
+        let _ = page;
+        ().into_any()
     }
 }
 

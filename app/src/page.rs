@@ -46,6 +46,14 @@ impl Page {
         Page::from_path(&current_path())
     }
 
+    /// The wasm this page hydrates with when the site has one per set of pages.
+    pub fn bundle(&self) -> Bundle {
+        match self {
+            Page::Plugins | Page::Devices => Bundle::Setup,
+            Page::Activity(_) | Page::NotFound => Bundle::Activity,
+        }
+    }
+
     /// The header link this page belongs to (`/activity`, `/plugins`, `/devices`), if any.
     pub fn nav_href(&self) -> Option<&'static str> {
         match self {
@@ -55,6 +63,46 @@ impl Page {
             Page::NotFound => None,
         }
     }
+}
+
+/// One of the browser's wasm files, each hydrating a set of pages (the app's `bundle-*`
+/// features): a phone opening Activity does not download Plugins and Devices (BENCHMARKS.md,
+/// "What each part of the app costs").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bundle {
+    /// Activity and the not-found page: the site's `NAME.js`/`NAME.wasm` (`iris`).
+    Activity,
+    /// Plugins and Devices: `NAME-setup.js`/`NAME-setup.wasm`, hashed as `hash-setup.txt`
+    /// beside the server binary names them.
+    Setup,
+}
+
+impl Bundle {
+    /// The setup bundle's name for a site whose wasm is `output_name` (`iris` → `iris-setup`).
+    pub fn setup_name(output_name: &str) -> String {
+        format!("{output_name}-setup")
+    }
+
+    /// The hash file of the setup bundle (the Activity bundle's is Leptos' own, `hash.txt`).
+    pub const SETUP_HASH_FILE: &'static str = "hash-setup.txt";
+}
+
+/// Provided by the server to the pages it renders when its site has a wasm per [`Bundle`]
+/// (both `bundle-*` builds): the page's hydration scripts then name its bundle. Without it
+/// (e.g. cargo-leptos' one wasm with every page), every page loads the site's one wasm.
+#[derive(Clone, Copy, Debug)]
+pub struct BundlePerPage;
+
+/// The options the page's hydration scripts are drawn with: `options` as they are, or with the
+/// setup bundle's name and hash file on a Plugins or Devices page when [`BundlePerPage`].
+pub fn hydration_options(options: &leptos::config::LeptosOptions) -> leptos::config::LeptosOptions {
+    let mut scripts = options.clone();
+    let split = leptos::prelude::use_context::<BundlePerPage>().is_some();
+    if split && Page::current().bundle() == Bundle::Setup {
+        scripts.output_name = Bundle::setup_name(&options.output_name).into();
+        scripts.hash_file = Bundle::SETUP_HASH_FILE.into();
+    }
+    scripts
 }
 
 /// The path of the address being shown.

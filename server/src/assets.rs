@@ -83,6 +83,29 @@ pub fn pkg_service(options: &LeptosOptions) -> ServeDir {
     ServeDir::new(dir).precompressed_br().precompressed_gzip()
 }
 
+/// Whether the site has a wasm per set of pages (`app::page::Bundle`): the setup bundle beside
+/// the Activity one. Hashed (`hash_files`): its hash file (`hash-setup.txt`) beside the server
+/// binary, as Leptos looks for `hash.txt`; else `NAME-setup.js` in the site's `/pkg`. A site
+/// with one wasm for every page (cargo-leptos' build) has neither.
+pub fn has_bundle_per_page(options: &LeptosOptions) -> bool {
+    if options.hash_files {
+        return std::env::current_exe()
+            .ok()
+            .and_then(|exe| {
+                exe.parent()
+                    .map(|dir| dir.join(app::page::Bundle::SETUP_HASH_FILE))
+            })
+            .is_some_and(|file| file.exists());
+    }
+    std::path::Path::new(options.site_root.as_ref())
+        .join(options.site_pkg_dir.as_ref())
+        .join(format!(
+            "{}.js",
+            app::page::Bundle::setup_name(&options.output_name)
+        ))
+        .exists()
+}
+
 /// Whether a file name carries its content's hash: `NAME.HASH.EXT` with a hash of at least 8
 /// letters, digits, `-` or `_` (the release build's hex, cargo-leptos' base64url).
 pub fn is_hashed_name(name: &str) -> bool {

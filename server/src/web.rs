@@ -290,8 +290,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     // below, which renders the app's "does not exist" page with status 404. Leptos' resources
     // spawn on tokio while a page renders (an Err here only says it was set already).
     let _ = any_spawner::Executor::init_tokio();
+    // A wasm per set of pages when the site has them (app::page::Bundle).
+    let per_page = crate::assets::has_bundle_per_page(&state.leptos);
     let render = leptos_axum::render_app_to_stream_with_context(
-        move || provide_context(page_backend.clone()),
+        move || {
+            provide_context(page_backend.clone());
+            if per_page {
+                provide_context(app::page::BundlePerPage);
+            }
+        },
         move || app::shell(options.clone()),
     );
     let mut pages = Router::new();

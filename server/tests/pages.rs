@@ -1,7 +1,9 @@
 //! The app's pages by address, through the real `iris serve --demo` (app::page; no client-side
 //! router, so each page is a document of its own): `/`, `/activity`, `/activity/{id}`,
 //! `/plugins` and `/devices` render their page (200, the header's link to it marked
-//! `aria-current="page"`); any other address says "This page does not exist." with 404.
+//! `aria-current="page"`); any other address says "This page does not exist." with 404. Each
+//! page names its own wasm when the site has one per set of pages (app::page::Bundle), and the
+//! site's one wasm when it has not.
 
 mod support;
 
@@ -51,5 +53,48 @@ async fn each_address_shows_its_page_and_any_other_says_it_does_not_exist() {
         let (status, html) = page(&server, path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         assert!(html.contains("This page does not exist."), "{path}: {html}");
+    }
+}
+
+/// The js module a page's hydration script loads (`/pkg/NAME.js`).
+fn hydration_module(html: &str) -> String {
+    let marker = "rel=\"modulepreload\" href=\"/pkg/";
+    let start = html.find(marker).expect("a module preload") + marker.len();
+    html[start..].split('"').next().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_page_loads_its_own_wasm_when_the_site_has_one_per_set_of_pages() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    // A site with the setup bundle beside the Activity one (as scripts/build-site.sh makes).
+    let mut world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, Utc::now()).unwrap();
+    let site = world.dir.path().join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    std::fs::write(site.join("pkg/iris-setup.js"), "").unwrap();
+    world
+        .env
+        .push(("LEPTOS_SITE_ROOT".into(), site.display().to_string()));
+    world.env.push(("LEPTOS_OUTPUT_NAME".into(), "iris".into()));
+    let server = world.start_with(&["serve", "--demo"]);
+    for (path, module) in [
+        ("/activity", "iris.js"),
+        ("/activity/no-such-card", "iris.js"),
+        ("/nope", "iris.js"),
+        ("/plugins", "iris-setup.js"),
+        ("/devices", "iris-setup.js"),
+    ] {
+        let (_, html) = page(&server, path).await;
+        assert_eq!(hydration_module(&html), module, "{path}");
+    }
+
+    // A site with one wasm for every page (e.g. cargo-leptos' build): every page loads it.
+    let mut world = World::new(&model.base_url);
+    world.env.push(("LEPTOS_OUTPUT_NAME".into(), "iris".into()));
+    iris_email::demo::write_demo_maildir(&world.maildir, Utc::now()).unwrap();
+    let server = world.start_with(&["serve", "--demo"]);
+    for path in ["/activity", "/plugins", "/devices"] {
+        let (_, html) = page(&server, path).await;
+        assert_eq!(hydration_module(&html), "iris.js", "{path}");
     }
 }
