@@ -96,6 +96,8 @@ pub fn ActivityPage(
         }
     });
     let seen = move |id: &str| shown_pending.with_value(|s| s.contains(id));
+    // Read by the push control's effect only (in the browser, once the data has come).
+    let push_off = Memo::new(move |_| data().and_then(|r| r.ok()).map(|d| d.push_off));
 
     // Bring the focused card into view once it is on screen (once per id).
     let scrolled_for = StoredValue::new(None::<String>);
@@ -154,7 +156,7 @@ pub fn ActivityPage(
                     }
                 })}
             </Transition>
-            <crate::push::PushControl/>
+            <crate::push::PushControl server_off=push_off/>
         </div>
     }
 }

@@ -37,6 +37,9 @@ pub struct ActivitySnapshot {
     /// on that card.
     #[serde(default)]
     pub refused: Option<String>,
+    /// Why Web Push is off on this server, or `None` when it is on ([`crate::push::PushControl`]).
+    #[serde(default)]
+    pub push_off: Option<String>,
 }
 
 impl ActivitySnapshot {
@@ -53,6 +56,9 @@ pub struct DevicesSnapshot {
     pub viewer: Viewer,
     /// Live devices by name; `this_device` marks the viewer's own.
     pub devices: Vec<DeviceInfo>,
+    /// Why Web Push is off on this server, or `None` when it is on ([`crate::push::PushControl`]).
+    #[serde(default)]
+    pub push_off: Option<String>,
 }
 
 #[cfg(feature = "ssr")]
@@ -135,6 +141,7 @@ pub async fn activity_data(
         older: page.next,
         missing: None,
         refused: None,
+        push_off: backend.push_off(),
     };
     if let Some(id) = focus {
         snapshot.refused = on_server::request()
@@ -229,7 +236,11 @@ pub async fn load_plugins() -> Result<PluginList, AppError> {
 pub async fn load_devices() -> Result<DevicesSnapshot, AppError> {
     let (backend, viewer) = on_server::signed_in().await?;
     let devices = backend.devices(&viewer).await.map_err(AppError::Backend)?;
-    Ok(DevicesSnapshot { viewer, devices })
+    Ok(DevicesSnapshot {
+        viewer,
+        devices,
+        push_off: backend.push_off(),
+    })
 }
 
 /// Revokes a device by name (control devices only): its token and browser sessions stop

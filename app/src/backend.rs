@@ -59,6 +59,9 @@ pub trait AppBackend: Send + Sync + 'static {
     async fn conversation(&self, id: &str) -> Result<Conversation, String>;
     /// The audit entries of one approval, oldest first.
     async fn audit(&self, approval_id: &str) -> Result<Vec<AuditEntry>, String>;
+    /// Why Web Push is off on this server (the sentence `GET /api/push/key` answers 404 with),
+    /// or `None` when it is on: the page then never asks for the key only to be told no.
+    fn push_off(&self) -> Option<String>;
     /// Every loaded plugin with its tools' effect, gate and undo (the Plugins page).
     async fn plugins(&self) -> Result<PluginList, String>;
     /// Live devices by name, `this_device` marking `viewer`'s (the Devices page).

@@ -58,6 +58,8 @@ fn revoke_consequence(device: &DeviceInfo) -> String {
 pub fn DevicesPage() -> impl IntoView {
     let refresh = RwSignal::new(0u32);
     let data = Resource::new(move || refresh.get(), |_| load_devices());
+    // Read by the push control's effect only (in the browser, once the data has come).
+    let push_off = Memo::new(move |_| data.get().and_then(|r| r.ok()).map(|d| d.push_off));
     view! {
         <div class="devices-page" data-testid="devices-page">
             <h2 class="section-title">"Devices"</h2>
@@ -74,7 +76,7 @@ pub fn DevicesPage() -> impl IntoView {
                     }
                 })}
             </Transition>
-            <crate::push::PushControl/>
+            <crate::push::PushControl server_off=push_off/>
         </div>
     }
 }

@@ -127,10 +127,26 @@ enum PushCall {
 
 /// The control: a button that asks the browser's permission when tapped, and the sentence of
 /// the state it reached.
+///
+/// It waits for the page's data to say whether Web Push is on (`server_off`): when off, it says
+/// why at once and never asks the server for the key (which would answer 404, logged by the
+/// browser as a failed load).
 #[component]
-pub fn PushControl() -> impl IntoView {
+pub fn PushControl(
+    /// `None` until the page's data has come; then why Web Push is off on this server, or
+    /// `None` when it is on.
+    #[prop(into)]
+    server_off: Signal<Option<Option<String>>>,
+) -> impl IntoView {
     let state = RwSignal::new(PushState::Unknown);
-    Effect::new(move |_| run(state, || PushCall::Read));
+    Effect::new(move |_| match server_off.get() {
+        None => {}
+        Some(Some(sentence)) => state.set(PushState::ServerOff(sentence)),
+        Some(None) if state.get_untracked() == PushState::Unknown => {
+            run(state, || PushCall::Read);
+        }
+        Some(None) => {}
+    });
     let enable = move |_| {
         state.set(PushState::Busy);
         run(state, || PushCall::Enable);

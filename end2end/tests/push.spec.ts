@@ -10,7 +10,7 @@ import { expect, test, type Page } from '@playwright/test';
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { REQUEST, watchConsole } from './helpers';
+import { MCP_URL, REQUEST, openLive, watchConsole } from './helpers';
 
 /** A browser's push keys and a loopback endpoint that keeps what the server pushes to it. */
 async function pushEndpoint() {
@@ -225,4 +225,21 @@ test('"Notify this device" asks only when tapped and says what to do when blocke
   // Said as soon as the page knows, before any tap.
   await expect(onDevices.getByTestId('push-note')).toContainText('IRIS_VAPID_SUBJECT');
   await expect(onDevices.getByTestId('push-on')).toHaveCount(0);
+});
+
+test('a server with Web Push off says why at once and never asks for the key', async ({ page }) => {
+  // The MCP gateway's demo server runs without IRIS_VAPID_SUBJECT (playwright.config.ts).
+  const problems = watchConsole(page);
+  const keyRequests: string[] = [];
+  page.on('request', (request) => {
+    if (request.url().includes('/api/push/key')) keyRequests.push(request.url());
+  });
+  for (const path of ['/activity', '/devices']) {
+    await openLive(page, `${MCP_URL}${path}`);
+    const control = page.getByTestId('push-control');
+    await expect(control.getByTestId('push-note'), path).toContainText('IRIS_VAPID_SUBJECT');
+    await expect(control.getByTestId('push-on'), path).toHaveCount(0);
+  }
+  expect(keyRequests, 'the page knew push is off from its own data').toEqual([]);
+  expect(problems, 'no console errors or warnings (no 404 for the key)').toEqual([]);
 });

@@ -186,6 +186,13 @@ impl AppBackend for WebBackend {
             .map_err(text)
     }
 
+    fn push_off(&self) -> Option<String> {
+        self.state
+            .push
+            .is_none()
+            .then(|| crate::push::PUSH_OFF.to_owned())
+    }
+
     async fn plugins(&self) -> Result<PluginList, String> {
         Ok(crate::mcp::plugin_list(&self.state).await)
     }
