@@ -67,6 +67,9 @@ async fn answer(State(state): State<AppState>, request: Request) -> Response {
         Ok(form) => form,
         Err(refused) => return refused,
     };
+    if let Some(refused) = id_refusal(&form.id) {
+        return refused;
+    }
     let answered = match viewer {
         // The core refuses a card whose approval needs a passkey (ADR-0118 decision 4): this
         // form carries none, so such a card is only rejected here.
@@ -85,6 +88,9 @@ async fn undo(State(state): State<AppState>, request: Request) -> Response {
         Ok(form) => form,
         Err(refused) => return refused,
     };
+    if let Some(refused) = id_refusal(&form.id) {
+        return refused;
+    }
     let undone = match viewer {
         Ok(viewer) => backend.undo(&viewer, &form.id).await.map(|_| ()),
         Err(refused) => Err(refused.to_string()),
@@ -109,39 +115,24 @@ async fn viewer_of(
 }
 
 /// The form, or a 400 that says in plain words why it cannot be read (nothing was changed).
-async fn read_form<T>(request: Request, state: &AppState) -> Result<T, Response>
-where
-    T: serde::de::DeserializeOwned + HasCardId,
-{
-    let form = match Form::<T>::from_request(request, state).await {
-        Ok(Form(form)) => form,
-        Err(rejection) => return Err(unreadable(&rejection)),
-    };
-    let id = form.card_id();
-    if id.is_empty() || id.len() > MAX_ID_BYTES {
-        return Err(bad_request(format!(
+async fn read_form<T: serde::de::DeserializeOwned>(
+    request: Request,
+    state: &AppState,
+) -> Result<T, Response> {
+    match Form::<T>::from_request(request, state).await {
+        Ok(Form(form)) => Ok(form),
+        Err(rejection) => Err(unreadable(&rejection)),
+    }
+}
+
+/// A 400 for an id no card could have (empty, or over [`MAX_ID_BYTES`]); `None` for any other.
+fn id_refusal(id: &str) -> Option<Response> {
+    (id.is_empty() || id.len() > MAX_ID_BYTES).then(|| {
+        bad_request(format!(
             "A card's form names its card by id (1 to {MAX_ID_BYTES} characters); this one had {}. Nothing was changed.",
             id.len()
-        )));
-    }
-    Ok(form)
-}
-
-/// The card id a form names.
-trait HasCardId {
-    fn card_id(&self) -> &str;
-}
-
-impl HasCardId for AnswerForm {
-    fn card_id(&self) -> &str {
-        &self.id
-    }
-}
-
-impl HasCardId for UndoForm {
-    fn card_id(&self) -> &str {
-        &self.id
-    }
+        ))
+    })
 }
 
 fn unreadable(rejection: &FormRejection) -> Response {
@@ -185,7 +176,12 @@ pub async fn refusal_shown_once(
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.contains(app::card_form::REFUSAL_COOKIE));
+        .flat_map(|v| v.split(';'))
+        .any(|pair| {
+            pair.trim()
+                .strip_prefix(app::card_form::REFUSAL_COOKIE)
+                .is_some_and(|rest| rest.starts_with('='))
+        });
     let mut response = next.run(request).await;
     if carries {
         let secure = crate::pairing::secure_cookies(state.public_origin.as_deref());

@@ -109,6 +109,35 @@ async fn page(server: &Iris, path: &str, cookie: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// A running server with a card waiting, asked by the owner's token, and a browser paired as
+/// `name` with `scope`. Bind `_model` and `world` too: they keep the model server and the
+/// server's folder alive.
+struct Scene {
+    _model: ModelServer,
+    world: World,
+    server: Iris,
+    owner: String,
+    browser: String,
+    id: String,
+}
+
+async fn scene(scope: &str, name: &str) -> Scene {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let world = world(&model).await;
+    let server = world.start();
+    let owner = world.add_device("owner", "control");
+    let browser = server.pair_browser(&world, scope, name).await;
+    let id = new_card(&server, &owner).await;
+    Scene {
+        _model: model,
+        world,
+        server,
+        owner,
+        browser,
+        id,
+    }
+}
+
 /// Where a response sends the browser.
 fn location(response: &reqwest::Response) -> String {
     response
@@ -121,12 +150,14 @@ fn location(response: &reqwest::Response) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
-    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = world(&model).await;
-    let server = world.start();
-    let owner = world.add_device("owner", "control");
-    let browser = server.pair_browser(&world, "control", "phone").await;
-    let id = new_card(&server, &owner).await;
+    let Scene {
+        server,
+        owner,
+        browser,
+        id,
+        _model,
+        world: _world,
+    } = scene("control", "phone").await;
 
     // From another site, or without the session: refused, nothing changes.
     let forged = post_form(
@@ -251,12 +282,14 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_device_cannot_answer_through_the_form() {
-    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = world(&model).await;
-    let server = world.start();
-    let owner = world.add_device("owner", "control");
-    let tablet = server.pair_browser(&world, "read", "tablet").await;
-    let id = new_card(&server, &owner).await;
+    let Scene {
+        server,
+        owner,
+        browser: tablet,
+        id,
+        _model,
+        world: _world,
+    } = scene("read", "tablet").await;
 
     let refused = post_form(
         &server,
@@ -274,12 +307,14 @@ async fn a_read_device_cannot_answer_through_the_form() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_that_cannot_be_read_is_a_400_and_changes_nothing() {
-    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = world(&model).await;
-    let server = world.start();
-    let owner = world.add_device("owner", "control");
-    let browser = server.pair_browser(&world, "control", "phone").await;
-    let id = new_card(&server, &owner).await;
+    let Scene {
+        server,
+        owner,
+        browser,
+        id,
+        _model,
+        world: _world,
+    } = scene("control", "phone").await;
     let long_id = "x".repeat(100_000);
 
     let forms: [(&str, Vec<(&str, &str)>); 5] = [
