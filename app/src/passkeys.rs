@@ -21,8 +21,13 @@ pub struct PasskeyItem {
     /// The device that registered it.
     pub added_by: String,
     /// When it was registered.
+    #[serde(deserialize_with = "iris_core::wire::rfc3339::deserialize")]
     pub created_at: DateTime<Utc>,
     /// When it last approved a card or proved a change.
+    #[serde(
+        default,
+        deserialize_with = "iris_core::wire::rfc3339::deserialize_option"
+    )]
     pub last_used_at: Option<DateTime<Utc>>,
 }
 

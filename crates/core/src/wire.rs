@@ -3,11 +3,14 @@
 //! These compile to `wasm32-unknown-unknown` (no kernel dependencies). Field names are the
 //! external contract: checks outside the code rely on them, so renaming one is a contract change.
 //! With the `openapi` feature (the server's), each also derives `utoipa::ToSchema` for the
-//! OpenAPI document at `GET /api/openapi.json`; the browser build never enables it.
+//! OpenAPI document at `GET /api/openapi.json`; the browser build never enables it. Times are
+//! RFC 3339 text both ways, read back by `rfc3339` (chrono's strict reader).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub mod rfc3339;
 
 /// What a tool does to the owner's data (DESIGN §2 "effect").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -228,10 +231,13 @@ pub struct Approval {
     /// The paused run this row belongs to.
     pub run_id: String,
     /// When the row was written.
+    #[serde(deserialize_with = "rfc3339::deserialize")]
     pub created_at: DateTime<Utc>,
     /// After this instant the row can only lapse.
+    #[serde(deserialize_with = "rfc3339::deserialize")]
     pub expires_at: DateTime<Utc>,
     /// When the answer was stored.
+    #[serde(default, deserialize_with = "rfc3339::deserialize_option")]
     pub responded_at: Option<DateTime<Utc>>,
     /// Who answered (device name).
     pub responded_by: Option<String>,
@@ -365,9 +371,10 @@ pub struct UndoRecord {
     /// Through which surface (`web`, `cli`, `api`, …).
     pub surface: String,
     /// When it was asked for (and written, before it ran).
+    #[serde(deserialize_with = "rfc3339::deserialize")]
     pub at: DateTime<Utc>,
     /// When its outcome was recorded.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "rfc3339::deserialize_option")]
     pub finished_at: Option<DateTime<Utc>>,
     /// The undo tool's result (its `summary` in the plugin's words, and each item's outcome),
     /// or `{"message"}` when it failed or its outcome is unknown.
@@ -527,6 +534,7 @@ pub struct AuditEntry {
     /// Through which surface.
     pub surface: Option<String>,
     /// When.
+    #[serde(deserialize_with = "rfc3339::deserialize")]
     pub at: DateTime<Utc>,
 }
 
@@ -738,8 +746,10 @@ pub struct DeviceInfo {
     /// What it may do.
     pub scope: DeviceScope,
     /// When it was paired or added.
+    #[serde(deserialize_with = "rfc3339::deserialize")]
     pub created_at: DateTime<Utc>,
     /// Its last authenticated request.
+    #[serde(default, deserialize_with = "rfc3339::deserialize_option")]
     pub last_used_at: Option<DateTime<Utc>>,
     /// The device the page is looked at from.
     pub this_device: bool,
@@ -761,5 +771,6 @@ pub struct PairingOffer {
     /// The scope the paired browser gets.
     pub scope: DeviceScope,
     /// When the link stops working.
+    #[serde(deserialize_with = "rfc3339::deserialize")]
     pub expires_at: DateTime<Utc>,
 }
