@@ -4,7 +4,6 @@
 //! highlighted and scrolled into view, or the page says plainly that no card has it. It
 //! refetches on every live event; pages loaded with "Older cards" stay.
 
-use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use iris_core::wire::{Approval, ApprovalStatus};
@@ -54,7 +53,7 @@ pub fn ActivityPage(
         }
     });
     // The snapshot on screen: read only inside effects (the server's render reads `first` in
-    // the Transition below).
+    // the Suspense below).
     let data = move || {
         latest
             .get()
@@ -63,8 +62,10 @@ pub fn ActivityPage(
     };
 
     // Card states live with the page so a redraw keeps dialogs, errors and requests in flight.
+    // Lists, not hash maps, here and below: a page holds a few hundred cards at most, and std's
+    // hashing would cost the phone's wasm 2.7 KB (BENCHMARKS.md).
     let owner = StoredValue::new(Owner::current().unwrap_or_default());
-    let states = StoredValue::new(HashMap::<String, CardState>::new());
+    let states = StoredValue::new(Vec::<(String, CardState)>::new());
     // A refusal of the card's form (answered before the page was live, crate::card_form)
     // comes with the first snapshot and shows on that card like any other answer's error.
     let refused = move || {
@@ -74,7 +75,12 @@ pub fn ActivityPage(
             .and_then(|snapshot| snapshot.refused)
     };
     let state_for = move |id: &str| -> CardState {
-        if let Some(state) = states.with_value(|m| m.get(id).copied()) {
+        let kept = states.with_value(|kept| {
+            kept.iter()
+                .find(|(card, _)| card == id)
+                .map(|(_, state)| *state)
+        });
+        if let Some(state) = kept {
             return state;
         }
         let state = owner.with_value(|o| o.with(CardState::new));
@@ -82,20 +88,27 @@ pub fn ActivityPage(
             state.error.set(refused());
         }
         states.update_value(|m| {
-            m.insert(id.to_owned(), state);
+            m.push((id.to_owned(), state));
         });
         state
     };
 
     // The cards this page has shown waiting (in the browser only: an effect, so the server's
     // render and hydration agree): answered later, here or elsewhere, they stay open in full.
-    let shown_pending = StoredValue::new(HashSet::<String>::new());
+    let shown_pending = StoredValue::new(Vec::<String>::new());
     Effect::new(move |_| {
         if let Some(Ok(d)) = data() {
-            shown_pending.update_value(|s| s.extend(d.pending.iter().map(|a| a.id.clone())));
+            shown_pending.update_value(|shown| {
+                for card in &d.pending {
+                    if !shown.contains(&card.id) {
+                        shown.push(card.id.clone());
+                    }
+                }
+            });
         }
     });
-    let seen = move |id: &str| shown_pending.with_value(|s| s.contains(id));
+    let seen =
+        move |id: &str| shown_pending.with_value(|shown| shown.iter().any(|card| card == id));
     // Read by the push control's effect only (in the browser, once the data has come).
     let push_off = Memo::new(move |_| data().and_then(|r| r.ok()).map(|d| d.push_off));
 
@@ -137,7 +150,10 @@ pub fn ActivityPage(
 
     view! {
         <div class="activity">
-            <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+            // Not a Transition: `first` never loads again (its key, the focus, is fixed for the
+            // page's life; refreshes go to `latest`), so there is no old content to keep, and
+            // the transition machinery would cost the phone's wasm 1.2 KB (BENCHMARKS.md).
+            <Suspense fallback=|| view! { <p class="page-note">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match first.await {
                         Ok(d) => {
@@ -155,7 +171,7 @@ pub fn ActivityPage(
                         .into_any(),
                     }
                 })}
-            </Transition>
+            </Suspense>
             <crate::push::PushControl server_off=push_off/>
         </div>
     }
@@ -243,7 +259,7 @@ fn activity_view(
     let answered = Signal::derive(move || current.with(|d| d.answered.clone()));
     // Older cards not already on the first page (a refetch may have moved one up).
     let older_cards = Signal::derive(move || {
-        let shown: HashSet<String> = current.with(|d| d.cards().map(|a| a.id.clone()).collect());
+        let shown: Vec<String> = current.with(|d| d.cards().map(|a| a.id.clone()).collect());
         older
             .cards
             .get()

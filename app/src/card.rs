@@ -74,18 +74,26 @@ impl Default for CardState {
     }
 }
 
-/// A key that changes whenever what a card shows changes (for keyed lists).
+/// A key that changes whenever what a card shows changes (for keyed lists): id, status,
+/// execution, answer time (µs), undo state, resume error (length-prefixed, so no text can
+/// pass for another field), then the result's JSON ([`crate::format::pretty_json`]). Written
+/// without `{:?}`: Debug formatting of times, texts and JSON values would compile chrono's,
+/// `str`'s and floats' Debug code into the browser's wasm for nothing but a key.
 pub fn card_key(approval: &Approval) -> String {
-    format!(
-        "{}|{}|{}|{:?}|{:?}|{:?}|{:?}",
+    let error = approval.resume_error.as_deref().unwrap_or_default();
+    let mut key = format!(
+        "{}|{}|{}|{}|{}|{}:{error}|",
         approval.id,
         approval.status.as_str(),
         approval.execution.as_str(),
-        approval.responded_at,
-        approval.resume_error,
-        approval.result,
-        approval.undo.as_ref().map(|u| u.state),
-    )
+        approval.responded_at.map_or(0, |t| t.timestamp_micros()),
+        approval.undo.as_ref().map_or("", |u| u.state.as_str()),
+        error.len(),
+    );
+    if let Some(result) = &approval.result {
+        key.push_str(&crate::format::pretty_json(result));
+    }
+    key
 }
 
 /// One approval card. `focused` highlights it (the `/activity/:id` target); `state` defaults

@@ -2,7 +2,10 @@
 //! (`application/json`, `serde_json::to_vec` on the server), but read in the browser with
 //! `serde_json::from_str`, the reader Leptos uses for a resource's data in the page. Every answer
 //! type (an Activity snapshot, a card) is then deserialised by one copy of its code in the wasm
-//! instead of two (`from_slice` and `from_str` are distinct monomorphisations).
+//! instead of two (`from_slice` and `from_str` are distinct monomorphisations). [`AppError`]
+//! travels the same way (its `FromServerFnError::Encoder`).
+//!
+//! [`AppError`]: crate::error::AppError
 
 use leptos::server_fn::codec::Post;
 use leptos::server_fn::{Bytes, ContentType, Decodes, Encodes, Format, FormatType};

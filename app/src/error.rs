@@ -3,8 +3,10 @@
 
 use std::fmt;
 
-use leptos::server_fn::{codec::JsonEncoding, error::FromServerFnError, error::ServerFnErrorErr};
+use leptos::server_fn::{error::FromServerFnError, error::ServerFnErrorErr};
 use serde::{Deserialize, Serialize};
+
+use crate::codec::TextJsonEncoding;
 
 /// Why a server function did not give its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +39,9 @@ impl fmt::Display for AppError {
 impl std::error::Error for AppError {}
 
 impl FromServerFnError for AppError {
-    type Encoder = JsonEncoding;
+    // The same JSON as server_fn's `JsonEncoding`, read as the answers are (crate::codec):
+    // one JSON reader in the wasm rather than a second one only for errors.
+    type Encoder = TextJsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         AppError::Transport(value.to_string())

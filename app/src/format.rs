@@ -23,7 +23,7 @@ pub fn undo_sentence(card: &Card) -> Option<String> {
 /// indented one value per line: the same values and order that were hashed, laid out so a
 /// narrow card wraps between values, never inside an id.
 pub fn exact_args(approval: &Approval) -> String {
-    serde_json::to_string_pretty(&approval.args).unwrap_or_else(|_| approval.args.to_string())
+    pretty_json(&approval.args)
 }
 
 /// "1 email" / "3 emails".
@@ -84,9 +84,11 @@ pub fn result_summary(result: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A result as indented JSON, for the "Result" details.
+/// A value as indented JSON, for the "Result" details and the exact call. The one way the
+/// browser writes a JSON value (a second, e.g. `Display`'s compact one, would be a second
+/// copy of serde_json's writer in the wasm); writing a `Value` into a `String` cannot fail.
 pub fn pretty_json(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
 /// The headline word of a status.

@@ -52,7 +52,7 @@ pub mod undo;
 
 use leptos::prelude::*;
 use leptos::tachys::html::attribute::custom::CustomAttribute;
-use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
+use leptos_meta::HashedStylesheet;
 
 use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
@@ -103,8 +103,10 @@ pub fn DocumentHead(
 }
 
 /// The HTML document around [`App`]: head with the stylesheet (see [`DocumentHead`]), the
-/// hydration scripts (`/pkg/iris.js` and its wasm, or their hashed names) and the meta tags,
-/// body with the app. It declares both colour schemes (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
+/// title and the hydration scripts (`/pkg/iris.js` and its wasm, or their hashed names), body
+/// with the app. The title is plain HTML, the same on every page: drawn by `App` through
+/// leptos_meta it cost the phone's wasm 4.5 KB gzip (BENCHMARKS.md), for a text that never
+/// changes. It declares both colour schemes (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
 /// bars, the page before the style sheet loads) follow the owner's setting as the style
 /// sheet's dark palette does. Pass it to `leptos_axum`'s
 /// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).
@@ -115,8 +117,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
         <html lang="en">
             <head>
                 <DocumentHead options/>
+                <title>"IRIS approvals"</title>
                 <HydrationScripts options=scripts/>
-                <MetaTags/>
             </head>
             <body>
                 <App/>
@@ -131,8 +133,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 /// with status 404) and the chat beside it.
 #[component]
 pub fn App() -> impl IntoView {
-    provide_meta_context();
-
     let live = Live::new();
     provide_context(live);
     let chat = ChatState::new();
@@ -189,7 +189,6 @@ pub fn App() -> impl IntoView {
     };
 
     view! {
-        <Title text="IRIS approvals"/>
         <header class="topbar">
             <a href="/activity" class="brand">
                 <span class="brand-mark" aria-hidden="true">"◉"</span>

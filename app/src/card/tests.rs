@@ -289,3 +289,44 @@ fn the_dialog_repeats_the_action_words() {
     assert!(html.contains("Trash 3 emails?"), "{html}");
     assert!(html.contains("data-testid=\"dialog-confirm\""), "{html}");
 }
+
+/// The keyed lists redraw a card exactly when what it shows changed: every field the key
+/// covers moves it, and two cards never share one.
+#[test]
+fn the_card_key_follows_what_the_card_shows() {
+    let waiting = destructive();
+    let key = card_key(&waiting);
+    assert_eq!(key, card_key(&waiting.clone()));
+    let changes: Vec<fn(&mut Approval)> = vec![
+        |a| a.id = "a2".into(),
+        |a| a.status = ApprovalStatus::Approved,
+        |a| a.execution = Execution::Executed,
+        |a| a.responded_at = Some(Utc.with_ymd_and_hms(2025, 11, 30, 10, 5, 0).unwrap()),
+        |a| a.result = Some(json!({"trashed": 3})),
+        |a| a.resume_error = Some("model unreachable".into()),
+        |a| {
+            a.undo = Some(iris_core::wire::UndoRecord {
+                state: iris_core::wire::UndoState::Running,
+                items: vec!["m1".into()],
+                by: "phone".into(),
+                surface: "web".into(),
+                at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 9, 0).unwrap(),
+                finished_at: None,
+                result: None,
+            })
+        },
+    ];
+    for change in &changes {
+        let mut changed = waiting.clone();
+        change(&mut changed);
+        assert_ne!(card_key(&changed), key);
+    }
+    // A resume error cannot pass for a result: the same text split differently keys apart.
+    let mut one = waiting.clone();
+    one.resume_error = Some("x|".into());
+    one.result = Some(json!("y"));
+    let mut other = waiting;
+    other.resume_error = Some("x".into());
+    other.result = Some(json!("|y"));
+    assert_ne!(card_key(&one), card_key(&other));
+}
