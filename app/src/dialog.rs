@@ -146,8 +146,8 @@ pub(crate) fn ConfirmDialog(
 }
 
 /// What a confirm dialog says under its title, in the card's own words: a destructive call's
-/// "This deletes data.", a call that cannot be taken back, the card's lines (a destructive
-/// card's first six and "and N more"; a write's all), the undo sentence and the passkey step.
+/// "This deletes data.", a call that cannot be taken back, the undo sentence, the card's lines
+/// (a destructive card's first six and "and N more"; a write's all) and the passkey step.
 /// Shared by [`ConfirmDialog`] and the card's form dialog ([`crate::card_form`]), so the two
 /// never word a confirmation differently.
 #[component]
@@ -175,13 +175,15 @@ pub(crate) fn DialogWords(
         <div id=desc_id class="dialog-desc">
             {destructive.then(|| view! { <p class="dialog-warning">"This deletes data."</p> })}
             {irreversible.then(|| view! { <p class="dialog-warning" data-testid="dialog-no-undo">"This cannot be taken back once it runs."</p> })}
+            // The undo sentence before the list: a long list scrolls inside the dialog on a
+            // small phone, and what can be taken back must show without scrolling.
+            {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
             {(count > 0).then(|| view! {
                 <ul class="dialog-lines">
                     {card_parts(&shown).into_iter().map(part_view).collect_view()}
                     {(more > 0).then(|| view! { <li class="more">{format!("and {more} more")}</li> })}
                 </ul>
             })}
-            {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
             {passkey.then(|| view! {
                 <p class="dialog-passkey" data-testid="dialog-passkey">"Then your browser asks for your passkey."</p>
             })}

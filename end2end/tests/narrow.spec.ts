@@ -1,5 +1,6 @@
 // At 320 px (the narrowest phones), light and dark: no page scrolls sideways, the top links all
-// show, and the confirm dialog fits with its title and both buttons in view.
+// show, and the confirm dialog fits with its title, its warning, its undo sentence and both
+// buttons in view.
 import { test, expect, type Page } from '@playwright/test';
 import { askAndOpenCard, shot, watchConsole } from './helpers';
 
@@ -71,6 +72,9 @@ for (const scheme of ['light', 'dark'] as const) {
     expect(box.x + box.width, 'the dialog fits the screen').toBeLessThanOrEqual(NARROW.width);
     for (const part of [
       dialog.getByRole('heading').first(),
+      // What the call does and what can be taken back show without scrolling the list.
+      dialog.locator('.dialog-warning').first(),
+      dialog.locator('.dialog-undo'),
       dialog.getByTestId('dialog-confirm'),
       dialog.getByTestId('dialog-cancel'),
     ]) {
