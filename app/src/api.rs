@@ -7,8 +7,8 @@
 //! Reads need any signed-in viewer; answering and chatting need `can_answer`.
 
 use iris_core::wire::{
-    Approval, AuditEntry, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope,
-    PairingOffer, PluginList,
+    Approval, ChatResponse, Conversation, Decision, DeviceInfo, DeviceScope, PairingOffer,
+    PluginList,
 };
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
@@ -215,13 +215,29 @@ pub async fn load_conversation(
     backend.conversation(&id).await.map_err(AppError::Backend)
 }
 
-/// The audit entries of one approval, oldest first.
+/// The audit trail of one approval, oldest first, in words ([`crate::trail::TrailLine`]): the
+/// entries are worded here, beside the row whose lines name its items, so the browser gets
+/// sentences rather than the audit log's shapes.
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn approval_audit(
     #[doc = "The approval whose entries to list."] approval_id: String,
-) -> Result<Vec<AuditEntry>, AppError> {
+) -> Result<Vec<crate::trail::TrailLine>, AppError> {
     let (backend, _viewer) = on_server::signed_in().await?;
-    backend.audit(&approval_id).await.map_err(AppError::Backend)
+    let entries = backend
+        .audit(&approval_id)
+        .await
+        .map_err(AppError::Backend)?;
+    let row = backend
+        .approval(&approval_id)
+        .await
+        .map_err(AppError::Backend)?;
+    let (lines, items) = row
+        .map(|row| (row.card.lines, row.items))
+        .unwrap_or_default();
+    Ok(entries
+        .iter()
+        .map(|entry| crate::trail::TrailLine::of(entry, &lines, &items))
+        .collect())
 }
 
 /// Every loaded plugin with its tools' effect, gate and undo (the Plugins page).

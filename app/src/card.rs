@@ -433,12 +433,7 @@ pub fn ApprovalCard(
     });
     let trail = (!pending).then(|| {
         view! {
-            <crate::trail::CardTrail
-                approval_id=id.clone()
-                lines=card.lines.clone()
-                items=approval.items.clone()
-                open=state.trail_open
-            />
+            <crate::trail::CardTrail approval_id=id.clone() open=state.trail_open/>
         }
     });
 

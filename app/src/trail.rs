@@ -2,11 +2,45 @@
 //! refused claim, oldest first, as the append-only audit log holds them (DESIGN §2 "audit
 //! log"). It is fetched in the browser when the owner opens it (a page of fifty cards costs
 //! nothing until then) and again on every live event while it is open, so an outcome recorded
-//! later shows without a reload.
+//! later shows without a reload. The server words it ([`TrailLine::of`], in the server
+//! function [`approval_audit`]): the browser gets sentences, not the audit log's shapes.
 
+use chrono::{DateTime, Utc};
 use iris_core::wire::{AuditEntry, AuditKind};
 use leptos::html;
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One entry of the trail as the card shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrailLine {
+    /// The entry's kind (`decision`, `execution`, `denial`, `lapse`, `undo`), for styling and
+    /// tests (`data-kind`).
+    pub kind: String,
+    /// The entry in words ([`trail_text`]).
+    pub text: String,
+    /// When it was recorded.
+    #[serde(deserialize_with = "iris_core::wire::rfc3339::deserialize")]
+    pub at: DateTime<Utc>,
+}
+
+impl TrailLine {
+    /// `entry` in words; `lines` and `items` are its card's (see [`trail_text`]).
+    pub fn of(entry: &AuditEntry, lines: &[String], items: &[String]) -> TrailLine {
+        let kind = match entry.kind {
+            AuditKind::Decision => "decision",
+            AuditKind::Execution => "execution",
+            AuditKind::Denial => "denial",
+            AuditKind::Lapse => "lapse",
+            AuditKind::Undo => "undo",
+        };
+        TrailLine {
+            kind: kind.to_owned(),
+            text: trail_text(entry, lines, items),
+            at: entry.at,
+        }
+    }
+}
 
 use crate::api::approval_audit;
 use crate::format::format_time;
@@ -109,16 +143,12 @@ fn undo_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> String {
 pub fn CardTrail(
     /// The row whose entries to show.
     approval_id: String,
-    /// The card's item lines.
-    lines: Vec<String>,
-    /// The row's items, in the lines' order.
-    items: Vec<String>,
     /// Whether it is open: kept by the page with the card's state, so a live refetch that
     /// draws the card anew keeps it open (and loads it again).
     #[prop(optional)]
     open: Option<RwSignal<bool>>,
 ) -> impl IntoView {
-    let entries: RwSignal<Option<Result<Vec<AuditEntry>, String>>> = RwSignal::new(None);
+    let entries: RwSignal<Option<Result<Vec<TrailLine>, String>>> = RwSignal::new(None);
     let open = open.unwrap_or_else(|| RwSignal::new(false));
     let details_ref: NodeRef<html::Details> = NodeRef::new();
     crate::toggle::keep_in_step(details_ref, open);
@@ -149,16 +179,7 @@ pub fn CardTrail(
             <ol class="trail" data-testid="trail">
                 {list
                     .into_iter()
-                    .map(|entry| {
-                        let text = trail_text(&entry, &lines, &items);
-                        let at = entry.at;
-                        let kind = match entry.kind {
-                            AuditKind::Decision => "decision",
-                            AuditKind::Execution => "execution",
-                            AuditKind::Denial => "denial",
-                            AuditKind::Lapse => "lapse",
-                            AuditKind::Undo => "undo",
-                        };
+                    .map(|TrailLine { kind, text, at }| {
                         view! {
                             <li class="trail-entry" data-testid="trail-entry" data-kind=kind>
                                 <span class="trail-text">{text}</span>
@@ -298,6 +319,22 @@ mod tests {
             trail_text(&end, &lines, &items),
             "Undo done: Restored 1 email from Trash to where it was."
         );
+    }
+
+    #[test]
+    fn a_trail_line_carries_the_words_the_kind_and_the_time() {
+        let e = entry(
+            AuditKind::Execution,
+            Some("m1"),
+            json!({"status": "trashed", "subject": "Flash sale"}),
+        );
+        let line = TrailLine::of(&e, &[], &[]);
+        assert_eq!(line.kind, "execution");
+        assert_eq!(line.text, "Flash sale: trashed");
+        assert_eq!(line.at, e.at);
+        // As the browser reads it back.
+        let text = serde_json::to_string(&line).unwrap();
+        assert_eq!(serde_json::from_str::<TrailLine>(&text).unwrap(), line);
     }
 
     #[test]
