@@ -11,6 +11,10 @@ use leptos::html;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::api::approval_audit;
+use crate::format::format_time;
+use crate::live::{clock_offset, Live};
+
 /// One entry of the trail as the card shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrailLine {
@@ -41,10 +45,6 @@ impl TrailLine {
         }
     }
 }
-
-use crate::api::approval_audit;
-use crate::format::format_time;
-use crate::live::{clock_offset, Live};
 
 /// One entry in words, e.g. "Approved by phone via web: “looks right”" or "Flash sale —
 /// Paperleaf Books: trashed". `lines` and `items` are the card's: an item is named by its line
