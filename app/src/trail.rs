@@ -31,15 +31,8 @@ pub struct TrailLine {
 impl TrailLine {
     /// `entry` in words; `lines` and `items` are its card's (see [`trail_text`]).
     pub fn of(entry: &AuditEntry, lines: &[String], items: &[String]) -> TrailLine {
-        let kind = match entry.kind {
-            AuditKind::Decision => "decision",
-            AuditKind::Execution => "execution",
-            AuditKind::Denial => "denial",
-            AuditKind::Lapse => "lapse",
-            AuditKind::Undo => "undo",
-        };
         TrailLine {
-            kind: kind.to_owned(),
+            kind: entry.kind.as_str().to_owned(),
             text: trail_text(entry, lines, items),
             at: entry.at,
         }

@@ -513,6 +513,32 @@ pub enum AuditKind {
     Undo,
 }
 
+impl AuditKind {
+    /// The wire and stored spelling (`decision`, `execution`, `denial`, `lapse`, `undo`), as
+    /// serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditKind::Decision => "decision",
+            AuditKind::Execution => "execution",
+            AuditKind::Denial => "denial",
+            AuditKind::Lapse => "lapse",
+            AuditKind::Undo => "undo",
+        }
+    }
+
+    /// Reads [`AuditKind::as_str`]'s spelling back; `None` for any other text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "decision" => Some(AuditKind::Decision),
+            "execution" => Some(AuditKind::Execution),
+            "denial" => Some(AuditKind::Denial),
+            "lapse" => Some(AuditKind::Lapse),
+            "undo" => Some(AuditKind::Undo),
+            _ => None,
+        }
+    }
+}
+
 /// One append-only audit entry (`GET /api/audit`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -773,4 +799,26 @@ pub struct PairingOffer {
     /// When the link stops working.
     #[serde(deserialize_with = "rfc3339::deserialize")]
     pub expires_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `as_str` is the spelling serde writes (the store and the pages rely on it), and `parse`
+    /// reads it back.
+    #[test]
+    fn audit_kinds_are_spelled_as_serde_writes_them() {
+        for kind in [
+            AuditKind::Decision,
+            AuditKind::Execution,
+            AuditKind::Denial,
+            AuditKind::Lapse,
+            AuditKind::Undo,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            assert_eq!(AuditKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(AuditKind::parse("Decision"), None);
+    }
 }

@@ -18,7 +18,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use crate::rows::{
-    approval_from_row, audit_from_row, audit_kind_text, backend, to_json, Cols, ColumnRead, Record,
+    approval_from_row, audit_from_row, backend, to_json, Cols, ColumnRead, Record,
     APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
 };
 use crate::unit::{is_assertion, Stmt, WriteTx};
@@ -110,7 +110,7 @@ impl Store {
         for entry in entries {
             stmt = stmt
                 .text(&entry.approval_id)
-                .text(audit_kind_text(entry.kind))
+                .text(entry.kind.as_str())
                 .opt_text(entry.item.as_deref())
                 .text(&to_json(&entry.result, "an audit result")?)
                 .flag(entry.undo_available)

@@ -332,29 +332,6 @@ fn undo_from_row(c: &Cols<'_>) -> Result<Option<UndoRecord>, StoreError> {
     }))
 }
 
-/// The stored spelling of an audit kind.
-pub(crate) fn audit_kind_text(kind: AuditKind) -> &'static str {
-    match kind {
-        AuditKind::Decision => "decision",
-        AuditKind::Execution => "execution",
-        AuditKind::Denial => "denial",
-        AuditKind::Lapse => "lapse",
-        AuditKind::Undo => "undo",
-    }
-}
-
-/// Parses the stored spelling of an audit kind.
-fn parse_audit_kind(text: &str) -> Option<AuditKind> {
-    match text {
-        "decision" => Some(AuditKind::Decision),
-        "execution" => Some(AuditKind::Execution),
-        "denial" => Some(AuditKind::Denial),
-        "lapse" => Some(AuditKind::Lapse),
-        "undo" => Some(AuditKind::Undo),
-        _ => None,
-    }
-}
-
 /// Decodes one `audit_log` row.
 pub(crate) fn audit_from_row(row: &AnyRow) -> Result<AuditEntry, StoreError> {
     let id = row
@@ -369,7 +346,7 @@ pub(crate) fn audit_from_row(row: &AnyRow) -> Result<AuditEntry, StoreError> {
         id: format!("audit entry {id}"),
     };
     let kind_text = c.text("kind")?;
-    let kind = parse_audit_kind(&kind_text)
+    let kind = AuditKind::parse(&kind_text)
         .ok_or_else(|| c.corrupt("kind", format!("unknown kind `{kind_text}`")))?;
     Ok(AuditEntry {
         id,
