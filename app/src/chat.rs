@@ -150,7 +150,7 @@ impl ChatState {
             });
             let pending = storage()
                 .and_then(|s| s.get_item(PENDING_KEY).ok().flatten())
-                .and_then(|json| serde_json::from_str::<PendingTurn>(&json).ok());
+                .and_then(|json| crate::codec::read_json::<PendingTurn>(&json).ok());
             // A message sent just before the reload starts its conversation when none was open.
             let id = id.or_else(|| pending.as_ref().map(|p| p.conversation_id.clone()));
             if let Some(id) = id {

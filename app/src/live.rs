@@ -127,7 +127,7 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
             let on_event = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
                 move |event: web_sys::MessageEvent| {
                     let approval = event.data().as_string().and_then(|text| {
-                        serde_json::from_str::<iris_core::wire::Approval>(&text).ok()
+                        crate::codec::read_json::<iris_core::wire::Approval>(&text).ok()
                     });
                     if let Some(approval) = approval {
                         if name == "approval.requested" {
@@ -149,7 +149,7 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
         let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
             move |event: web_sys::MessageEvent| {
                 if let Some(text) = event.data().as_string() {
-                    if let Ok(message) = serde_json::from_str::<iris_core::wire::RunMessage>(&text)
+                    if let Ok(message) = crate::codec::read_json::<iris_core::wire::RunMessage>(&text)
                     {
                         chat.on_run_message(message);
                     }

@@ -119,7 +119,7 @@ async fn load() -> Result<PasskeyListing, String> {
     #[cfg(feature = "hydrate")]
     {
         let text = outcome(client::word(client::passkey_list()).await)?;
-        serde_json::from_str(&text).map_err(|e| format!("the passkey list does not parse: {e}"))
+        crate::codec::read_json(&text).map_err(|e| format!("the passkey list does not parse: {e}"))
     }
     #[cfg(not(feature = "hydrate"))]
     {
