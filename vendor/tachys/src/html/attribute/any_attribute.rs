@@ -21,9 +21,6 @@ pub struct AnyAttribute {
     #[cfg(feature = "hydrate")]
     hydrate_from_server:
         fn(Erased, crate::renderer::types::Element) -> AnyAttributeState,
-    #[cfg(feature = "hydrate")]
-    hydrate_from_template:
-        fn(Erased, crate::renderer::types::Element) -> AnyAttributeState,
     #[cfg(feature = "ssr")]
     #[allow(clippy::type_complexity)]
     resolve: fn(Erased) -> Pin<Box<dyn Future<Output = AnyAttribute> + Send>>,
@@ -111,21 +108,6 @@ where
             }
         }
 
-        #[cfg(feature = "hydrate")]
-        fn hydrate_from_template<T: Attribute + 'static>(
-            value: Erased,
-            el: crate::renderer::types::Element,
-        ) -> AnyAttributeState {
-            AnyAttributeState {
-                type_id: TypeId::of::<T>(),
-                keys: value.get_ref::<T>().keys(),
-                state: ErasedLocal::new(
-                    value.into_inner::<T>().hydrate::<false>(&el),
-                ),
-                el,
-            }
-        }
-
         fn rebuild<T: Attribute + 'static>(
             value: Erased,
             state: &mut AnyAttributeState,
@@ -167,8 +149,6 @@ where
             rebuild: rebuild::<T::CloneableOwned>,
             #[cfg(feature = "hydrate")]
             hydrate_from_server: hydrate_from_server::<T::CloneableOwned>,
-            #[cfg(feature = "hydrate")]
-            hydrate_from_template: hydrate_from_template::<T::CloneableOwned>,
             #[cfg(feature = "ssr")]
             resolve: resolve::<T::CloneableOwned>,
             #[cfg(feature = "ssr")]
@@ -228,7 +208,10 @@ impl Attribute for AnyAttribute {
         if FROM_SERVER {
             (self.hydrate_from_server)(self.value, el.clone())
         } else {
-            (self.hydrate_from_template)(self.value, el.clone())
+            // IRIS patch (vendor/README.md): no pointer to a template hydration of each
+            // attribute type. An attribute hydrated from a cloned template is set on the element
+            // as when built (what `hydrate::<false>` does for every attribute kind).
+            (self.build)(self.value, el.clone())
         }
         #[cfg(not(feature = "hydrate"))]
         {
