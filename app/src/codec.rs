@@ -55,13 +55,7 @@ impl<T: DeserializeOwned> Decodes<T> for TextJsonEncoding {
 pub fn read_json<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     #[cfg(feature = "hydrate")]
     {
-        let value = browser::parse_json(text).map_err(|e| {
-            js_sys::Error::from(e)
-                .message()
-                .as_string()
-                .unwrap_or_else(|| "the answer is not JSON".to_owned())
-        })?;
-        serde_wasm_bindgen::from_value(value).map_err(|e| e.to_string())
+        serde_wasm_bindgen::from_value(browser::parse(text)?).map_err(|e| e.to_string())
     }
     #[cfg(not(feature = "hydrate"))]
     {
@@ -77,7 +71,19 @@ mod browser {
     extern "C" {
         /// `JSON.parse` with big integers kept exact; throws an `Error` on bad text.
         #[wasm_bindgen(js_name = parseJson, catch)]
-        pub fn parse_json(text: &str) -> Result<JsValue, JsValue>;
+        fn parse_json(text: &str) -> Result<JsValue, JsValue>;
+    }
+
+    /// The parsed value, or the parser's sentence. Not inlined: one copy, not one per type
+    /// `read_json` reads.
+    #[inline(never)]
+    pub fn parse(text: &str) -> Result<JsValue, String> {
+        parse_json(text).map_err(|e| {
+            js_sys::Error::from(e)
+                .message()
+                .as_string()
+                .unwrap_or_else(|| "the answer is not JSON".to_owned())
+        })
     }
 }
 
