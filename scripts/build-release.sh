@@ -91,8 +91,13 @@ wasm_bundle() {
   say "wasm-bindgen --target web ($name)" >&2
   wasm-bindgen --target web --no-typescript --out-dir "$work" --out-name "$name" \
     "$target/wasm32-unknown-unknown/wasm-release/app.wasm" >&2
-  say "wasm-opt -Oz ($name)" >&2
-  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  say "wasm-opt -Oz --low-memory-unused --converge ($name)" >&2
+  # --low-memory-unused lets binaryen fold constant offsets into loads and stores (2.2 KB gzip
+  # off Activity's wasm, BENCHMARKS.md). It assumes no address below 1 KB is read or written:
+  # Rust's wasm puts its stack first, in the first MB, growing down from 1 MB, so only a stack
+  # 1023 KB deep would reach there. --converge runs the passes again while they still shrink it.
+  wasm-opt -Oz --low-memory-unused --converge \
+    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-mutable-globals --enable-reference-types --enable-multivalue \
     "$work/${name}_bg.wasm" -o "$work/$name.opt.wasm" >&2
   # Debian's wasm-opt (binaryen 108) points wasm-bindgen's exported externref table at the
