@@ -285,7 +285,7 @@ fn activity_view(
         <section class="card-section" aria-labelledby="pending-title">
             <h2 id="pending-title" class="section-title">
                 {if can_answer { "Waiting for you" } else { "Waiting for an answer" }}
-                <span class="count" aria-label=move || format!("{} waiting", pending_count())>{pending_count}</span>
+                <span class="count" aria-label=move || format!("{} waiting", pending_count())>{move || pending_count().to_string()}</span>
             </h2>
             <Show when=move || pending_count() == 0>
                 <p class="empty">
@@ -313,7 +313,7 @@ fn activity_view(
                             }
                         }
                     >
-                        {move || if older.loading.get() { "Loading older cards…" } else { "Older cards" }}
+                        {move || if older.loading.get() { "Loading older cards…" } else { "Older cards" }.to_owned()}
                     </button>
                 </Show>
                 {move || older.error.get().map(|e| view! {

@@ -322,7 +322,7 @@ pub fn ApprovalCard(
             on:toggle=move |ev| state.show_call.set(crate::toggle::open_of(&ev))
         >
             <summary data-testid="exact-call-toggle">
-                {move || if state.show_call.get() { "Hide exact call" } else { "Show exact call" }}
+                {move || if state.show_call.get() { "Hide exact call" } else { "Show exact call" }.to_owned()}
             </summary>
             <div class="exact-call-body" data-testid="exact-call">
                 <p class="exact-tool"><span class="label">"Tool "</span><code>{approval.tool.clone()}</code></p>
@@ -372,7 +372,7 @@ pub fn ApprovalCard(
             </button>
         }
         .attr("command", move || {
-            (form_ready && !live.get()).then_some("show-modal")
+            (form_ready && !live.get()).then(|| "show-modal".to_owned())
         })
         .attr("commandfor", {
             let dialog = form_dialog_id(&id);

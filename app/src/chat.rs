@@ -541,11 +541,11 @@ pub fn ChatPanel() -> impl IntoView {
                     id="chat-input"
                     data-testid="chat-input"
                     rows="2"
-                    placeholder=move || if chat.view_only() { "" } else { "Ask IRIS…" }
+                    placeholder=move || if chat.view_only() { "" } else { "Ask IRIS…" }.to_owned()
                     node_ref=input_ref
                     readonly=move || !live.get()
                     disabled=move || chat.view_only()
-                    aria-describedby=move || chat.view_only().then_some("chat-view-only")
+                    aria-describedby=move || chat.view_only().then(|| "chat-view-only".to_owned())
                     prop:value=move || chat.draft.get()
                     on:input:target=move |ev| chat.draft.set(ev.target().value())
                     on:keydown=move |ev| {
@@ -564,12 +564,12 @@ pub fn ChatPanel() -> impl IntoView {
                             || too_long() || length() == 0
                     }
                 >
-                    {move || if chat.sending.get() { "Sending…" } else { "Send" }}
+                    {move || if chat.sending.get() { "Sending…" } else { "Send" }.to_owned()}
                 </button>
             </form>
             // A counter once the message nears the limit; past it, Send is off and it says why.
             <p
-                class=move || if too_long() { "chat-count chat-count-over" } else { "chat-count" }
+                class=move || if too_long() { "chat-count chat-count-over" } else { "chat-count" }.to_owned()
                 data-testid="chat-count"
                 aria-live="polite"
                 hidden=move || length() <= COUNT_FROM
