@@ -271,6 +271,13 @@ fn activity_view(
         None => current.with(|d| d.older.clone()),
         Some(after_loaded) => after_loaded,
     };
+    // Parts shown on a condition: a closure over a memo (it changes only when the condition
+    // does, as `<Show>` would), drawing an `AnyView` or nothing. One shape for every such
+    // part on the page: each shape of reactive view costs the phone's wasm its own copy of
+    // Leptos' render effect (BENCHMARKS.md).
+    let none_waiting = Memo::new(move |_| pending_count() == 0);
+    let none_answered = Memo::new(move |_| answered_empty());
+    let has_older = Memo::new(move |_| next_cursor().is_some());
 
     view! {
         <p class="viewer-line" data-testid="viewer">
@@ -287,21 +294,21 @@ fn activity_view(
                 {if can_answer { "Waiting for you" } else { "Waiting for an answer" }}
                 <span class="count" aria-label=move || format!("{} waiting", pending_count())>{move || pending_count().to_string()}</span>
             </h2>
-            <Show when=move || pending_count() == 0>
+            {move || none_waiting.get().then(|| view! {
                 <p class="empty">
                     {if can_answer { "Nothing is waiting for you." } else { "Nothing is waiting for an answer." }}
                 </p>
-            </Show>
+            }.into_any())}
             <div class="card-list" data-testid="pending-list">{list.clone()(pending)}</div>
         </section>
         <section class="card-section" aria-labelledby="answered-title">
             <h2 id="answered-title" class="section-title">"Answered"</h2>
-            <Show when=answered_empty>
+            {move || none_answered.get().then(|| view! {
                 <p class="empty">"Nothing answered yet."</p>
-            </Show>
+            }.into_any())}
             <div class="card-list" data-testid="answered-list">{list.clone()(answered)}{list(older_cards)}</div>
             <div class="older">
-                <Show when=move || next_cursor().is_some()>
+                {move || has_older.get().then(|| view! {
                     <button
                         type="button"
                         class="btn btn-quiet"
@@ -315,10 +322,10 @@ fn activity_view(
                     >
                         {move || if older.loading.get() { "Loading older cards…" } else { "Older cards" }.to_owned()}
                     </button>
-                </Show>
+                }.into_any())}
                 {move || older.error.get().map(|e| view! {
                     <p class="page-error" role="alert">{format!("Could not load older cards: {e}")}</p>
-                })}
+                }.into_any())}
             </div>
         </section>
     }

@@ -518,7 +518,7 @@ pub fn ApprovalCard(
             {timing}
             {actions}
             {move || {
-                state.error.get().map(|e| view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> })
+                state.error.get().map(|e| view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> }.into_any())
             }}
             {outcome}
             {undo_part}

@@ -472,6 +472,16 @@ pub fn ChatPanel() -> impl IntoView {
     // The draft's length as the server counts it (trimmed, in characters).
     let length = move || chat.draft.with(|d| d.trim().chars().count());
     let too_long = move || length() > MAX_MESSAGE_CHARS;
+    // Parts shown on a condition: a closure over a memo drawing an `AnyView` or nothing, not
+    // `<Show>` (the Activity page's one shape for them, crate::activity).
+    let waiting = Memo::new(move |_| chat.waiting.with(Option::is_some));
+    let empty = Memo::new(move |_| {
+        chat.lines.with(Vec::is_empty)
+            && chat.extra.with(Vec::is_empty)
+            && chat.waiting.with(Option::is_none)
+            && !chat.view_only()
+    });
+    let view_only = Memo::new(move |_| chat.view_only());
 
     let submit = move || {
         if too_long() {
@@ -520,15 +530,12 @@ pub fn ChatPanel() -> impl IntoView {
                         .collect_view()
                 }}
             </ol>
-            <Show when=move || chat.waiting.with(Option::is_some)>
+            {move || waiting.get().then(|| view! {
                 <p class="chat-waiting" data-testid="chat-waiting" role="status">"Sent. Waiting for IRIS to answer…"</p>
-            </Show>
-            <Show when=move || {
-                chat.lines.with(Vec::is_empty) && chat.extra.with(Vec::is_empty)
-                    && chat.waiting.with(Option::is_none) && !chat.view_only()
-            }>
+            }.into_any())}
+            {move || empty.get().then(|| view! {
                 <p class="chat-empty">"Ask for something, e.g. “trash the promo emails from this week”. Anything that deletes data waits for your approval."</p>
-            </Show>
+            }.into_any())}
             <form
                 class="chat-form"
                 on:submit=move |ev| {
@@ -586,13 +593,13 @@ pub fn ChatPanel() -> impl IntoView {
                     }
                 }}
             </p>
-            <Show when=move || chat.view_only()>
+            {move || view_only.get().then(|| view! {
                 <p class="chat-view-only" id="chat-view-only" data-testid="chat-view-only">"This device can only view."</p>
-            </Show>
+            }.into_any())}
             {move || {
                 chat.error
                     .get()
-                    .map(|e| view! { <p class="chat-error" role="alert" data-testid="chat-error">{e}</p> })
+                    .map(|e| view! { <p class="chat-error" role="alert" data-testid="chat-error">{e}</p> }.into_any())
             }}
         </section>
     }

@@ -48,10 +48,18 @@ pub fn HistoryLine(
     let who = who_and_where(&approval);
     let when = move || format_time(at, offset.get());
     let card = approval.clone();
+    // Drawn as a closure over a memo, not `<Show>` (the Activity page's one shape for parts
+    // shown on a condition, crate::activity).
+    let opened = Memo::new(move |_| open.get());
     view! {
-        <Show
-            when=move || open.get()
-            fallback=move || {
+        {move || {
+            if opened.get() {
+                return view! {
+                    <ApprovalCard approval=card.clone() viewer=viewer.clone() focused state/>
+                }
+                .into_any();
+            }
+            {
                 let id = id.clone();
                 let title = title.clone();
                 let who = who.clone();
@@ -84,9 +92,8 @@ pub fn HistoryLine(
                         <span class="history-meta">{move || format!("{}{who}", when())}</span>
                     </a>
                 }
+                .into_any()
             }
-        >
-            <ApprovalCard approval=card.clone() viewer=viewer.clone() focused state/>
-        </Show>
+        }}
     }
 }
