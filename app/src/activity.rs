@@ -34,7 +34,11 @@ pub fn ActivityPage(
     // and polls load the lists again into `latest`, which the drawn lists follow card by card
     // (keyed), so a card that did not change keeps its elements: a button about to be tapped,
     // an open trail, the focus.
-    let first = Resource::<_, crate::codec::PageJson>::new_with_options(move || focus.get(), activity_data, false);
+    let first = Resource::<_, crate::codec::PageJson>::new_with_options(
+        move || focus.get(),
+        activity_data,
+        false,
+    );
     let latest = RwSignal::new(None::<ActivitySnapshot>);
     Effect::new(move |_| {
         focus.track();

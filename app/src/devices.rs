@@ -57,7 +57,11 @@ fn revoke_consequence(device: &DeviceInfo) -> String {
 #[component]
 pub fn DevicesPage() -> impl IntoView {
     let refresh = RwSignal::new(0u32);
-    let data = Resource::<_, crate::codec::PageJson>::new_with_options(move || refresh.get(), |_| load_devices(), false);
+    let data = Resource::<_, crate::codec::PageJson>::new_with_options(
+        move || refresh.get(),
+        |_| load_devices(),
+        false,
+    );
     // Read by the push control's effect only (in the browser, once the data has come).
     let push_off = Memo::new(move |_| data.get().and_then(|r| r.ok()).map(|d| d.push_off));
     view! {

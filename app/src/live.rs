@@ -149,7 +149,8 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
         let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
             move |event: web_sys::MessageEvent| {
                 if let Some(text) = event.data().as_string() {
-                    if let Ok(message) = crate::codec::read_json::<iris_core::wire::RunMessage>(&text)
+                    if let Ok(message) =
+                        crate::codec::read_json::<iris_core::wire::RunMessage>(&text)
                     {
                         chat.on_run_message(message);
                     }

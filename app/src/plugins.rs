@@ -61,7 +61,8 @@ fn days(n: u32) -> String {
 /// The Plugins page: fetches the list once and shows [`PluginTables`].
 #[component]
 pub fn PluginsPage() -> impl IntoView {
-    let data = Resource::<_, crate::codec::PageJson>::new_with_options(|| (), |()| load_plugins(), false);
+    let data =
+        Resource::<_, crate::codec::PageJson>::new_with_options(|| (), |()| load_plugins(), false);
     view! {
         <div class="plugins-page" data-testid="plugins-page">
             <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
