@@ -24,6 +24,15 @@
 //!
 //! Features: `ssr` (server rendering and the server functions' bodies) and `hydrate` (the
 //! browser half, built for `wasm32-unknown-unknown`, entry point `hydrate()`).
+//!
+//! The browser's wasm stays small (a phone on a slow network loads it first: BENCHMARKS.md, "A
+//! release build on a phone") by keeping down the number of types Leptos copies its generic
+//! code for, so the views keep three shapes:
+//! - a reactive text or attribute returns `String` (or `bool`, `Option<String>` for an
+//!   attribute that may be absent), never a `&'static str` or a number;
+//! - a part shown on a condition is a closure over a `Memo<bool>` drawing an `AnyView` or
+//!   nothing (`Option<AnyView>`), not `<Show>`;
+//! - JSON is read by [`codec::read_json`] only.
 
 #![recursion_limit = "256"]
 
