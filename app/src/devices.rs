@@ -131,6 +131,9 @@ fn DeviceRow(
     let offset = clock_offset();
     let (scope_text, scope_class) = scope_badge(device.scope);
     let confirming = RwSignal::new(false);
+    // The revoke control's two states, drawn by a closure over this memo (the app's one shape
+    // for parts shown on a condition, crate's docs).
+    let asking = Memo::new(move |_| confirming.get());
     let error = RwSignal::new(None::<String>);
     let name = device.name.clone();
     let revoke = Action::new(move |name: &String| {
@@ -185,29 +188,33 @@ fn DeviceRow(
             })}
             {can_revoke.then(|| view! {
                 <div class="device-actions">
-                    <Show
-                        when=move || confirming.get()
-                        fallback=move || view! {
-                            <button class="btn btn-quiet" type="button"
-                                on:click=move |_| { error.set(None); confirming.set(true) }>
+                    {move || {
+                        if !asking.get() {
+                            return view! {
+                                <button class="btn btn-quiet" type="button"
+                                    on:click=move |_| { error.set(None); confirming.set(true) }>
+                                    "Revoke"
+                                </button>
+                            }
+                            .into_any();
+                        }
+                        view! {
+                            <p class="device-confirm" role="alert">{warning.clone()}</p>
+                            <button class="btn btn-danger" type="button" data-testid="confirm-revoke"
+                                disabled=move || revoke.pending().get()
+                                on:click={
+                                    let name = name.clone();
+                                    move |_| { revoke.dispatch(name.clone()); }
+                                }>
                                 "Revoke"
                             </button>
+                            <button class="btn btn-quiet" type="button" on:click=move |_| confirming.set(false)>
+                                "Cancel"
+                            </button>
                         }
-                    >
-                        <p class="device-confirm" role="alert">{warning.clone()}</p>
-                        <button class="btn btn-danger" type="button" data-testid="confirm-revoke"
-                            disabled=move || revoke.pending().get()
-                            on:click={
-                                let name = name.clone();
-                                move |_| { revoke.dispatch(name.clone()); }
-                            }>
-                            "Revoke"
-                        </button>
-                        <button class="btn btn-quiet" type="button" on:click=move |_| confirming.set(false)>
-                            "Cancel"
-                        </button>
-                    </Show>
-                    {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> })}
+                        .into_any()
+                    }}
+                    {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> }.into_any())}
                 </div>
             })}
         </li>
@@ -252,7 +259,7 @@ fn PairPanel() -> impl IntoView {
                     "Link for a control device"
                 </button>
             </div>
-            {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> })}
+            {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> }.into_any())}
             {move || offer.get().map(|o| {
                 let (scope_text, _) = scope_badge(o.scope);
                 view! {
