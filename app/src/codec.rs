@@ -130,4 +130,18 @@ mod tests {
             <TextJsonEncoding as Decodes<serde_json::Value>>::decode(Bytes::from_static(b"\xff"));
         assert!(bad.is_err());
     }
+
+    #[test]
+    fn page_data_reads_back_as_written_and_big_integers_stay_exact() {
+        use leptos::server::codee::{Decoder, Encoder};
+        let value =
+            serde_json::json!({"id": 12345678901234567890_u64, "low": i64::MIN, "half": 1.5});
+        let text = <PageJson as Encoder<serde_json::Value>>::encode(&value).unwrap();
+        assert_eq!(text, serde_json::to_string(&value).unwrap());
+        let back: serde_json::Value = <PageJson as Decoder<_>>::decode(&text).unwrap();
+        assert_eq!(back, value);
+        assert_eq!(back["id"].as_u64(), Some(12345678901234567890));
+        let bad = <PageJson as Decoder<serde_json::Value>>::decode("{\"id\": 1");
+        assert!(bad.unwrap_err().contains("EOF"));
+    }
 }
