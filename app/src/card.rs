@@ -15,7 +15,7 @@ use crate::backend::Viewer;
 use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::dialog::{part_view, ConfirmDialog};
 use crate::format::{
-    approved_headline, card_parts, exact_args, execution_sentence, format_time, lapse_notice,
+    approved_problem, card_parts, exact_args, execution_sentence, format_time, lapse_notice,
     outcome_problem, outcome_tone, pretty_json, result_summary, status_label, undo_sentence,
     who_and_where,
 };
@@ -571,9 +571,12 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
     let expires_at = approval.expires_at;
 
     let tone = outcome_tone(approval);
-    let headline = match status {
-        ApprovalStatus::Approved => approved_headline(approval),
-        _ => status_label(status),
+    let headline = status_label(status);
+    // "Approved by … at …, but nothing was done.": who and when belong to the approval, the
+    // problem to the call.
+    let problem = match status {
+        ApprovalStatus::Approved => approved_problem(approval),
+        _ => None,
     };
     let head = match status {
         ApprovalStatus::Expired => view! {
@@ -586,6 +589,7 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
                 {who}
                 " at "
                 <time datetime=answered_at.to_rfc3339()>{when}</time>
+                {problem.map(|p| view! { ", "<strong>{p}</strong> }.into_any())}
                 "."
             </p>
         }

@@ -216,15 +216,16 @@ pub fn badge_label(approval: &Approval) -> &'static str {
     }
 }
 
-/// The headline of an approved card's outcome: "Approved" for a success or a call still on its
-/// way, else words that say it did not (fully) happen.
-pub fn approved_headline(approval: &Approval) -> &'static str {
+/// What an approved card's outcome line adds after who approved it and when ("Approved by phone
+/// via web at 3 Dec, 09:07, but nothing was done."): `None` for a success or a call still on
+/// its way, else words that say it did not (fully) happen.
+pub fn approved_problem(approval: &Approval) -> Option<&'static str> {
     match (approval.execution, outcome_tone(approval)) {
-        (Execution::Failed, OutcomeTone::Warning) => "Approved, but nothing was done",
-        (Execution::Failed, _) => "Approved, but it failed",
-        (Execution::Unknown, _) => "Approved, outcome unknown",
-        (_, OutcomeTone::Warning) => "Approved, partly done",
-        _ => "Approved",
+        (Execution::Failed, OutcomeTone::Warning) => Some("but nothing was done"),
+        (Execution::Failed, _) => Some("but it failed"),
+        (Execution::Unknown, _) => Some("outcome unknown"),
+        (_, OutcomeTone::Warning) => Some("partly done"),
+        _ => None,
     }
 }
 

@@ -103,7 +103,10 @@ test('a card whose emails went away says Not done, in amber, with the reason', a
     await expect(outcome).toHaveAttribute('data-outcome', 'warning');
     await expect(card).toHaveAttribute('data-outcome', 'warning');
     await expect(card.getByTestId('card-status')).toHaveText('Not done');
-    await expect(outcome).toContainText('Approved, but nothing was done');
+    // Who approved and when first, then what became of the call.
+    await expect(outcome.locator('.outcome-head')).toHaveText(
+      /^Approved by .+ via web at .+, but nothing was done\.$/,
+    );
     await expect(card.getByTestId('outcome-problem')).toHaveText(
       'Everything on the card changed after it was made, so nothing was run.',
     );
