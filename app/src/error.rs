@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec::TextJsonEncoding;
 
+/// What the page says when a request got no answer (after "Could not reach IRIS: ").
+pub const NO_ANSWER: &str =
+    "no answer came (IRIS may be restarting, or this device is offline). Try again in a moment.";
+
 /// Why a server function did not give its answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AppError {
@@ -44,6 +48,34 @@ impl FromServerFnError for AppError {
     type Encoder = TextJsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        AppError::Transport(value.to_string())
+        AppError::Transport(match value {
+            // The browser's request got no answer at all (server_fn says "error reaching server
+            // to call server function: TypeError: Failed to fetch", which tells the owner
+            // nothing they can act on).
+            ServerFnErrorErr::Request(_) => NO_ANSWER.to_owned(),
+            other => other.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_without_an_answer_is_said_plainly() {
+        let failed = AppError::from_server_fn_error(ServerFnErrorErr::Request(
+            "TypeError: Failed to fetch".into(),
+        ));
+        assert_eq!(
+            failed.to_string(),
+            format!("Could not reach IRIS: {NO_ANSWER}")
+        );
+        assert!(!failed.to_string().contains("TypeError"));
+        // Other failures keep their own words (e.g. an answer that could not be read).
+        let unread = AppError::from_server_fn_error(ServerFnErrorErr::Deserialization(
+            "missing field `id`".into(),
+        ));
+        assert!(unread.to_string().contains("missing field `id`"));
     }
 }
