@@ -42,6 +42,10 @@ pub struct PendingTurn {
     /// How many of the owner's lines with these words the conversation held when it was sent:
     /// the turn has ended on the server once it holds one more.
     pub seen: usize,
+    /// The send failed on the way (no answer came back), so whether IRIS has the message is not
+    /// known: the page waits for its turn all the same, and says so rather than "Sent".
+    #[serde(default)]
+    pub unconfirmed: bool,
 }
 
 impl PendingTurn {
@@ -316,6 +320,7 @@ impl ChatState {
             conversation_id,
             text: text.clone(),
             seen,
+            unconfirmed: false,
         });
         #[cfg(feature = "hydrate")]
         if let Some(pending) = &pending {
@@ -336,6 +341,12 @@ impl ChatState {
                 state
                     .lines
                     .try_update(|lines| drop_last_owner_line(lines, &text));
+                let pending = PendingTurn {
+                    unconfirmed: true,
+                    ..pending
+                };
+                #[cfg(feature = "hydrate")]
+                keep_pending(&pending);
                 state.waiting.try_set(Some(pending.clone()));
                 if state.conversation_id.get_untracked().is_none() {
                     // The app's effect reloads on this change.
@@ -531,7 +542,14 @@ pub fn ChatPanel() -> impl IntoView {
                 }}
             </ol>
             {move || waiting.get().then(|| view! {
-                <p class="chat-waiting" data-testid="chat-waiting" role="status">"Sent. Waiting for IRIS to answer…"</p>
+                <p class="chat-waiting" data-testid="chat-waiting" role="status">{move || {
+                    if chat.waiting.with(|w| w.as_ref().is_some_and(|p| p.unconfirmed)) {
+                        "The connection failed while sending, so IRIS may not have your message. Waiting to see whether it answers…"
+                    } else {
+                        "Sent. Waiting for IRIS to answer…"
+                    }
+                    .to_owned()
+                }}</p>
             }.into_any())}
             {move || empty.get().then(|| view! {
                 <p class="chat-empty">"Ask for something, e.g. “trash the promo emails from this week”. Anything that deletes data waits for your approval."</p>
