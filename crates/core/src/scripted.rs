@@ -200,8 +200,10 @@ impl ScriptedModel {
                             format!("I cannot tell whether that happened ({m}). Please check before asking again.")
                         },
                     ),
-                    // A stale item did nothing (the mail changed since the card).
-                    "refused" | "denied" | "error" | "not_run" | "failed" | "stale" => {
+                    // A stale item did nothing (the mail changed since the card): said in
+                    // words, not the executor's "stale: nothing done".
+                    "stale" => on_failed.clone().unwrap_or_else(|| STALE_TEXT.into()),
+                    "refused" | "denied" | "error" | "not_run" | "failed" => {
                         failed_text(last.as_ref(), on_failed.as_deref())
                     }
                     _ => fill_text(text, last.as_ref()),
@@ -297,7 +299,17 @@ fn fill_args(args: &Value, last: Option<&Value>, captures: &[String]) -> (Value,
     (filled, empty)
 }
 
-/// Replaces `{field}` with the last observation's top-level field (numbers and strings).
+/// The reply when everything a card named changed after it was made, so nothing ran.
+const STALE_TEXT: &str = "That did not happen: what the card named had changed since it was made (it may have been done already), so nothing was changed.";
+
+/// The reply when the template names a field the last observation does not have.
+const DONE_TEXT: &str = "Done. Activity shows what changed.";
+
+/// Replaces `{field}` with the last observation's top-level field (numbers and strings). When a
+/// `{field}` is left unfilled the reply is [`DONE_TEXT`] instead: the last observation is not
+/// the one the template was written for (the rule follows the latest request, and a card
+/// answered after a newer request resumes the older one), and the owner must never read a
+/// template's braces.
 fn fill_text(template: &str, last: Option<&Value>) -> String {
     let mut out = template.to_string();
     if let Some(Value::Object(map)) = last {
@@ -311,7 +323,20 @@ fn fill_text(template: &str, last: Option<&Value>) -> String {
             out = out.replace(&format!("{{{k}}}"), &text);
         }
     }
+    if has_placeholder(&out) {
+        return DONE_TEXT.to_owned();
+    }
     out
+}
+
+/// Whether `text` still holds a `{field}` (a letter or `_`, then letters, digits or `_`).
+fn has_placeholder(text: &str) -> bool {
+    text.split('{').skip(1).any(|rest| {
+        rest.split_once('}').is_some_and(|(name, _)| {
+            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    })
 }
 
 #[async_trait]
@@ -367,7 +392,7 @@ mod tests {
     fn stale_and_unknown_outcomes_are_not_reported_as_done() {
         let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
         for (status, message, expected) in [
-            ("stale", "stale: nothing done", "That did not happen: stale: nothing done. Nothing was changed."),
+            ("stale", "stale: nothing done", STALE_TEXT),
             (
                 "unknown",
                 "unknown: it may or may not have run; it will not be run again",
@@ -462,6 +487,52 @@ rules:
             content: json!({"results": [], "count": 0}),
         });
         assert!(m.next_turn(&empty).tool_calls.is_empty());
+    }
+
+    /// A card answered after a newer request in the same chat resumes the older run, while the
+    /// rule follows the newer request: its reply's `{summary}` has nothing to fill, so the owner
+    /// reads a plain "Done." line, never the braces.
+    #[test]
+    fn a_reply_never_shows_an_unfilled_placeholder() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        let call = |name: &str, id: &str| Message::Assistant {
+            content: None,
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: json!({}),
+            }],
+        };
+        let result = |id: &str, content: Value| Message::Tool {
+            tool_call_id: id.into(),
+            content,
+        };
+        let t = vec![
+            user("trash the promo emails from this week"),
+            call("search_inbox", "c1"),
+            result("c1", json!({"results": [{"id": "m1"}], "count": 1})),
+            call("trash_email", "c2"),
+            // The trash card, approved after the next request: its result placed at its call.
+            result("c2", json!({"trashed": 1, "restorable": ["m1"]})),
+            user("reply to Anna that Thursday works"),
+            call("search_inbox", "c3"),
+            result("c3", json!({"results": [{"id": "m9"}], "count": 1})),
+            call("send_email", "c4"),
+            result("c4", json!({"status": "pending"})),
+        ];
+        let reply = m.next_turn(&t).content.unwrap();
+        assert_eq!(reply, DONE_TEXT);
+        assert!(!has_placeholder(&reply));
+        // A template whose fields are there is filled as written.
+        assert_eq!(
+            fill_text(
+                "Moved {trashed} of {count}.",
+                Some(&json!({"trashed": 2, "count": 3}))
+            ),
+            "Moved 2 of 3."
+        );
+        assert!(has_placeholder("Done: {trashed} emails"));
+        assert!(!has_placeholder("a {} set, {1} or { spaced }"));
     }
 
     #[test]
