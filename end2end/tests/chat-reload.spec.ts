@@ -136,3 +136,25 @@ test('a message still waiting after a reload shows as sent until its turn ends',
   expect(await page.evaluate(() => localStorage.getItem('iris.pending_turn'))).toBeNull();
   expect(problems, 'no console errors or warnings').toEqual([]);
 });
+
+test('a send that fails on the way says IRIS may not have it, before and after a reload', async ({
+  page,
+}) => {
+  await page.goto('/activity');
+  await expect(page.getByTestId('chat-input')).toBeEditable();
+  // The connection drops: the message may or may not have reached the server, so the page
+  // waits for its turn rather than offer it twice, and says it does not know.
+  await page.route('**/ui/send_chat*', (route) => route.abort('connectionreset'));
+  await page.getByTestId('chat-input').fill('show this week’s mail');
+  await page.getByTestId('chat-send').click();
+  const unsure =
+    'The connection failed while sending, so IRIS may not have your message. Waiting to see whether it answers…';
+  await expect(page.getByTestId('chat-waiting')).toHaveText(unsure);
+  await expect(page.getByTestId('chat-waiting')).not.toContainText('Sent.');
+  await expect(page.getByTestId('chat-send')).toBeDisabled();
+  const kept = await page.evaluate(() => localStorage.getItem('iris.pending_turn'));
+  expect(JSON.parse(kept!)).toMatchObject({ text: 'show this week’s mail', unconfirmed: true });
+  await page.unroute('**/ui/send_chat*');
+  await page.reload();
+  await expect(page.getByTestId('chat-waiting')).toHaveText(unsure);
+});
