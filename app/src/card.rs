@@ -15,7 +15,7 @@ use crate::backend::Viewer;
 use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::dialog::{part_view, ConfirmDialog};
 use crate::format::{
-    approved_problem, card_parts, exact_args, execution_sentence, format_time, lapse_notice,
+    approved_problem, card_parts, clip, exact_args, execution_sentence, format_time, lapse_notice,
     outcome_problem, outcome_tone, pretty_json, result_summary, status_label, undo_sentence,
     who_and_where,
 };
@@ -123,6 +123,8 @@ pub fn ApprovalCard(
     let id = approval.id.clone();
     let card = approval.card.clone();
     let (asker, asked) = approval.asked();
+    let asked_clipped = asked.chars().count() > ASKED_SHOWN;
+    let asked_shown = clip(&asked, ASKED_SHOWN);
     let destructive = card.effect == CallEffect::Destructive;
     let acts_for_you = approval.kind == ApprovalKind::PinnedWrite;
     let evaluator = approval.kind == ApprovalKind::Evaluator;
@@ -512,8 +514,16 @@ pub fn ApprovalCard(
             })}
             <p class="card-asked" data-testid="card-asked">
                 <span class="label">{format!("{asker}: ")}</span>
-                <q>{asked}</q>
+                <q>{asked_shown}</q>
             </p>
+            // A long request is quoted in part, so the card's buttons stay near its title; the
+            // whole of it is one tap away.
+            {asked_clipped.then(|| view! {
+                <details class="card-asked-all" data-testid="card-asked-all">
+                    <summary>"Show the whole request"</summary>
+                    <p class="card-asked-full">{asked.clone()}</p>
+                </details>
+            })}
             {exact_call}
             {timing}
             {actions}
@@ -559,6 +569,9 @@ fn refocus(card: &leptos::web_sys::HtmlElement, target: Option<&leptos::web_sys:
     #[cfg(not(feature = "hydrate"))]
     let _ = (card, target);
 }
+
+/// How many characters of the request a card quotes before "Show the whole request".
+const ASKED_SHOWN: usize = 280;
 
 /// What happened to an answered card: status, who answered via which surface and when, what
 /// ran, and a failed resume if any.

@@ -28,3 +28,41 @@ test('a long unbroken request wraps on a phone', async ({ page }) => {
   await card.getByTestId('reject-button').click();
   await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
 });
+
+test('a request near the chat limit is quoted in part; the buttons stay near the title', async ({
+  page,
+}) => {
+  await page.setViewportSize(PHONE);
+  await page.goto('/activity');
+  const input = page.getByTestId('chat-input');
+  await expect(input).toBeEditable();
+  const request = `${REQUEST} ${'and the other offers too '.repeat(158)}`.slice(0, 3990);
+  await input.fill(request);
+  await page.getByTestId('chat-send').click();
+  const link = page.getByTestId('chat-approval-link').last();
+  await expect(link).toBeVisible();
+  const id = (await link.getAttribute('href'))!.split('/').pop()!;
+  await followLive(page, link);
+  const card = page.getByTestId(`card-${id}`);
+  const quote = card.getByTestId('card-asked').locator('q');
+  const shown = (await quote.textContent())!;
+  expect(shown.length).toBeLessThanOrEqual(280);
+  expect(shown.endsWith('…')).toBe(true);
+  // The buttons sit within a phone screen or so of the card's top, not 4,000 characters below.
+  const top = (await card.boundingBox())!.y;
+  const reject = (await card.getByTestId('reject-button').boundingBox())!.y;
+  expect(reject - top).toBeLessThan(900);
+  await shot(card, 'long-request-clipped-phone');
+  // The whole request is a tap away.
+  const all = card.getByTestId('card-asked-all');
+  await all.locator('summary').click();
+  await expect(all.locator('.card-asked-full')).toHaveText(request.trim());
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  expect(overflow, 'the page scrolls sideways').toBeLessThanOrEqual(0);
+
+  // Leave the shared demo mailbox as it was.
+  await card.getByTestId('reject-button').click();
+  await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
+});

@@ -362,3 +362,23 @@ fn the_card_key_follows_what_the_card_shows() {
     other.result = Some(json!("|y"));
     assert_ne!(card_key(&one), card_key(&other));
 }
+
+/// A request near the chat's limit is quoted in part, so the card's buttons stay near its
+/// title; the whole of it is in "Show the whole request".
+#[test]
+fn a_long_request_is_quoted_in_part_with_the_whole_a_tap_away() {
+    let mut approval = destructive();
+    let long = format!("trash the promo emails {}", "x".repeat(3967));
+    approval.card.request = long.clone();
+    let html = render(approval, owner());
+    let quote_start = html.find("<q>").unwrap() + 3;
+    let quote = &html[quote_start..quote_start + html[quote_start..].find("</q>").unwrap()];
+    assert_eq!(quote.chars().count(), 280, "{quote}");
+    assert!(quote.starts_with("trash the promo emails xxx") && quote.ends_with('…'));
+    assert!(html.contains("data-testid=\"card-asked-all\""), "{html}");
+    assert!(html.contains("Show the whole request"), "{html}");
+    assert!(html.contains(&long), "the whole request is on the card");
+    // A short one is quoted whole, with nothing to open.
+    let html = render(destructive(), owner());
+    assert!(!html.contains("card-asked-all"), "{html}");
+}
