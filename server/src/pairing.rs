@@ -166,8 +166,10 @@ fn closed(status: StatusCode, heading: &str, text: String) -> Response {
     )
 }
 
+/// A time on the pairing page, as the cards write one without the browser's offset
+/// ("3 Dec, 16:23 UTC").
 fn when(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M UTC").to_string()
+    app::format::format_time(at, None)
 }
 
 /// A link that cannot pair (`why`: unknown, already used or lapsed): why, in plain words, and

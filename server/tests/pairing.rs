@@ -172,6 +172,13 @@ async fn a_read_browser_pairs_once_through_the_link(world: World) {
     let text = again.text().await.unwrap();
     assert!(text.contains("already used"), "{text}");
     assert!(text.contains("wall tablet"), "{text}");
+    // Its time written as the cards write theirs ("3 Dec, 16:23 UTC"), not "2026-12-03 16:23".
+    let today = chrono::Utc::now().format("at %-d %b, ").to_string();
+    assert!(text.contains(&today), "{text}");
+    assert!(
+        !text.contains(&chrono::Utc::now().format("%Y-%m-").to_string()),
+        "{text}"
+    );
     let resp = post_form(&server.url, &path, "second", Some(&server.url)).await;
     assert_eq!(resp.status(), StatusCode::GONE);
     assert!(session_cookie(&resp).is_none());
