@@ -35,7 +35,7 @@ rules:
       - call: trash_email
         args: {ids: "$ids"}
         if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Finished ({status})."
+      - reply: "Finished."
         on_unknown: "Finished (unknown)."
 fallback: "?"
 "#;
