@@ -13,7 +13,7 @@ import {
   undoInChat,
   WEEK_PROMOS,
   watchConsole,
-  followLive,
+  askAndFollow,
 } from './helpers';
 
 test.use({ colorScheme: 'dark' });
@@ -163,16 +163,7 @@ test('the Plugins page is dark and readable in a dark system setting', async ({
 test('a pinned write card "acts for you" in blue, not red, and reads in the dark', async ({
   page,
 }, testInfo) => {
-  await page.goto('/activity');
-  const input = page.getByTestId('chat-input');
-  await expect(input).toBeEditable();
-  await input.fill('reply to Anna that Thursday works');
-  await page.getByTestId('chat-send').click();
-  const link = page.getByTestId('chat-approval-link').last();
-  await expect(link).toBeVisible();
-  const id = (await link.getAttribute('href'))!.split('/').pop()!;
-  await followLive(page, link);
-  const card = page.getByTestId(`card-${id}`);
+  const { card } = await askAndFollow(page, 'reply to Anna that Thursday works');
   await expect(card.getByTestId('badge-acts')).toHaveText('Acts for you');
 
   // Its edge is the accent (blue), not the destructive red.

@@ -103,6 +103,26 @@ export async function followLive(page: Page, link: Locator): Promise<void> {
 }
 
 /**
+ * Opens Activity, sends `request` in the chat, follows the link of the card it halts on (the
+ * newest) and returns the approval id and its card.
+ */
+export async function askAndFollow(
+  page: Page,
+  request: string,
+): Promise<{ id: string; card: Locator }> {
+  await page.goto('/activity');
+  const input = page.getByTestId('chat-input');
+  await expect(input).toBeEditable();
+  await input.fill(request);
+  await page.getByTestId('chat-send').click();
+  const link = page.getByTestId('chat-approval-link').last();
+  await expect(link).toBeVisible();
+  const id = (await link.getAttribute('href'))!.split('/').pop()!;
+  await followLive(page, link);
+  return { id, card: page.getByTestId(`card-${id}`) };
+}
+
+/**
  * Opens Activity, asks for the promo clean-up, follows the halt message's link and returns the
  * approval id and its card.
  */

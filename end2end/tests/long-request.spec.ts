@@ -1,21 +1,12 @@
 // A phone must never scroll sideways: a request with a long unbroken word (a pasted URL) wraps
 // inside the card and the chat instead of widening the page.
 import { test, expect } from '@playwright/test';
-import { PHONE, REQUEST, shot, followLive } from './helpers';
+import { PHONE, REQUEST, askAndFollow, shot } from './helpers';
 
 test('a long unbroken request wraps on a phone', async ({ page }) => {
   await page.setViewportSize(PHONE);
-  await page.goto('/activity');
-  const input = page.getByTestId('chat-input');
-  await expect(input).toBeEditable();
   const request = `${REQUEST} https://shop.example.org/unsubscribe?u=${'a1b2c3d4e5'.repeat(12)}`;
-  await input.fill(request);
-  await page.getByTestId('chat-send').click();
-  const link = page.getByTestId('chat-approval-link').last();
-  await expect(link).toBeVisible();
-  const id = (await link.getAttribute('href'))!.split('/').pop()!;
-  await followLive(page, link);
-  const card = page.getByTestId(`card-${id}`);
+  const { card } = await askAndFollow(page, request);
   await expect(card).toContainText('a1b2c3d4e5a1b2c3d4e5');
 
   const overflow = await page.evaluate(
@@ -33,17 +24,8 @@ test('a request near the chat limit is quoted in part; the buttons stay near the
   page,
 }) => {
   await page.setViewportSize(PHONE);
-  await page.goto('/activity');
-  const input = page.getByTestId('chat-input');
-  await expect(input).toBeEditable();
   const request = `${REQUEST} ${'and the other offers too '.repeat(158)}`.slice(0, 3990);
-  await input.fill(request);
-  await page.getByTestId('chat-send').click();
-  const link = page.getByTestId('chat-approval-link').last();
-  await expect(link).toBeVisible();
-  const id = (await link.getAttribute('href'))!.split('/').pop()!;
-  await followLive(page, link);
-  const card = page.getByTestId(`card-${id}`);
+  const { card } = await askAndFollow(page, request);
   const quote = card.getByTestId('card-asked').locator('q');
   const shown = (await quote.textContent())!;
   expect(shown.length).toBeLessThanOrEqual(280);
