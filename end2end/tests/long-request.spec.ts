@@ -30,8 +30,8 @@ test('a request near the chat limit is quoted in part; the buttons stay near the
   const shown = (await quote.textContent())!;
   expect(shown.length).toBeLessThanOrEqual(280);
   expect(shown.endsWith('…')).toBe(true);
-  // The quote takes a few lines, so the buttons stay near the title; quoted whole, the 3,990
-  // characters took about 2,700 px at this width.
+  // The quote takes a few lines, so the buttons stay near the title (quoted whole, 3,990
+  // characters run to about a hundred lines at this width).
   const quoted = (await card.getByTestId('card-asked').boundingBox())!.height;
   expect(quoted).toBeLessThan(300);
   await expect(card.getByTestId('reject-button')).toBeVisible();
