@@ -184,6 +184,16 @@ pub struct Settings {
     /// heartbeat; another server takes the job over after that (DESIGN §9).
     #[serde(default = "default_lease_secs")]
     pub lease_secs: u32,
+    /// `IRIS_EXECUTE_TIMEOUT_SECS` (default 120): the deadline of one approved call's side
+    /// effect (mail, SMTP, an MCP upstream, a file); one without an answer by then is recorded
+    /// `unknown` and never run again (docs/liveness.md).
+    #[serde(default = "default_execute_timeout_secs")]
+    pub execute_timeout_secs: u64,
+    /// `IRIS_EXECUTE_GRACE_SECS` (default 900): an approved call that has not started by its
+    /// card's expiry plus this many seconds is not run at all (`failed`, "not run: it could not
+    /// start before …"): no mail sent hours late (docs/liveness.md).
+    #[serde(default = "default_execute_grace_secs")]
+    pub execute_grace_secs: u64,
     /// `[email]` accounts.
     #[serde(default)]
     pub email: EmailSettings,
@@ -247,6 +257,12 @@ fn default_model_timeout_secs() -> u64 {
 }
 fn default_lease_secs() -> u32 {
     30
+}
+fn default_execute_timeout_secs() -> u64 {
+    120
+}
+fn default_execute_grace_secs() -> u64 {
+    900
 }
 fn default_mcp_hold_secs() -> u64 {
     50
@@ -334,6 +350,8 @@ mod tests {
             assert_eq!(s.sqlite_synchronous, "full");
             assert_eq!(s.model_timeout_secs, 120);
             assert_eq!(s.lease_secs, 30);
+            assert_eq!(s.execute_timeout_secs, 120);
+            assert_eq!(s.execute_grace_secs, 900);
             jail.set_env("IRIS_MODEL_STREAM", "true");
             jail.set_env("IRIS_SQLITE_SYNCHRONOUS", "normal");
             jail.set_env("IRIS_MODEL_TIMEOUT_SECS", "5");

@@ -229,7 +229,8 @@ pub async fn build(
         Arc::new(store.clone()),
         Arc::new(agent),
         clock.clone(),
-        LeaseSettings::for_this_process(settings.lease_secs),
+        LeaseSettings::for_this_process(settings.lease_secs)
+            .with_execution_bounds(settings.execute_timeout_secs, settings.execute_grace_secs),
         jobs.clone(),
     )
     .with_escalation(EscalationSettings {

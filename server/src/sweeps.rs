@@ -54,7 +54,10 @@ pub async fn drain(state: &AppState) {
                 tracing::warn!(approval = %id, "another server took this resume job over; its writes win");
             }
             Err(error) => {
-                tracing::error!(%error, "running a resume job failed; it is retried when its lease lapses");
+                // The service has ended the job `failed` (the card says so), or, when even that
+                // could not be written, its lease lapses and any server takes it over, this one
+                // included (docs/liveness.md).
+                tracing::error!(%error, "running a resume job failed");
                 return;
             }
         }

@@ -24,21 +24,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, snapshot, wait_for_line, Iris, ModelServer, World};
+use support::{contents, eventually, snapshot, trashed, wait_for_line, Iris, ModelServer, World};
 
-const SCRIPT: &str = r#"
-rules:
-  - when: "(?i)trash"
-    steps:
-      - call: search_inbox
-        args: {category: promotions, since_days: 7}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Finished."
-        on_unknown: "Finished (unknown)."
-fallback: "?"
-"#;
+const SCRIPT: &str = support::TRASH_SCRIPT;
 
 /// Server environment for every start: sweeps every second, leases of two seconds (so on
 /// PostgreSQL, where a restarted server cannot know the old one is gone, its job is taken over
@@ -90,22 +78,6 @@ async fn sweeps(rx: Receiver<String>, count: usize) -> (Receiver<String>, Vec<St
     })
     .await
     .unwrap()
-}
-
-/// Every message file's bytes, sorted: equal before and after means no file lost and none
-/// duplicated, whatever folder each is in.
-fn contents(maildir: &std::path::Path) -> Vec<Vec<u8>> {
-    let mut all: Vec<Vec<u8>> = snapshot(maildir).into_values().collect();
-    all.sort();
-    all
-}
-
-/// Message files in `.Trash/`.
-fn trashed(maildir: &std::path::Path) -> usize {
-    snapshot(maildir)
-        .keys()
-        .filter(|k| k.starts_with(".Trash/"))
-        .count()
 }
 
 /// Starts the server. With a failpoint, the sweep runs once at start and then not for an hour,

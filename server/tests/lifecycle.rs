@@ -807,7 +807,7 @@ async fn an_unknown_execution_is_never_run_again_and_the_owner_is_told() {
     // before the outcome: its lease lapses and this server takes the job over.
     let stalled = w
         .store
-        .claim_job(JobPick::Approval(&id), "server-that-died", 30, &|s| {
+        .claim_job(JobPick::Approval(&id), "server-that-died", 30, &[], &|s| {
             let row = s.approval.as_ref().unwrap();
             ClaimPlan {
                 ledger: LedgerStep::Claim {

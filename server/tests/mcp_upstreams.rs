@@ -173,6 +173,60 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
     assert_ne!(after, before);
 }
 
+/// A side effect has a deadline (`IRIS_EXECUTE_TIMEOUT_SECS`, docs/liveness.md): an approved
+/// call the upstream never answers is `unknown` once it passes, never run again, and the job's
+/// worker is free for the next card. (Without the deadline it stays `executing` for ever.)
+#[tokio::test]
+async fn an_upstream_that_never_answers_is_unknown_at_the_execute_deadline() {
+    let (mut world, notes) = world(1, &notes_upstream(None));
+    world
+        .env
+        .push(("IRIS_EXECUTE_TIMEOUT_SECS".into(), "2".into()));
+    let owner = world.add_device("owner", "control");
+    let goose = world.add_device("goose", "agent");
+    let iris: Iris = world.start();
+    let hang = json!({"call": "append_note", "args": {"text": "hang"}});
+    let held = one(&iris, "notes", &goose, hang.clone()).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    let lost = iris.client().wait_execution(&id, &owner, "unknown").await;
+    let message = lost["result"]["message"].as_str().unwrap();
+    assert!(message.contains("no answer within 2 s"), "{lost}");
+    assert!(message.contains("will not be run again"), "{lost}");
+    assert!(
+        notes.join("hanging").exists(),
+        "the call had reached the upstream"
+    );
+    let told = one(&iris, "notes", &goose, hang).await;
+    assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
+    // The next approved call runs as usual (on a fresh notes server: the hung one may block
+    // its own loop, so it is stopped and the gateway starts another at the next call).
+    for pid in notes_server_pids(&notes) {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status();
+    }
+    let held = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "after"}}),
+    )
+    .await;
+    let next = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&iris, &owner, &next, json!({"decision": "approve"})).await;
+    iris.client()
+        .wait_execution(&next, &owner, "executed")
+        .await;
+    assert_eq!(notes_file(&notes), "after\n");
+}
+
 #[tokio::test]
 async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;

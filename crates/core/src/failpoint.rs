@@ -2,11 +2,20 @@
 //! where a test can stop the process to prove that a pinned call is never repeated after a
 //! crash.
 //!
-//! **Test-only.** The setting is the environment variable `IRIS_FAILPOINT=NAME`, read only in
-//! debug builds (`cfg(debug_assertions)`); in a release build [`hit`] compiles to nothing and the
-//! variable is ignored. When the point named by the setting is reached, the process prints
-//! `failpoint reached: NAME` on stderr and then blocks that thread forever, so the test kills it
-//! with SIGKILL at exactly that point (from the ledger's point of view, a real crash).
+//! **Test-only.** Three kinds, each an environment variable read only in debug builds
+//! (`cfg(debug_assertions)`); in a release build every function here compiles to nothing and the
+//! variables are ignored:
+//!
+//! - `IRIS_FAILPOINT=NAME` (a crash): when the point is reached, the process prints
+//!   `failpoint reached: NAME` on stderr and then blocks that thread forever, so the test kills it
+//!   with SIGKILL at exactly that point (from the ledger's point of view, a real crash).
+//! - `IRIS_FAILPOINT_PAUSE=NAME` (a stall): at the point the task prints `failpoint paused: NAME`
+//!   and waits, without blocking its thread, until the file named by `IRIS_FAILPOINT_RELEASE`
+//!   exists (the test creates it), then goes on: a holder that stalls past its lease.
+//! - `IRIS_FAILPOINT_FAIL_ONCE=UNIT[,UNIT…]` (a store error): the first time the named store unit
+//!   runs it fails before writing anything, as a dropped connection would
+//!   (`failpoint failed once: UNIT` on stderr); later runs succeed. The unit names are
+//!   [`FAIL_UNITS`].
 //!
 //! The points, in execution order:
 //! - [`AFTER_DECISION`]: the decision is stored, the resume not yet started (respond path);
@@ -22,6 +31,74 @@ pub const AFTER_CLAIM: &str = "after_claim";
 pub const AFTER_SIDE_EFFECT: &str = "after_side_effect";
 /// The ledger holds the outcome; the run has not continued (the model not yet called).
 pub const AFTER_OUTCOME: &str = "after_outcome";
+
+/// The store units a test can make fail once (`IRIS_FAILPOINT_FAIL_ONCE`).
+pub const FAIL_UNITS: &[&str] = &[
+    "claim_job",
+    "confirm_lease",
+    "heartbeat",
+    "record_outcome",
+    "finish_job",
+];
+
+/// Before the side effect, after the lease was confirmed at its epoch: where a stalled holder
+/// pauses (`IRIS_FAILPOINT_PAUSE`).
+pub const BEFORE_SIDE_EFFECT: &str = "before_side_effect";
+
+/// Whether the store unit `unit` must fail this time (`IRIS_FAILPOINT_FAIL_ONCE` names it and it
+/// has not failed yet). Always `false` in release builds.
+pub fn fail_once(unit: &str) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::Mutex;
+        static LEFT: std::sync::OnceLock<Mutex<Vec<String>>> = std::sync::OnceLock::new();
+        let left = LEFT.get_or_init(|| {
+            Mutex::new(
+                std::env::var("IRIS_FAILPOINT_FAIL_ONCE")
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|u| u.trim().to_string())
+                    .filter(|u| !u.is_empty())
+                    .collect(),
+            )
+        });
+        let mut left = left
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(i) = left.iter().position(|u| u == unit) {
+            left.remove(i);
+            eprintln!("failpoint failed once: {unit}");
+            return true;
+        }
+    }
+    let _ = unit;
+    false
+}
+
+/// Whether `IRIS_FAILPOINT_PAUSE` names `name` (debug builds only). The caller then awaits
+/// [`released`] on its own runtime.
+pub fn pauses_at(name: &str) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        static SETTING: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+        let setting = SETTING.get_or_init(|| std::env::var("IRIS_FAILPOINT_PAUSE").ok());
+        if setting.as_deref() == Some(name) {
+            eprintln!("failpoint paused: {name}");
+            return true;
+        }
+    }
+    let _ = name;
+    false
+}
+
+/// Whether the paused point may go on: the file `IRIS_FAILPOINT_RELEASE` names exists (always
+/// `true` without the setting).
+pub fn released() -> bool {
+    match std::env::var_os("IRIS_FAILPOINT_RELEASE") {
+        Some(path) => std::path::Path::new(&path).exists(),
+        None => true,
+    }
+}
 
 /// Reaches the failpoint `name`: when `IRIS_FAILPOINT` names it (debug builds only), prints
 /// `failpoint reached: NAME` on stderr and blocks the calling thread forever (the test then

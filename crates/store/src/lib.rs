@@ -115,6 +115,15 @@ impl Store {
     }
 
     /// `now` as bound for [`Engine::now`].
+    /// "Now" by the store's time source, for a stamp the store writes itself: the test clock,
+    /// else this machine's clock (the database's is read in SQL by [`Store::now_sql`]).
+    pub(crate) fn now_stamp(&self) -> chrono::DateTime<chrono::Utc> {
+        match &self.time {
+            TimeSource::Clock(clock) => clock.now(),
+            TimeSource::Database => chrono::Utc::now(),
+        }
+    }
+
     pub(crate) fn now_param(&self) -> Option<String> {
         self.time.param()
     }

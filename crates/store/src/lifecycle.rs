@@ -18,7 +18,7 @@ use sqlx::any::AnyRow;
 use sqlx::Row;
 
 use crate::rows::{
-    approval_from_row, audit_from_row, backend, to_json, Cols, ColumnRead, Record,
+    approval_from_row, audit_from_row, backend, is_refusal, to_json, Cols, ColumnRead, Record,
     APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
 };
 use crate::unit::{is_assertion, Stmt, WriteTx};
@@ -203,20 +203,21 @@ impl Store {
         pick: JobPick<'_>,
         owner: &str,
         secs: u32,
+        busy: &[String],
     ) -> Result<Option<(JobOrigin, i64, Record)>, StoreError> {
-        // A lapsed lease is taken over by another server only: this one's own lapsed lease
-        // belongs to a worker that still runs the job here (its heartbeat could not write), and
-        // a live server never calls its own running call interrupted. (`owner` is this
-        // process's, new at every start, so a restarted server takes its old jobs over.)
-        let claimable = "(state = 'ready' OR (state = 'running' AND lease_until <= {now} \
-                         AND substr(lease_owner, 1, length($5)) <> $5))";
-        // Every claim's holder is `OWNER#CLAIM`: this server's claims share `OWNER#`.
-        let own_prefix = match owner.rsplit_once('#') {
-            Some((server, _)) => format!("{server}#"),
-            None => format!("{owner}#"),
-        };
+        // A lapsed lease is taken over by any server, this one included, unless one of this
+        // server's own tasks still holds it (`busy`: its heartbeat could not write, and a live
+        // task's call must not be called interrupted). A job whose task ended without ending it
+        // (a unit that failed for good) is retaken here like any other, so it always ends
+        // (docs/liveness.md "every decided card ends").
+        let claimable = format!(
+            "(state = 'ready' OR (state = 'running' AND lease_until <= {{now}} \
+             AND {pos}($5, ',' || lease_owner || ',') = 0))",
+            pos = self.engine.position_fn()
+        );
+        let busy_list = format!(",{},", busy.join(","));
         let (condition, id) = match pick {
-            JobPick::Next => (claimable.to_string(), None),
+            JobPick::Next => (claimable.clone(), None),
             JobPick::Approval(id) => (format!("{claimable} AND approval_id = $4"), Some(id)),
             JobPick::Retry(id) => (
                 "state = 'failed' AND approval_id = $4".to_string(),
@@ -239,7 +240,7 @@ impl Store {
             // Keep `$4` bound so both spellings take the same arguments.
             take = take.opt_text(None);
         }
-        take = take.text(&own_prefix);
+        take = take.text(&busy_list);
         tx.exec(take, "leasing a resume job").await?;
         let rows = tx
             .fetch(
@@ -394,12 +395,18 @@ impl ApprovalStore for Store {
         pick: JobPick<'_>,
         owner: &str,
         lease_secs: u32,
-        plan: &(dyn for<'s> Fn(&'s JobSnapshot) -> ClaimPlan + Send + Sync),
+        busy: &[String],
+        plan_fn: &(dyn for<'s> Fn(&'s JobSnapshot) -> ClaimPlan + Send + Sync),
     ) -> Result<Option<ClaimedJob>, StoreError> {
+        failpoint_unit("claim_job")?;
+        let plan = plan_fn;
         // Each claim holds the lease under an owner of its own, so the claim's read finds it.
         let holder = format!("{owner}#{}", uuid::Uuid::new_v4().simple());
         let mut tx = self.begin_write().await?;
-        let picked = match self.pick_job(&mut tx, pick, &holder, lease_secs).await {
+        let picked = match self
+            .pick_job(&mut tx, pick, &holder, lease_secs, busy)
+            .await
+        {
             Ok(Some(picked)) => picked,
             Ok(None) => {
                 tx.rollback().await;
@@ -422,7 +429,17 @@ impl ApprovalStore for Store {
         let approval_id = snapshot.approval_id.clone();
         if let Err(e) = self.apply_plan(&mut tx, &approval_id, &plan).await {
             tx.rollback().await;
-            return Err(e);
+            if !is_refusal(&e) {
+                return Err(e);
+            }
+            // A poison job: the database refuses what its claim writes and would refuse it again
+            // on every server. It ends here in a unit of its own, and the claim moves on, so no
+            // job is held up behind it (docs/liveness.md "one poison job").
+            self.end_poison_job(&approval_id, epoch - 1, &e).await?;
+            return match pick {
+                JobPick::Next => self.claim_job(pick, owner, lease_secs, busy, plan_fn).await,
+                _ => Ok(None),
+            };
         }
         self.commit_with(tx, &plan.events).await?;
         Ok(Some(ClaimedJob {
@@ -437,9 +454,81 @@ impl ApprovalStore for Store {
     }
 
     async fn heartbeat(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError> {
+        failpoint_unit("heartbeat")?;
         let mut tx = self.begin_write().await?;
         let fenced = self.fence(&mut tx, lease, lease_secs).await;
         finish_cas(tx, fenced).await
+    }
+
+    async fn confirm_lease(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError> {
+        failpoint_unit("confirm_lease")?;
+        let mut tx = self.begin_write().await?;
+        let confirmed = tx
+            .exec_cas(
+                self.timed(
+                    "UPDATE resume_jobs SET lease_until = {until}, updated_at = {now} \
+                     WHERE approval_id = $3 AND lease_epoch = $4 AND lease_owner = $5 \
+                     AND state = 'running' AND lease_until > {now}",
+                )
+                .int(i64::from(lease_secs))
+                .text(&lease.approval_id)
+                .int(lease.epoch)
+                .text(&lease.owner),
+                "confirming a resume job's lease before its side effect",
+            )
+            .await;
+        finish_cas(tx, confirmed).await
+    }
+
+    async fn abandon_job(&self, lease: &Lease, reason: &str) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            tx.exec_cas(
+                self.timed(
+                    "UPDATE resume_jobs SET state = 'failed', lease_until = NULL, \
+                     updated_at = {now} WHERE approval_id = $2 AND lease_epoch = $3 \
+                     AND lease_owner = $4 AND state = 'running'",
+                )
+                .text(&lease.approval_id)
+                .int(lease.epoch)
+                .text(&lease.owner),
+                "ending a failed resume job",
+            )
+            .await?;
+            tx.exec(
+                self.timed(
+                    "UPDATE ledger SET state = 'unknown', finished_at = {now} \
+                     WHERE approval_id = $2 AND state = 'executing'",
+                )
+                .text(&lease.approval_id),
+                "marking an interrupted execution unknown",
+            )
+            .await?;
+            tx.exec(
+                Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
+                    .text(reason)
+                    .text(&lease.approval_id),
+                "recording a resume error",
+            )
+            .await?;
+            self.stage_responded(&mut tx, &lease.approval_id).await
+        }
+        .await;
+        match written {
+            Ok(events) => {
+                tx.commit().await?;
+                self.deliver(&events);
+                Ok(true)
+            }
+            Err(e) => {
+                tx.rollback().await;
+                if is_assertion(&e) {
+                    Ok(false)
+                } else {
+                    Err(e)
+                }
+            }
+        }
     }
 
     async fn record_outcome(
@@ -450,23 +539,29 @@ impl ApprovalStore for Store {
     ) -> Result<(), StoreError> {
         // Heartbeats keep the lease; this write is fenced by it, it does not renew it.
         let _ = lease_secs;
+        failpoint_unit("record_outcome")?;
         let state = outcome.outcome.as_str();
         let mut tx = self.begin_write().await?;
         let written = async {
-            // Fenced and written once in one statement: the entry is still `executing` and the
-            // lease still this holder's; when not, the unit stops here.
+            // The fence first, as a write: compare-and-set on the job row at this epoch, which
+            // locks the row until the commit (PostgreSQL; SQLite has one writer), so a claim
+            // taking the job over waits for this unit or wins before it, never both
+            // (docs/liveness.md "fenced side effects"). A lapsed lease nobody took is still
+            // this holder's: its outcome lands.
             tx.exec_cas(
                 self.timed(
-                    "UPDATE ledger SET state = $2, result = $3, finished_at = {now} \
-                     WHERE approval_id = $4 AND state = 'executing' AND EXISTS (SELECT 1 FROM \
-                     resume_jobs j WHERE j.approval_id = $4 AND j.lease_epoch = $5 \
-                     AND j.lease_owner = $6 AND j.state = 'running')",
+                    "UPDATE resume_jobs SET updated_at = {now} WHERE approval_id = $2 \
+                     AND lease_epoch = $3 AND lease_owner = $4 AND state = 'running'",
                 )
-                .text(state)
-                .text(&to_json(&outcome.result, "a ledger result")?)
                 .text(&lease.approval_id)
                 .int(lease.epoch)
                 .text(&lease.owner),
+                "fencing a ledger outcome by its lease",
+            )
+            .await?;
+            // Written once: the entry is still `executing`; when not, the unit stops here.
+            tx.exec_cas(
+                self.ledger_outcome(&lease.approval_id, state, &outcome.result)?,
                 "writing a ledger outcome",
             )
             .await?;
@@ -482,6 +577,7 @@ impl ApprovalStore for Store {
     }
 
     async fn finish_job(&self, lease: &Lease, finish: &JobFinish) -> Result<(), StoreError> {
+        failpoint_unit("finish_job")?;
         let mut tx = self.begin_write().await?;
         let mut events = Vec::new();
         let written = async {
@@ -663,6 +759,130 @@ impl Store {
         finish_cas(tx, written).await
     }
 
+    /// Stages `approval.responded` with row `approval_id` as `tx` leaves it (none when the row
+    /// does not parse: the surfaces then read it as it is); the events, to deliver after the
+    /// commit.
+    async fn stage_responded(
+        &self,
+        tx: &mut WriteTx,
+        approval_id: &str,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows = tx
+            .fetch(
+                Stmt::new(format!("{APPROVAL_SELECT} WHERE a.id = $1")).text(approval_id),
+                "reading an approval row",
+            )
+            .await?;
+        let events: Vec<Event> = rows
+            .iter()
+            .filter_map(|row| approval_from_row(row).ok())
+            .map(Event::ApprovalResponded)
+            .collect();
+        self.stage_events(tx, &events).await?;
+        Ok(events)
+    }
+
+    /// Ends a poison job (its claim's commit was refused by the database's rules) in a unit of
+    /// its own: the job, if still at `epoch` (nobody claimed it since), `failed` with `error` as
+    /// the row's resume error; an entry a former holder left `executing` becomes `unknown`; an
+    /// approved call nobody claimed is claimed and `failed` at once, from the row's own stored
+    /// tool and canonical arguments (so the ledger's rule accepts it), never run; a denial in the
+    /// audit log; `approval.responded` with the row as it ends.
+    async fn end_poison_job(
+        &self,
+        approval_id: &str,
+        epoch: i64,
+        error: &StoreError,
+    ) -> Result<(), StoreError> {
+        let reason = format!("the database refused to claim it ({error})");
+        let result = serde_json::json!({
+            "status": "failed",
+            "message": format!("not run: {reason}; nothing was changed"),
+        });
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            tx.exec_cas(
+                self.timed(
+                    "UPDATE resume_jobs SET claimed_from = state, state = 'failed', \
+                     lease_owner = NULL, lease_until = NULL, lease_epoch = lease_epoch + 1, \
+                     updated_at = {now} WHERE approval_id = $2 AND lease_epoch = $3 \
+                     AND state IN ('ready', 'running')",
+                )
+                .text(approval_id)
+                .int(epoch),
+                "ending a poison resume job",
+            )
+            .await?;
+            tx.exec(
+                Stmt::new(
+                    "UPDATE ledger SET state = 'unknown' WHERE approval_id = $1 \
+                     AND state = 'executing'",
+                )
+                .text(approval_id),
+                "marking an interrupted execution unknown",
+            )
+            .await?;
+            tx.exec(
+                self.timed(
+                    "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
+                     SELECT a.id, a.tool, a.args_canonical, 'executing', {now} FROM approvals a \
+                     WHERE a.id = $2 AND a.status = 'approved' AND a.kind <> 'evaluator' \
+                     AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.approval_id = a.id)",
+                )
+                .text(approval_id),
+                "consuming a poison job's call",
+            )
+            .await?;
+            tx.exec(
+                self.ledger_outcome(approval_id, "failed", &result)?,
+                "writing a ledger outcome",
+            )
+            .await?;
+            tx.exec(
+                Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
+                    .text(&format!(
+                        "This request could not be resumed: {reason}. Nothing was run."
+                    ))
+                    .text(approval_id),
+                "recording a resume error",
+            )
+            .await?;
+            self.write_audit(
+                &mut tx,
+                &[NewAuditEntry {
+                    approval_id: approval_id.to_string(),
+                    kind: iris_core::wire::AuditKind::Denial,
+                    item: None,
+                    result: serde_json::json!({"denied": reason}),
+                    undo_available: false,
+                    actor: "iris".into(),
+                    surface: None,
+                    at: self.now_stamp(),
+                }],
+            )
+            .await?;
+            self.stage_responded(&mut tx, approval_id).await
+        }
+        .await;
+        match written {
+            Ok(events) => {
+                tx.commit().await?;
+                tracing::error!(approval = %approval_id, %error, "a resume job the database refuses to claim ended failed; nothing was run");
+                self.deliver(&events);
+                Ok(())
+            }
+            Err(e) => {
+                tx.rollback().await;
+                // Another claim moved the job on meanwhile: it is that claim's now.
+                if is_assertion(&e) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+
     async fn apply_plan(
         &self,
         tx: &mut WriteTx,
@@ -722,6 +942,17 @@ impl Store {
         }
         self.stage_events(tx, &plan.events).await
     }
+}
+
+/// Fails with a reset connection when the test failpoint `IRIS_FAILPOINT_FAIL_ONCE` names `unit`
+/// and it has not failed yet (debug builds only; [`iris_core::failpoint::fail_once`]).
+fn failpoint_unit(unit: &str) -> Result<(), StoreError> {
+    if iris_core::failpoint::fail_once(unit) {
+        return Err(StoreError::Backend(format!(
+            "{unit}: the connection was reset (failpoint)"
+        )));
+    }
+    Ok(())
 }
 
 /// Ends a unit whose writes `written` began with a compare-and-set: commits it, `Ok(true)`;

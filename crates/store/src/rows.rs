@@ -17,7 +17,36 @@ use sqlx::Row;
 
 /// Maps a database error to [`StoreError::Backend`], saying what was being done.
 pub(crate) fn backend(doing: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
-    move |e| StoreError::Backend(format!("{doing}: {e}"))
+    move |e| {
+        // PostgreSQL's class 23 (integrity constraints; `iris_refuse` raises 23000); SQLite's
+        // SQLITE_CONSTRAINT (19) in its primary or an extended code (a trigger's RAISE is 1811).
+        let refused = match &e {
+            sqlx::Error::Database(d) => d.code().is_some_and(|code| {
+                code.starts_with("23") || code.parse::<i64>().is_ok_and(|n| n & 0xff == 19)
+            }),
+            _ => false,
+        };
+        refusal_marked(format!("{doing}: {e}"), refused)
+    }
+}
+
+/// What a statement the database's own rules refused (a trigger, a constraint) says at the end
+/// of its error, so a unit can tell a refusal (it will be refused again: a poison job) from a
+/// fault that may pass (a dropped connection). See [`is_refusal`].
+pub(crate) const REFUSED: &str = "(refused by the database's rules)";
+
+/// `message` as a [`StoreError::Backend`], marked [`REFUSED`] when `refused`.
+pub(crate) fn refusal_marked(message: String, refused: bool) -> StoreError {
+    if refused {
+        StoreError::Backend(format!("{message} {REFUSED}"))
+    } else {
+        StoreError::Backend(message)
+    }
+}
+
+/// Whether `error` is a statement the database's rules refused (it would be refused again).
+pub(crate) fn is_refusal(error: &StoreError) -> bool {
+    matches!(error, StoreError::Backend(m) if m.ends_with(REFUSED))
 }
 
 /// Encodes a value as JSON text for a column.

@@ -155,7 +155,10 @@ async fn off_the_worker<T: Send + 'static>(
 
 /// Maps a SQLite writer error to [`StoreError::Backend`], saying what was being done.
 fn lite_backend(doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
-    move |e| StoreError::Backend(format!("{doing}: {e}"))
+    move |e| {
+        let refused = e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation);
+        crate::rows::refusal_marked(format!("{doing}: {e}"), refused)
+    }
 }
 
 /// How long the SQLite writer waits for another connection's write lock before failing.

@@ -23,7 +23,7 @@ async fn claim(
     plan: impl Fn(&JobSnapshot) -> ClaimPlan + Send + Sync,
 ) -> Option<ClaimedJob> {
     store
-        .claim_job(pick, owner, LEASE, &plan)
+        .claim_job(pick, owner, LEASE, &[], &plan)
         .await
         .expect("claim")
 }
@@ -286,17 +286,17 @@ async fn a_lapsed_lease_is_taken_over_and_the_old_holder_writes_nothing(engine: 
         .await
         .is_none());
 
-    // A stalls past its lease. A itself never takes its own job over (its worker still holds
-    // it; a live server must not call its own running call interrupted)...
+    // A stalls past its lease. A itself never takes over a job one of its own tasks still
+    // holds (a live server must not call its own running call interrupted)...
     db.clock.advance(Duration::seconds(2));
-    assert!(claim(&store, JobPick::Next, "server-a", lease_only)
-        .await
-        .is_none());
-    assert!(
-        claim(&store, JobPick::Approval("a1"), "server-a", lease_only)
+    let busy = [a.lease.owner.clone()];
+    for pick in [JobPick::Next, JobPick::Approval("a1")] {
+        assert!(store
+            .claim_job(pick, "server-a", LEASE, &busy, &lease_only)
             .await
-            .is_none()
-    );
+            .unwrap()
+            .is_none());
+    }
     // ...B does: it finds `executing` and marks it unknown.
     let b = claim(&store, JobPick::Next, "server-b", |s| {
         assert_eq!(s.origin, JobOrigin::TakenOver);
@@ -461,7 +461,13 @@ async fn concurrent_claimers_take_each_job_once(engine: Engine) {
                 barrier.wait().await;
                 let mut taken = Vec::new();
                 while let Some(job) = store
-                    .claim_job(JobPick::Next, &format!("w{worker}"), LEASE, &claim_call)
+                    .claim_job(
+                        JobPick::Next,
+                        &format!("w{worker}"),
+                        LEASE,
+                        &[],
+                        &claim_call,
+                    )
                     .await
                     .expect("claim")
                 {
@@ -640,7 +646,9 @@ async fn a_refused_call_is_consumed_and_the_claim_rule_is_the_second_line(engine
     assert_eq!(row.result, Some(result));
 
     // A plan that claims a call the row does not allow (a rejected row; other arguments) is
-    // refused by the store, and nothing of the claim is written.
+    // refused by the store: nothing of the claim is written, and the job (a poison job: every
+    // claim of it would be refused the same way) ends `failed` with the refusal as its reason,
+    // in a unit of its own.
     insert(&store, &trash_request("r1", &["m1"])).await.unwrap();
     assert!(decide(
         &store,
@@ -649,16 +657,23 @@ async fn a_refused_call_is_consumed_and_the_claim_rule_is_the_second_line(engine
     )
     .await
     .unwrap());
-    let error = store
-        .claim_job(JobPick::Approval("r1"), "s", LEASE, &claim_call)
+    assert!(store
+        .claim_job(JobPick::Approval("r1"), "s", LEASE, &[], &claim_call)
         .await
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("a claim needs an approved row"), "{error}");
-    assert_eq!(job_state(&store, "r1").await, Some(("ready".into(), 0)));
+        .unwrap()
+        .is_none());
+    assert_eq!(job_state(&store, "r1").await, Some(("failed".into(), 1)));
+    let r1 = store.approval("r1").await.unwrap().unwrap();
+    assert_eq!(
+        r1.execution,
+        Execution::None,
+        "a rejected row has no ledger entry"
+    );
+    let reason = r1.resume_error.unwrap_or_default();
+    assert!(reason.contains("a claim needs an approved row"), "{reason}");
     approved(&store, "a2").await;
-    let error = store
-        .claim_job(JobPick::Approval("a2"), "s", LEASE, &|_: &JobSnapshot| {
+    let wrong_arguments = |s: &JobSnapshot| {
+        if s.approval_id == "a2" {
             ClaimPlan {
                 ledger: LedgerStep::Claim {
                     tool: "trash_email".into(),
@@ -666,14 +681,50 @@ async fn a_refused_call_is_consumed_and_the_claim_rule_is_the_second_line(engine
                 },
                 ..ClaimPlan::lease_only()
             }
-        })
+        } else {
+            claim_call(s)
+        }
+    };
+    assert!(store
+        .claim_job(JobPick::Approval("a2"), "s", LEASE, &[], &wrong_arguments)
         .await
-        .unwrap_err()
-        .to_string();
-    assert!(error.contains("exactly these arguments"), "{error}");
+        .unwrap()
+        .is_none());
+    let a2 = store.approval("a2").await.unwrap().unwrap();
+    assert_eq!(a2.execution, Execution::Failed, "consumed, never run");
+    let message = a2.result.unwrap()["message"].as_str().unwrap().to_string();
+    assert!(message.starts_with("not run:"), "{message}");
+    assert!(message.contains("exactly these arguments"), "{message}");
+    assert!(store
+        .audit(Some("a2"))
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| e.kind == AuditKind::Denial));
+    // A poison job ahead of others does not hold them up: the next claim ends it and takes
+    // the one behind it.
+    approved(&store, "p1").await;
+    approved(&store, "q3").await;
+    let poison_first = |s: &JobSnapshot| {
+        if s.approval_id == "p1" {
+            wrong_arguments(&JobSnapshot {
+                approval_id: "a2".into(),
+                ..s.clone()
+            })
+        } else {
+            claim_call(s)
+        }
+    };
+    let next = store
+        .claim_job(JobPick::Next, "s", LEASE, &[], &poison_first)
+        .await
+        .unwrap()
+        .expect("the job behind the poison one");
+    assert_eq!(next.lease.approval_id, "q3");
+    assert_eq!(job_state(&store, "p1").await, Some(("failed".into(), 1)));
     assert_eq!(
-        store.approval("a2").await.unwrap().unwrap().execution,
-        Execution::None
+        store.approval("p1").await.unwrap().unwrap().execution,
+        Execution::Failed
     );
     // The database itself refuses a ledger entry that bypasses the claim, and any claim of an
     // evaluator halt.
@@ -808,13 +859,13 @@ async fn pending_decided_and_leased_rows_survive_reopening(engine: Engine) {
     );
     // The waiting job is claimable at once; the leased one once its lease lapses.
     let next = reopened
-        .claim_job(JobPick::Next, "t", LEASE, &lease_only)
+        .claim_job(JobPick::Next, "t", LEASE, &[], &lease_only)
         .await
         .unwrap()
         .expect("the waiting job");
     assert_eq!(next.lease.approval_id, "waiting");
     assert!(reopened
-        .claim_job(JobPick::Next, "t", LEASE, &lease_only)
+        .claim_job(JobPick::Next, "t", LEASE, &[], &lease_only)
         .await
         .unwrap()
         .is_none());
@@ -822,7 +873,7 @@ async fn pending_decided_and_leased_rows_survive_reopening(engine: Engine) {
         // One server per SQLite file: at start-up the stopped server's leases lapse at once.
         assert_eq!(reopened.lapse_leases_of_dead_servers().await.unwrap(), 2);
         let taken = reopened
-            .claim_job(JobPick::Approval("leased"), "t", LEASE, &lease_only)
+            .claim_job(JobPick::Approval("leased"), "t", LEASE, &[], &lease_only)
             .await
             .unwrap()
             .expect("taken over");

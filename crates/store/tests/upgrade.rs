@@ -224,7 +224,7 @@ async fn upgrade_in_place(engine: Engine) {
         ClaimPlan::lease_only()
     };
     while let Some(job) = store
-        .claim_job(JobPick::Next, "new-server", 30, &plan)
+        .claim_job(JobPick::Next, "new-server", 30, &[], &plan)
         .await
         .unwrap()
     {
@@ -248,13 +248,19 @@ async fn upgrade_in_place(engine: Engine) {
         .collect::<Vec<_>>()
     );
     let retried = store
-        .claim_job(JobPick::Retry("failed"), "new-server", 30, &plan_retry)
+        .claim_job(JobPick::Retry("failed"), "new-server", 30, &[], &plan_retry)
         .await
         .unwrap()
         .expect("the failed resume waits for the owner's retry");
     assert_eq!(retried.snapshot.origin, JobOrigin::Retried);
     assert!(store
-        .claim_job(JobPick::Retry("finished"), "new-server", 30, &plan_retry)
+        .claim_job(
+            JobPick::Retry("finished"),
+            "new-server",
+            30,
+            &[],
+            &plan_retry
+        )
         .await
         .unwrap()
         .is_none());

@@ -577,6 +577,38 @@ pub fn snapshot(maildir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// The script of the crash and liveness tests: the week's promotions found, then one trash
+/// card for them; the reply after the card says whether its outcome was unknown.
+pub const TRASH_SCRIPT: &str = r#"
+rules:
+  - when: "(?i)trash"
+    steps:
+      - call: search_inbox
+        args: {category: promotions, since_days: 7}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Finished."
+        on_unknown: "Finished (unknown)."
+fallback: "?"
+"#;
+
+/// Every message file's bytes, sorted: equal before and after means no file lost and none
+/// duplicated, whatever folder each is in.
+pub fn contents(maildir: &Path) -> Vec<Vec<u8>> {
+    let mut all: Vec<Vec<u8>> = snapshot(maildir).into_values().collect();
+    all.sort();
+    all
+}
+
+/// How many message files are in `.Trash/`.
+pub fn trashed(maildir: &Path) -> usize {
+    snapshot(maildir)
+        .keys()
+        .filter(|k| k.starts_with(".Trash/"))
+        .count()
+}
+
 /// Polls `check` until it returns `Some`, up to 30 s (the server resumes runs in the
 /// background; this waits on observable state, with a deadline, not a fixed sleep).
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
@@ -735,7 +767,7 @@ pub fn service(
         clock,
         iris_core::approvals::LeaseSettings {
             owner: "test-server".into(),
-            secs: 30,
+            ..iris_core::approvals::LeaseSettings::for_this_process(30)
         },
         Arc::new(TestJobs),
     )

@@ -52,26 +52,80 @@ impl ApprovalService {
             }
         }
         let undo_available = spec.undo.is_some();
-        let (outcome, mut result, outcomes) = if !stale.is_empty() && stale.len() == items.len() {
+        let all_stale = !stale.is_empty() && stale.len() == items.len();
+        // The fence right before the side effect (docs/liveness.md "fenced side effects"): a
+        // holder that cannot confirm its lease at its epoch never starts the call.
+        if !all_stale {
+            let confirmed = self
+                .retrying(lease, "confirming the lease before a side effect", || {
+                    self.store.confirm_lease(lease, self.leases.secs)
+                })
+                .await;
+            if !matches!(confirmed, Ok(true)) {
+                let why = match confirmed {
+                    Err(e) => format!("its claim could not be confirmed ({e})"),
+                    _ => "this server's claim on it lapsed before it started".to_string(),
+                };
+                tracing::warn!(approval = %row.id, "{why}; the call is not started");
+                return self
+                    .write_outcome(
+                        lease,
+                        row,
+                        Outcome::Failed,
+                        json!({"status": "failed", "message": format!("not run: {why}; nothing was changed")}),
+                        Vec::new(),
+                    )
+                    .await;
+            }
+            if crate::failpoint::pauses_at(crate::failpoint::BEFORE_SIDE_EFFECT) {
+                while !crate::failpoint::released() {
+                    self.runtime
+                        .sleep(std::time::Duration::from_millis(50))
+                        .await;
+                }
+            }
+        }
+        let (outcome, mut result, outcomes) = if all_stale {
             (
                 Outcome::Failed,
                 json!({"status": "stale", "message": STALE, "changed": false}),
                 Vec::new(),
             )
         } else {
-            let ran = if stale.is_empty() {
-                plugin.execute(tool, &row.args, ctx).await
-            } else {
-                plugin.execute_skipping(tool, &row.args, &stale, ctx).await
+            let run = async {
+                if stale.is_empty() {
+                    plugin.execute(tool, &row.args, ctx).await
+                } else {
+                    plugin.execute_skipping(tool, &row.args, &stale, ctx).await
+                }
+            };
+            // Every side effect has a deadline (docs/liveness.md): one without an answer by
+            // then may or may not have happened, so it is `unknown` and never run again.
+            let deadline = self.leases.execute_timeout_secs;
+            let ran = {
+                let timer = self.runtime.sleep(std::time::Duration::from_secs(deadline));
+                futures::pin_mut!(run);
+                match futures::future::select(run, timer).await {
+                    futures::future::Either::Left((ran, _)) => Some(ran),
+                    futures::future::Either::Right(((), _)) => None,
+                }
             };
             match ran {
-                Ok(out) => (Outcome::Executed, as_object(out.result), out.items),
-                Err(e @ ToolError::Interrupted { .. }) => (
+                None => {
+                    tracing::error!(approval = %row.id, "the approved call did not answer within {deadline} s; its outcome is unknown");
+                    (
+                        Outcome::Unknown,
+                        json!({"status": "unknown", "message": format!("no answer within {deadline} s: {UNKNOWN_OUTCOME}")}),
+                        Vec::new(),
+                    )
+                }
+                Some(Ok(out)) => (Outcome::Executed, as_object(out.result), out.items),
+                Some(Err(e @ ToolError::Interrupted { .. })) => (
                     Outcome::Unknown,
                     json!({"status": "unknown", "message": format!("{e}: {UNKNOWN_OUTCOME}")}),
                     Vec::new(),
                 ),
-                Err(e) => (
+                Some(Err(e)) => (
                     Outcome::Failed,
                     json!({"status": "failed", "message": e.to_string()}),
                     Vec::new(),
@@ -148,9 +202,12 @@ impl ApprovalService {
             audit,
             events: vec![Event::ApprovalResponded(after.clone())],
         };
-        self.store
-            .record_outcome(lease, self.leases.secs, &record)
-            .await?;
+        // A dropped connection must not strand the outcome: retried within the lease, each try
+        // fenced by the epoch (docs/liveness.md "stalled forever").
+        self.retrying(lease, "writing a ledger outcome", || {
+            self.store.record_outcome(lease, self.leases.secs, &record)
+        })
+        .await?;
         Ok((result, after))
     }
 }

@@ -79,22 +79,52 @@ pub trait JobRuntime: Send + Sync {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
 }
 
-/// Leases on resume jobs (DESIGN §9).
+/// Leases on resume jobs (DESIGN §9) and the bounds that make every decided card end
+/// (docs/liveness.md): a lease's length, a side effect's deadline, the last moment an approved
+/// call may start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseSettings {
     /// This server's id (random per process).
     pub owner: String,
     /// How long a lease lasts without a heartbeat, in seconds (`IRIS_LEASE_SECS`).
     pub secs: u32,
+    /// The deadline of one side effect, in seconds (`IRIS_EXECUTE_TIMEOUT_SECS`, default 120):
+    /// without an answer by then its outcome is `unknown`.
+    pub execute_timeout_secs: u64,
+    /// Seconds after a card's expiry after which its approved call is not started any more
+    /// (`IRIS_EXECUTE_GRACE_SECS`, default 900).
+    pub execute_grace_secs: u64,
 }
 
+/// The default of [`LeaseSettings::execute_timeout_secs`].
+pub const EXECUTE_TIMEOUT_SECS: u64 = 120;
+/// The default of [`LeaseSettings::execute_grace_secs`].
+pub const EXECUTE_GRACE_SECS: u64 = 900;
+
 impl LeaseSettings {
-    /// A lease owner id for this process, with `secs` seconds per lease.
+    /// A lease owner id for this process, with `secs` seconds per lease and the default
+    /// execution bounds.
     pub fn for_this_process(secs: u32) -> LeaseSettings {
         LeaseSettings {
             owner: format!("iris-{}", uuid::Uuid::new_v4().simple()),
             secs: secs.max(1),
+            execute_timeout_secs: EXECUTE_TIMEOUT_SECS,
+            execute_grace_secs: EXECUTE_GRACE_SECS,
         }
+    }
+
+    /// These settings with a side effect's deadline of `timeout_secs` (at least 1) and a start
+    /// grace of `grace_secs` after a card's expiry.
+    pub fn with_execution_bounds(mut self, timeout_secs: u64, grace_secs: u64) -> LeaseSettings {
+        self.execute_timeout_secs = timeout_secs.max(1);
+        self.execute_grace_secs = grace_secs;
+        self
+    }
+
+    /// How long a unit that failed (a dropped connection) is retried before the job is given
+    /// up: the lease's length, so a retried write never outlives the lease by much.
+    pub fn retry_budget(&self) -> Duration {
+        Duration::from_secs(u64::from(self.secs))
     }
 
     /// How often a held lease is renewed: a third of its length.
@@ -127,6 +157,9 @@ pub struct ApprovalService {
     runtime: Arc<dyn JobRuntime>,
     passkeys: Option<PasskeySettings>,
     gateway: Option<GatewaySettings>,
+    /// The leases this server's own tasks hold now (`OWNER#CLAIM`): never taken over here,
+    /// whatever their `lease_until` says; any other lapsed lease is (docs/liveness.md).
+    busy: std::sync::Mutex<Vec<String>>,
 }
 
 impl ApprovalService {
@@ -149,6 +182,7 @@ impl ApprovalService {
             runtime,
             passkeys: None,
             gateway: None,
+            busy: std::sync::Mutex::new(Vec::new()),
         }
     }
 

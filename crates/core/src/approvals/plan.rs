@@ -7,6 +7,9 @@
 //!   arguments, preconditions that do not parse or do not match the items: the pinned call never
 //!   runs. An approved, unclaimed call is consumed (`failed`, with the plain reason) so nothing
 //!   can run it later, and the card and the chat say why.
+//! - **start by**: an approved call not started by its card's expiry plus the grace
+//!   (`IRIS_EXECUTE_GRACE_SECS`) is not run at all: `failed`, "not run: it could not start
+//!   before …" (docs/liveness.md; no mail sent hours after the owner said yes).
 //! - **write-ahead**: an approved, runnable call is claimed (`executing`) in this commit, before
 //!   the side effect.
 //! - **takeover**: `executing` with no outcome means the previous holder may or may not have run
@@ -24,11 +27,13 @@ use crate::wire::{
     Approval, ApprovalKind, ApprovalStatus, AuditKind, ChatLine, Event, Execution, RunMessage,
 };
 
-/// The claim's plan for `snapshot`, stamping audit entries with `at`.
+/// The claim's plan for `snapshot` at the instant `at` (which also stamps audit entries); an
+/// approved call is started only up to `grace_secs` seconds after its card's expiry.
 pub fn plan_claim(
     toolbox: &Toolbox,
     snapshot: &JobSnapshot,
     at: chrono::DateTime<chrono::Utc>,
+    grace_secs: u64,
 ) -> ClaimPlan {
     let mut plan = ClaimPlan::lease_only();
     let row = match &snapshot.approval {
@@ -99,7 +104,18 @@ pub fn plan_claim(
     if !unclaimed_call {
         return plan;
     }
-    match runnable(toolbox, row, &snapshot.preconditions) {
+    let start_by = i64::try_from(grace_secs)
+        .ok()
+        .and_then(chrono::Duration::try_seconds)
+        .and_then(|grace| row.expires_at.checked_add_signed(grace));
+    let verdict = match start_by {
+        Some(start_by) if at > start_by => Err(format!(
+            "it could not start before {}",
+            start_by.format("%-d %b %Y, %H:%M:%S UTC")
+        )),
+        _ => runnable(toolbox, row, &snapshot.preconditions),
+    };
+    match verdict {
         Ok(()) => {
             plan.ledger = LedgerStep::Claim {
                 tool: row.tool.clone(),

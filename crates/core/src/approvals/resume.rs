@@ -107,43 +107,125 @@ impl ApprovalService {
 
     async fn claim_and_run(&self, pick: JobPick<'_>) -> Result<Option<JobReport>, StoreError> {
         let clock = self.clock.clone();
+        let grace = self.leases.execute_grace_secs;
         let plan = move |snapshot: &JobSnapshot| {
             let requested_by = snapshot
                 .approval
                 .as_ref()
                 .ok()
                 .and_then(|row| row.requested_by.as_deref());
-            plan_claim(&self.toolbox_for(requested_by), snapshot, clock.now())
+            plan_claim(
+                &self.toolbox_for(requested_by),
+                snapshot,
+                clock.now(),
+                grace,
+            )
         };
+        let busy = self.busy_leases();
         let Some(job) = self
             .store
-            .claim_job(pick, &self.leases.owner, self.leases.secs, &plan)
+            .claim_job(pick, &self.leases.owner, self.leases.secs, &busy, &plan)
             .await?
         else {
             return Ok(None);
         };
         let lease = job.lease.clone();
-        self.with_heartbeat(&lease, self.run_claimed(job))
-            .await
-            .map(Some)
+        let _held = BusyLease::hold(self, &lease);
+        match self.with_heartbeat(&lease, self.run_claimed(job)).await {
+            Ok(report) => Ok(Some(report)),
+            Err(StoreError::LeaseLost(id)) => Err(StoreError::LeaseLost(id)),
+            Err(error) => {
+                // The run failed for good (a unit that would not commit even after retries):
+                // end the job now rather than leave it `running` (docs/liveness.md "every
+                // decided card ends"). If even that cannot be written, the lease lapses and any
+                // server, this one included, takes the job over.
+                let reason = format!(
+                    "This request's run stopped before it ended: storage failed ({error}). If its call had started, it is marked unknown and will not be run again; you may retry the rest."
+                );
+                let ended = self
+                    .with_heartbeat(
+                        &lease,
+                        self.retrying(&lease, "ending a failed resume job", || {
+                            self.store.abandon_job(&lease, &reason)
+                        }),
+                    )
+                    .await;
+                match ended {
+                    Ok(true) => {
+                        tracing::error!(approval = %lease.approval_id, %error, "the resume job failed and was ended; the card says so")
+                    }
+                    Ok(false) => {
+                        tracing::warn!(approval = %lease.approval_id, "the failed resume job was taken over by another server")
+                    }
+                    Err(e) => {
+                        tracing::error!(approval = %lease.approval_id, error = %e, "ending the failed resume job failed; it is taken over when its lease lapses")
+                    }
+                }
+                Err(error)
+            }
+        }
     }
 
-    /// Runs `work` while renewing `lease` every third of its length. A heartbeat that finds the
-    /// lease taken over (or cannot reach the store) stops renewing; `work` goes on, and its
-    /// fenced writes then fail instead of landing.
+    /// This server's busy leases, for a claim to leave alone.
+    fn busy_leases(&self) -> Vec<String> {
+        self.busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Runs the store unit `unit` until it commits or answers, retrying a failure that may pass
+    /// (a dropped connection, a busy database: [`StoreError::Backend`] other than a lost lease)
+    /// with back-off from 100 ms doubling to 2 s, for at most the lease's length
+    /// ([`super::LeaseSettings::retry_budget`]). Every unit it retries is fenced by the lease's
+    /// epoch, so a retry after the lease passed to another server writes nothing.
+    ///
+    /// # Errors
+    /// The last failure, or the first that retrying cannot mend.
+    pub(crate) async fn retrying<T, F, Fut>(
+        &self,
+        lease: &Lease,
+        what: &str,
+        mut unit: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let budget = self.leases.retry_budget();
+        let mut waited = std::time::Duration::ZERO;
+        let mut pause = std::time::Duration::from_millis(100);
+        loop {
+            match unit().await {
+                Err(StoreError::Backend(error)) if waited < budget => {
+                    tracing::warn!(approval = %lease.approval_id, %error, "{what} failed; retrying in {} ms", pause.as_millis());
+                    self.runtime.sleep(pause).await;
+                    waited += pause;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Runs `work` while renewing `lease` every third of its length. A heartbeat that cannot
+    /// reach the store is retried every tenth of the lease until the lease ends; one that finds
+    /// the lease taken over stops renewing; `work` goes on, and its fenced writes then fail
+    /// instead of landing.
     async fn with_heartbeat<T>(&self, lease: &Lease, work: impl Future<Output = T>) -> T {
         let beats = async {
+            let mut pause = self.leases.heartbeat();
             loop {
-                self.runtime.sleep(self.leases.heartbeat()).await;
+                self.runtime.sleep(pause).await;
                 match self.store.heartbeat(lease, self.leases.secs).await {
-                    Ok(true) => continue,
+                    Ok(true) => pause = self.leases.heartbeat(),
                     Ok(false) => {
                         tracing::warn!(approval = %lease.approval_id, "the resume job was taken over by another server");
                         break;
                     }
                     Err(error) => {
-                        tracing::warn!(approval = %lease.approval_id, %error, "renewing a resume job's lease failed");
-                        break;
+                        tracing::warn!(approval = %lease.approval_id, %error, "renewing a resume job's lease failed; retrying");
+                        pause = std::time::Duration::from_millis(u64::from(self.leases.secs) * 100);
                     }
                 }
             }
@@ -274,7 +356,10 @@ impl ApprovalService {
             resume_error_changed: false,
             events: Vec::new(),
         };
-        self.store.finish_job(lease, &finish).await
+        self.retrying(lease, "ending a resume job", || {
+            self.store.finish_job(lease, &finish)
+        })
+        .await
     }
 
     /// The resume's end commit: the turn, the job done (or failed, retryable, when the model
@@ -313,8 +398,42 @@ impl ApprovalService {
             resume_error_changed,
             events,
         };
-        self.store.finish_job(lease, &finish).await?;
+        self.retrying(lease, "ending a resume job", || {
+            self.store.finish_job(lease, &finish)
+        })
+        .await?;
         Ok(Some(end.response()))
+    }
+}
+
+/// A lease one of this server's tasks holds, listed in the service's busy leases while it lives.
+struct BusyLease<'s> {
+    service: &'s ApprovalService,
+    holder: String,
+}
+
+impl<'s> BusyLease<'s> {
+    fn hold(service: &'s ApprovalService, lease: &Lease) -> BusyLease<'s> {
+        service
+            .busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(lease.owner.clone());
+        BusyLease {
+            service,
+            holder: lease.owner.clone(),
+        }
+    }
+}
+
+impl Drop for BusyLease<'_> {
+    fn drop(&mut self) {
+        let mut busy = self
+            .service
+            .busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        busy.retain(|h| h != &self.holder);
     }
 }
 

@@ -347,7 +347,15 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// Claims a resume job under a lease of `lease_secs` seconds for `owner`, in one commit with
     /// what `plan` returns for the job as read inside that transaction (PostgreSQL picks with
     /// `FOR UPDATE SKIP LOCKED`, SQLite by compare-and-set under its one writer). `Ok(None)`
-    /// when no job is claimable.
+    /// when no job is claimable. A lapsed lease is claimable by any server, the caller's own
+    /// included, unless its holder (the lease's `owner`, `SERVER#CLAIM`) is in `busy`: the
+    /// caller's own tasks that still run a job.
+    ///
+    /// A job whose claim the database refuses (a poison job: its pinned arguments no longer
+    /// match their canonical text, a refused strict restore) is not left in the way of the
+    /// others: it ends `failed` in a unit of its own, its ledger entry (if approved and
+    /// unclaimed) `failed` with the reason, written from the row's stored canonical arguments,
+    /// and the claim moves on to the next job.
     ///
     /// # Errors
     /// [`StoreError::Backend`] when the commit fails (nothing was claimed or written).
@@ -356,6 +364,7 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
         pick: JobPick<'_>,
         owner: &str,
         lease_secs: u32,
+        busy: &[String],
         plan: &(dyn for<'s> Fn(&'s JobSnapshot) -> ClaimPlan + Send + Sync),
     ) -> Result<Option<ClaimedJob>, StoreError>;
 
@@ -365,8 +374,29 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// [`StoreError::Backend`].
     async fn heartbeat(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError>;
 
-    /// Writes a pinned call's outcome: ledger `executing` → `executed`/`failed`, the audit
-    /// entries, in one commit fenced by the lease (which it also renews).
+    /// Confirms, in the unit right before a side effect, that `lease` still holds its job at
+    /// its epoch and has not lapsed by the store's time source, renewing it for `lease_secs`.
+    /// `Ok(false)` when it does not: the holder must not start the side effect
+    /// (docs/liveness.md "fenced side effects").
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] (the holder does not know: it must not start either).
+    async fn confirm_lease(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError>;
+
+    /// Ends a job whose run failed (a unit that would not commit, a run that stopped midway)
+    /// in a fresh unit fenced by the lease's epoch: the job `failed` (the owner may retry; a
+    /// retry never runs the call again), the row's `resume_error` set to `reason`, and a ledger
+    /// entry still `executing` marked `unknown` (the side effect may have started). `Ok(false)`
+    /// when the lease was taken over (the taker ends it).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`]: nothing was written; the job stays `running` until its lease
+    /// lapses, then any server (this one included) takes it over.
+    async fn abandon_job(&self, lease: &Lease, reason: &str) -> Result<bool, StoreError>;
+
+    /// Writes a pinned call's outcome: ledger `executing` → `executed`/`failed`/`unknown`, the
+    /// audit entries, in one commit fenced by the lease's epoch by compare-and-set on the job
+    /// row, which it locks (a lapsed lease nobody took over still lands; a taken-over one never).
     ///
     /// # Errors
     /// [`StoreError::LeaseLost`] when the lease was taken over or the ledger entry is no longer

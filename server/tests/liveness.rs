@@ -1,0 +1,337 @@
+//! Every decided card ends (docs/liveness.md), with the real `iris` binary on a temp database
+//! (SQLite, and PostgreSQL where the fault is a store unit's), a real Maildir and the scripted
+//! model on loopback. Faults come from the debug build's failpoints (`IRIS_FAILPOINT_FAIL_ONCE`:
+//! a store unit fails once, as a dropped connection would; `IRIS_FAILPOINT`: a crash) or from
+//! the database itself (a row the ledger's rule refuses):
+//!
+//! - the outcome unit fails once: retried within the lease, the card ends `executed`, the run
+//!   continues once (without a restart; before, the job stayed `running` under the server's
+//!   own lease for ever);
+//! - the job's end fails once: retried, the reply arrives;
+//! - the outcome never commits: the job is ended `failed` in a fresh unit, the ledger
+//!   `unknown`, the card says why, and the owner's retry continues the run without running the
+//!   call again;
+//! - an approved call that could not start by its card's expiry plus the grace is not run;
+//! - a poison job (the database refuses its claim) ends `failed` and the cards behind it run.
+//!
+//! The side effects are counted in the Maildir: nothing runs twice, nothing is lost.
+
+mod support;
+
+use std::sync::mpsc::Receiver;
+
+use serde_json::json;
+use support::{
+    contents, eventually, snapshot, trashed, wait_for_line, Client, Iris, ModelServer, World,
+};
+
+const SCRIPT: &str = support::TRASH_SCRIPT;
+
+/// Sweeps every second and leases of two seconds, so a job left behind is taken over soon.
+const FAST: [(&str, &str); 2] = [("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")];
+
+/// A world with the demo mailbox and the script's model, on SQLite or on a fresh PostgreSQL
+/// database (kept alive by the returned guard).
+async fn scene(
+    postgres: bool,
+) -> (
+    World,
+    ModelServer,
+    Option<iris_store::testing::DropDatabase>,
+) {
+    let model = ModelServer::start(SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    let mut guard = None;
+    if postgres {
+        let (url, database) = iris_store::testing::fresh_postgres_database().await;
+        world.database_url = url;
+        guard = Some(database);
+    }
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    (world, model, guard)
+}
+
+/// Starts the server with `FAST` and `extra`.
+fn start(world: &World, extra: &[(&str, &str)]) -> (Iris, Receiver<String>) {
+    let mut env = FAST.to_vec();
+    env.extend_from_slice(extra);
+    world.start_watched(&env)
+}
+
+/// Asks for the week's promotions to be trashed: the card's approval id, its conversation and
+/// how many messages it names.
+async fn ask(client: &Client, token: &str) -> (String, String, usize) {
+    let (status, halted) = client
+        .post(
+            "/api/chat",
+            Some(token),
+            json!({"message": "trash the promo emails from this week"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), token)
+        .await;
+    let n = row["items"].as_array().unwrap().len();
+    assert!(n > 0, "{row}");
+    (id, conversation, n)
+}
+
+async fn approve(client: &Client, token: &str, id: &str) {
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(token),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+}
+
+/// The conversation's replies that start with "Finished".
+async fn finished_replies(client: &Client, token: &str, conversation: &str) -> Vec<String> {
+    let c = client
+        .get(&format!("/api/conversations/{conversation}"), token)
+        .await;
+    c["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["text"].as_str())
+        .filter(|t| t.starts_with("Finished"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// One store unit fails once on the way; the card still ends, without a restart, and the run
+/// continues exactly once.
+async fn a_unit_that_fails_once_is_retried(unit: &str, postgres: bool) {
+    let (world, model, _db) = scene(postgres).await;
+    let before = contents(&world.maildir);
+    let token = world.add_device("phone", "control");
+    let (server, rx) = start(&world, &[("IRIS_FAILPOINT_FAIL_ONCE", unit)]);
+    let client = server.client();
+    let (id, conversation, n) = ask(&client, &token).await;
+    approve(&client, &token, &id).await;
+    let _rx = wait_for_line(rx, format!("failpoint failed once: {unit}")).await;
+    let row = client.wait_execution(&id, &token, "executed").await;
+    assert!(row["resume_error"].is_null(), "{row}");
+    let replies = eventually("the continued run's reply", || {
+        let (client, token, conversation) = (&client, &token, &conversation);
+        async move {
+            let replies = finished_replies(client, token, conversation).await;
+            (!replies.is_empty()).then_some(replies)
+        }
+    })
+    .await;
+    assert_eq!(replies, ["Finished."]);
+    assert_eq!(trashed(&world.maildir), n, "moved once");
+    assert_eq!(
+        contents(&world.maildir),
+        before,
+        "nothing lost or duplicated"
+    );
+    assert_eq!(model.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_unit_that_fails_once_is_retried_and_the_card_ends() {
+    a_unit_that_fails_once_is_retried("record_outcome", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_unit_that_fails_once_is_retried_and_the_card_ends_on_postgres() {
+    a_unit_that_fails_once_is_retried("record_outcome", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_end_that_fails_once_is_retried_and_the_reply_arrives() {
+    a_unit_that_fails_once_is_retried("finish_job", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_end_that_fails_once_is_retried_and_the_reply_arrives_on_postgres() {
+    a_unit_that_fails_once_is_retried("finish_job", true).await;
+}
+
+/// The outcome never commits (it fails more often than the retries within a lease): the job
+/// is ended `failed` in a fresh unit, the ledger `unknown` (the side effect had run), the card
+/// says why; the owner's retry continues the run from `unknown` and never moves mail again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_that_never_commits_ends_the_job_failed_and_unknown() {
+    let (world, model, _db) = scene(false).await;
+    let before = contents(&world.maildir);
+    let token = world.add_device("phone", "control");
+    let failures = vec!["record_outcome"; 40].join(",");
+    let (server, _rx) = start(&world, &[("IRIS_FAILPOINT_FAIL_ONCE", &failures)]);
+    let client = server.client();
+    let (id, conversation, n) = ask(&client, &token).await;
+    approve(&client, &token, &id).await;
+    let row = eventually("the job ended with its reason", || {
+        let (client, token, id) = (&client, &token, &id);
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), token)
+                .await;
+            row["resume_error"].is_string().then_some(row)
+        }
+    })
+    .await;
+    assert_eq!(row["execution"], "unknown", "{row}");
+    let reason = row["resume_error"].as_str().unwrap();
+    assert!(reason.contains("storage failed"), "{reason}");
+    assert!(reason.contains("will not be run again"), "{reason}");
+    assert_eq!(trashed(&world.maildir), n, "the side effect ran once");
+
+    // The owner retries: the run continues from `unknown`; nothing runs again.
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/resume"),
+            Some(&token),
+            json!({}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let replies = finished_replies(&client, &token, &conversation).await;
+    assert_eq!(replies, ["Finished (unknown)."]);
+    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(contents(&world.maildir), before);
+    assert_eq!(model.requests.lock().unwrap().len(), 3);
+    drop(server);
+}
+
+/// An approved call whose job could not start by its card's expiry plus the grace
+/// (`IRIS_EXECUTE_GRACE_SECS`) is never run: the server stopped right after the decision and
+/// came back after the card's expiry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_that_could_not_start_in_time_is_not_run() {
+    let (world, model, _db) = scene(false).await;
+    let model = &model;
+    let before = snapshot(&world.maildir);
+    let token = world.add_device("phone", "control");
+    let ttl = [
+        ("IRIS_DESTRUCTIVE_TTL_SECS", "4"),
+        ("IRIS_EXECUTE_GRACE_SECS", "0"),
+    ];
+    let mut env = ttl.to_vec();
+    env.push(("IRIS_FAILPOINT", "after_decision"));
+    let (server, rx) = start(&world, &env);
+    let client = server.client();
+    let (id, conversation, _) = ask(&client, &token).await;
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &token)
+        .await;
+    let expires_at: chrono::DateTime<chrono::Utc> =
+        row["expires_at"].as_str().unwrap().parse().unwrap();
+    let respond = {
+        let (http, url, token, id) = (
+            client.http.clone(),
+            client.url.clone(),
+            token.clone(),
+            id.clone(),
+        );
+        tokio::spawn(async move {
+            http.post(format!("{url}/governance/approvals/{id}/respond"))
+                .bearer_auth(token)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+        })
+    };
+    let _rx = wait_for_line(rx, "failpoint reached: after_decision".to_string()).await;
+    server.kill();
+    respond.abort();
+    // The restart comes after the start-by instant (expiry + 0 s): a deadline to wait for, not
+    // a synchronisation.
+    let wait = (expires_at - chrono::Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(wait + std::time::Duration::from_millis(200)).await;
+
+    let (server, _rx) = start(&world, &ttl);
+    let client = server.client();
+    let row = client.wait_execution(&id, &token, "failed").await;
+    assert_eq!(row["status"], "approved", "{row}");
+    let message = row["result"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("not run: it could not start before"),
+        "{row}"
+    );
+    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
+    // The chat says so in IRIS's own words, and the run continues once from "not run".
+    eventually("the chat saying the call was not run", || {
+        let (client, token, conversation) = (&client, &token, &conversation);
+        async move {
+            let c = client
+                .get(&format!("/api/conversations/{conversation}"), token)
+                .await;
+            let lines = c["lines"].as_array().unwrap().clone();
+            let told = lines.iter().any(|l| {
+                l["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("could not start before"))
+            });
+            (told && model.requests.lock().unwrap().len() == 3).then_some(())
+        }
+    })
+    .await;
+}
+
+/// Rewrites the pinned canonical arguments of approval `id` behind the server's back (the rule
+/// that forbids it dropped first), so the ledger's rule refuses every claim of its call: a
+/// poison job, like a row an older canonicaliser wrote.
+async fn poison(database_url: &str, id: &str) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(database_url).await.unwrap();
+    let drop_rule = if database_url.starts_with("postgres") {
+        "DROP TRIGGER approvals_immutable_args_canonical ON approvals"
+    } else {
+        "DROP TRIGGER approvals_immutable_args_canonical"
+    };
+    sqlx::query(drop_rule).execute(&pool).await.unwrap();
+    sqlx::query("UPDATE approvals SET args_canonical = '{\"ids\":[\"not-this\"]}' WHERE id = $1")
+        .bind(id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+/// A job whose claim the database refuses ends `failed` with the reason, its call never run,
+/// and the card behind it runs (before, every claim on every server failed on it).
+async fn a_poison_job_does_not_hold_up_the_others(postgres: bool) {
+    let (world, _model, _db) = scene(postgres).await;
+    let token = world.add_device("phone", "control");
+    let (server, _rx) = start(&world, &[]);
+    let client = server.client();
+    let (first, _, _) = ask(&client, &token).await;
+    let (second, _, n) = ask(&client, &token).await;
+    poison(&world.database_url, &first).await;
+    approve(&client, &token, &first).await;
+    approve(&client, &token, &second).await;
+    let row = client.wait_execution(&first, &token, "failed").await;
+    let message = row["result"]["message"].as_str().unwrap();
+    assert!(message.starts_with("not run:"), "{row}");
+    assert!(message.contains("refused"), "{row}");
+    assert!(row["resume_error"].is_string(), "{row}");
+    let behind = client.wait_execution(&second, &token, "executed").await;
+    assert_eq!(behind["status"], "approved");
+    assert_eq!(
+        trashed(&world.maildir),
+        n,
+        "only the second card's call ran"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_job_ends_failed_and_the_card_behind_it_runs() {
+    a_poison_job_does_not_hold_up_the_others(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_job_ends_failed_and_the_card_behind_it_runs_on_postgres() {
+    a_poison_job_does_not_hold_up_the_others(true).await;
+}
