@@ -12,7 +12,10 @@
 //!   `unknown`, the card says why, and the owner's retry continues the run without running the
 //!   call again;
 //! - an approved call that could not start by its card's expiry plus the grace is not run;
-//! - a poison job (the database refuses its claim) ends `failed` and the cards behind it run.
+//! - a poison job (the database refuses its claim) ends `failed` and the cards behind it run;
+//! - a heartbeat that fails once is retried, so a holder whose side effect outlasts a lease
+//!   keeps its job: a second server does not take it over and call it `unknown` (two real
+//!   servers on PostgreSQL; before, one failed heartbeat stopped renewal for good).
 //!
 //! The side effects are counted in the Maildir: nothing runs twice, nothing is lost.
 
@@ -334,4 +337,59 @@ async fn a_poison_job_ends_failed_and_the_card_behind_it_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_job_ends_failed_and_the_card_behind_it_runs_on_postgres() {
     a_poison_job_does_not_hold_up_the_others(true).await;
+}
+
+/// Two servers on PostgreSQL. A claims the approved call; its first heartbeat fails, and it
+/// holds before the side effect (`IRIS_FAILPOINT_PAUSE`) for three leases. B runs all along and
+/// takes over any lapsed lease. A's heartbeat is retried, so its lease never lapses: B never
+/// takes the job over, and when A goes on the call runs once and the card ends `executed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_that_fails_once_is_retried_and_the_holder_keeps_its_job() {
+    let (world, model, _db) = scene(true).await;
+    let before = contents(&world.maildir);
+    let token = world.add_device("phone", "control");
+    let release = world.dir.path().join("release");
+    let release_text = release.display().to_string();
+    let (a, rx) = start(
+        &world,
+        &[
+            ("IRIS_FAILPOINT_FAIL_ONCE", "heartbeat"),
+            ("IRIS_FAILPOINT_PAUSE", "before_side_effect"),
+            ("IRIS_FAILPOINT_RELEASE", &release_text),
+        ],
+    );
+    let client = a.client();
+    let (id, conversation, n) = ask(&client, &token).await;
+    approve(&client, &token, &id).await;
+    let rx = wait_for_line(rx, "failpoint paused: before_side_effect".to_string()).await;
+    let _rx = wait_for_line(rx, "failpoint failed once: heartbeat".to_string()).await;
+    let (b, _b_rx) = start(&world, &[]);
+    let b_client = b.client();
+    // Three leases (2 s each) with A holding: B sweeps every second and would take a lapsed
+    // lease over, marking the call `unknown`.
+    let watch_until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < watch_until {
+        let row = b_client
+            .get(&format!("/governance/approvals/{id}"), &token)
+            .await;
+        assert_eq!(row["execution"], "executing", "A kept its job: {row}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    std::fs::write(&release, "go").unwrap();
+    let row = b_client.wait_execution(&id, &token, "executed").await;
+    assert!(row["resume_error"].is_null(), "{row}");
+    let replies = eventually("the continued run's reply", || {
+        let (client, token, conversation) = (&client, &token, &conversation);
+        async move {
+            let replies = finished_replies(client, token, conversation).await;
+            (!replies.is_empty()).then_some(replies)
+        }
+    })
+    .await;
+    assert_eq!(replies, ["Finished."]);
+    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(contents(&world.maildir), before);
+    assert_eq!(model.requests.lock().unwrap().len(), 3);
+    drop(b);
+    drop(a);
 }

@@ -45,6 +45,11 @@ pub const FAIL_UNITS: &[&str] = &[
 /// pauses (`IRIS_FAILPOINT_PAUSE`).
 pub const BEFORE_SIDE_EFFECT: &str = "before_side_effect";
 
+/// Inside the decision's unit, after the row was read and the plan made, before its
+/// compare-and-set: where an answer pauses so the card's expiry can pass meanwhile
+/// (`IRIS_FAILPOINT_PAUSE`).
+pub const DECISION_READ: &str = "decision_read";
+
 /// Whether the store unit `unit` must fail this time (`IRIS_FAILPOINT_FAIL_ONCE` names it and it
 /// has not failed yet). Always `false` in release builds.
 pub fn fail_once(unit: &str) -> bool {

@@ -382,6 +382,11 @@ impl ApprovalStore for Store {
             tx.rollback().await;
             return Ok(Decided::Unchanged(Box::new(read.approval)));
         };
+        if iris_core::failpoint::pauses_at(iris_core::failpoint::DECISION_READ) {
+            while !iris_core::failpoint::released() {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
         if self.write_decision(tx, approval_id, &commit).await? {
             self.deliver(&commit.events);
             Ok(Decided::Written(Box::new(commit.after)))

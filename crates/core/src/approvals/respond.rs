@@ -184,6 +184,14 @@ impl ApprovalService {
                             row,
                         ))
                     }
+                    // Still pending when read and nothing written: the answer's compare-and-set
+                    // found the row lapsed by the store's clock meanwhile (`expires_at > now`
+                    // failed), so it lost to the clock: 410, like any late answer, and the
+                    // lapse is recorded now (the sweep would, later).
+                    None if row.status == ApprovalStatus::Pending => {
+                        let lapsed = self.expire(id).await.ok().flatten();
+                        Err(RespondError::Expired(lapsed.map(Box::new).unwrap_or(row)))
+                    }
                     None => Err(settled(*row)),
                 }
             }

@@ -1,0 +1,72 @@
+//! Truthful records (docs/liveness.md), with the real `iris` binary: an answer that loses to
+//! the card's expiry inside the decision's own unit is refused like any late answer (410, the
+//! expiry named, nothing changed), never a garbled 409 about a card "already pending"; and
+//! every page carries the headers that keep it from being framed, sniffed or leaking its
+//! address.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::{snapshot, wait_for_line, ModelServer, World, TRASH_SCRIPT};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_loses_to_the_clock_is_a_410() {
+    let model = ModelServer::start(TRASH_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let before = snapshot(&world.maildir);
+    let token = world.add_device("phone", "control");
+    let release = world.dir.path().join("release");
+    let release_text = release.display().to_string();
+    let (server, rx) = world.start_watched(&[
+        ("IRIS_DESTRUCTIVE_TTL_SECS", "3"),
+        ("IRIS_FAILPOINT_PAUSE", "decision_read"),
+        ("IRIS_FAILPOINT_RELEASE", &release_text),
+    ]);
+    let client = server.client();
+    let (status, halted) = client
+        .post(
+            "/api/chat",
+            Some(&token),
+            json!({"message": "trash the promo emails from this week"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &token)
+        .await;
+    let expires_at: chrono::DateTime<chrono::Utc> =
+        row["expires_at"].as_str().unwrap().parse().unwrap();
+    let answer = {
+        let (client, token, id) = (server.client(), token.clone(), id.clone());
+        tokio::spawn(async move {
+            client
+                .post(
+                    &format!("/governance/approvals/{id}/respond"),
+                    Some(&token),
+                    json!({"decision": "approve"}),
+                )
+                .await
+        })
+    };
+    // The answer has read the row while it was pending; the card's expiry passes before its
+    // compare-and-set (a deadline to wait for, not a synchronisation).
+    let _rx = wait_for_line(rx, "failpoint paused: decision_read".to_string()).await;
+    let wait = (expires_at - chrono::Utc::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(wait + std::time::Duration::from_millis(200)).await;
+    std::fs::write(&release, "go").unwrap();
+    let (status, body): (reqwest::StatusCode, Value) = answer.await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::GONE, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("expired at"), "{body}");
+    assert!(!error.contains("pending"), "{body}");
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &token)
+        .await;
+    assert_eq!(row["status"], "expired", "{row}");
+    assert_eq!(row["execution"], "none", "{row}");
+    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
+}
