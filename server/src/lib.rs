@@ -25,6 +25,7 @@ pub mod cli;
 pub mod config;
 pub mod email_accounts;
 pub mod error;
+pub mod headers;
 pub mod json;
 pub mod mcp;
 pub mod model;
@@ -82,6 +83,7 @@ pub fn app(state: AppState) -> Router {
             assets::cache_control,
         ))
         .layer(assets::compression())
+        .layer(middleware::from_fn(headers::security_headers))
         .layer(axum::extract::DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(

@@ -301,6 +301,19 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let per_page = crate::assets::has_bundle_per_page(&state.leptos);
     let render = leptos_axum::render_app_to_stream_with_context(
         move || {
+            // Every inline script of the page carries this nonce (Leptos' hydration and
+            // resource scripts), and the page's Content-Security-Policy allows only it.
+            leptos::nonce::provide_nonce();
+            if let (Some(nonce), Some(response)) = (
+                leptos::nonce::use_nonce(),
+                use_context::<leptos_axum::ResponseOptions>(),
+            ) {
+                if let Ok(policy) =
+                    axum::http::HeaderValue::from_str(&crate::headers::page_policy(&nonce))
+                {
+                    response.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, policy);
+                }
+            }
             provide_context(page_backend.clone());
             if per_page {
                 provide_context(app::page::BundlePerPage);

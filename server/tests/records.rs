@@ -70,3 +70,58 @@ async fn an_answer_that_loses_to_the_clock_is_a_410() {
     assert_eq!(row["execution"], "none", "{row}");
     assert_eq!(snapshot(&world.maildir), before, "nothing moved");
 }
+
+/// Every response says it must not be framed or sniffed and sends no `Referer`; a page's
+/// policy allows only the scripts carrying its own nonce, and every inline script carries it.
+#[tokio::test]
+async fn every_response_carries_the_security_headers_and_pages_their_nonce() {
+    let world = World::new("http://127.0.0.1:9/v1");
+    let server = world.start_with(&["serve", "--demo"]);
+    let http = support::no_redirects();
+    for path in [
+        "/api/health",
+        "/activity",
+        "/pair/not-a-link",
+        "/no-such-page",
+    ] {
+        let response = http
+            .get(format!("{}{path}", server.url))
+            .send()
+            .await
+            .unwrap();
+        let headers = response.headers().clone();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        assert_eq!(header("referrer-policy"), "same-origin", "{path}");
+        let policy = header("content-security-policy");
+        assert!(
+            policy.contains("frame-ancestors 'none'"),
+            "{path}: {policy}"
+        );
+        if path == "/activity" {
+            let body = response.text().await.unwrap();
+            let nonce = policy
+                .split("'nonce-")
+                .nth(1)
+                .and_then(|rest| rest.split('\'').next())
+                .unwrap_or_else(|| panic!("a nonce in the page's policy: {policy}"));
+            assert!(policy.contains("'wasm-unsafe-eval'"), "{policy}");
+            let scripts = body.matches("<script").count();
+            assert!(scripts > 0, "{body}");
+            for tag in body.split("<script").skip(1) {
+                let open = tag.split('>').next().unwrap_or_default();
+                assert!(
+                    open.contains(&format!("nonce=\"{nonce}\"")),
+                    "every script carries the page's nonce: <script{open}>"
+                );
+            }
+        }
+    }
+}

@@ -111,8 +111,22 @@ impl Drop for LockGuard {
     }
 }
 
+/// A connection whose advisory lock request is in flight: closed, not pooled, if dropped before
+/// the request's answer was read.
+struct PendingLock(Option<PoolConnection<Any>>);
+
+impl Drop for PendingLock {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.as_mut() {
+            conn.close_on_drop();
+        }
+    }
+}
+
 impl Store {
-    /// Waits for `lock` and holds it until the guard is released or dropped.
+    /// Waits for `lock` and holds it until the guard is released or dropped. Safe to cancel:
+    /// a wait given up takes nothing and leaves nothing behind (on PostgreSQL it polls with a
+    /// try-lock, 10 ms doubling to 200 ms, on a connection closed if the wait is dropped).
     ///
     /// # Errors
     /// [`StoreError::Backend`] when the database cannot be reached.
@@ -152,28 +166,37 @@ impl Store {
                 }))
             }
             Engine::Postgres => {
-                let mut conn = self
+                let conn = self
                     .pool
                     .acquire()
                     .await
                     .map_err(backend("taking a connection for a lock"))?;
-                if wait {
-                    sqlx::query("SELECT pg_advisory_lock(hashtext($1))")
-                        .bind(key.as_str())
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(backend("taking an advisory lock"))?;
-                } else {
+                // Until the lock is ours, a caller that gives up (a deadline, a dropped
+                // request) closes this connection instead of handing it back to the pool: an
+                // abandoned lock request must never complete later on a pooled connection that
+                // then holds the lock, idle, for every server (docs/liveness.md). And the wait
+                // is a try-lock with back-off, never a pending `pg_advisory_lock`.
+                let mut pending = PendingLock(Some(conn));
+                let mut pause = std::time::Duration::from_millis(10);
+                loop {
                     let taken: bool =
                         sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext($1))")
                             .bind(key.as_str())
-                            .fetch_one(&mut *conn)
+                            .fetch_one(&mut **pending.0.as_mut().expect("held until taken"))
                             .await
                             .map_err(backend("trying an advisory lock"))?;
-                    if !taken {
+                    if taken {
+                        break;
+                    }
+                    if !wait {
+                        // Not ours: the connection goes back to the pool as it is.
+                        pending.0.take();
                         return Ok(None);
                     }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
                 }
+                let conn = pending.0.take().expect("held until taken");
                 Ok(Some(LockGuard {
                     held: Held::Advisory {
                         conn: Some(conn),

@@ -72,6 +72,10 @@ pub enum SendError {
     /// The server refused it (5xx, or a 4xx: a retry could work, but nothing retries here).
     #[error("the SMTP server refused the mail, so it was not sent: {0}")]
     Refused(String),
+    /// No connection to the server could be made (refused, no such host): nothing was handed
+    /// over, so it was certainly not sent.
+    #[error("the SMTP server could not be reached ({0}), so the mail was not sent; it will not be sent again automatically")]
+    Unreachable(String),
     /// Nobody can tell whether the server took it: the connection failed or dropped, or timed
     /// out. It may have been delivered; it is never sent again automatically.
     #[error("the outcome of the send is unknown (the SMTP conversation failed: {0}); the mail may or may not have been delivered, and it will not be sent again automatically")]
@@ -84,6 +88,25 @@ pub enum SendError {
         /// The cause.
         reason: String,
     },
+}
+
+/// Whether `error` says no connection was ever made (refused, unreachable): a send that never
+/// reached a server cannot have delivered anything.
+fn never_connected(error: &lettre::transport::smtp::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::AddrNotAvailable
+                    | std::io::ErrorKind::HostUnreachable
+                    | std::io::ErrorKind::NetworkUnreachable
+            );
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// `url` without `user:password@`, for messages.
@@ -144,6 +167,7 @@ impl Outbox {
                 Err(e) if e.is_permanent() || e.is_transient() => {
                     Err(SendError::Refused(e.to_string()))
                 }
+                Err(e) if never_connected(&e) => Err(SendError::Unreachable(e.to_string())),
                 Err(e) => Err(SendError::Unknown(e.to_string())),
             },
             Outbox::Demo { dir } => {
