@@ -217,11 +217,11 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
     drop(server);
 }
 
-/// The SMTP server takes the message and drops the connection before answering: the approved
-/// call fails with "outcome unknown", the row's execution is `failed` (recorded by the core),
-/// the owner is told, and the mail was handed over exactly once (no retry).
+/// The SMTP server takes the message and drops the connection before answering: nobody knows
+/// whether it was delivered, so the row's execution is `unknown` (never `failed`: it may have
+/// gone out), the owner is told, and the mail was handed over exactly once (no retry).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_outcome_is_recorded_failed_and_never_retried() {
+async fn unknown_outcome_is_recorded_unknown_and_never_retried() {
     let flaky = FlakySmtp::start(Flaky::DropAfterData).await;
     let model = ModelServer::start(DEMO_SCRIPT).await;
     let mut world = World::new(&model.base_url);
@@ -244,7 +244,7 @@ async fn unknown_outcome_is_recorded_failed_and_never_retried() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    let row = client.wait_execution(&id, &control, "failed").await;
+    let row = client.wait_execution(&id, &control, "unknown").await;
     assert_eq!(row["status"], "approved");
     let reply = eventually("the resumed run's reply", || {
         let client = &client;

@@ -1,0 +1,458 @@
+//! The fault run (BENCHMARKS.md "Fault run", docs/liveness.md): real `iris serve` processes,
+//! a real Maildir, the scripted model on loopback, and cards approved (and some rejected) at a
+//! steady pace while faults are injected at random:
+//!
+//! - kill -9 of a server (started again at once);
+//! - SIGSTOP of a server past its lease, then SIGCONT;
+//! - a store unit that fails (`IRIS_FAILPOINT_FAIL_ONCE`: every lifecycle unit, several times
+//!   each, in every server process started);
+//! - a busy mail lock (the harness holds it for a few seconds; PostgreSQL);
+//! - a dropped client (an answer whose connection is cut as soon as it is sent);
+//! - a concurrent chat turn in the card's conversation.
+//!
+//! Then it checks every card: `executed_twice` (a call that moved its mail more than once),
+//! `stalled` (a decided card not ended within lease + execute timeout + 10 s of its decision),
+//! `lost` (a card that disappeared, or whose accepted answer was not recorded), `wrong_story`
+//! (the card and the mailbox disagree: executed but not moved exactly once, not run but moved,
+//! or two servers reading different outcomes). It prints one line per run:
+//!
+//! `FAULTS engine=postgres servers=3 seed=… cards=N injected=N executed_twice=0 stalled=0 lost=0 wrong_story=0 p99_end_s=…`
+//!
+//! and exits non-zero on any non-zero count. `cargo test` runs the short version (PostgreSQL,
+//! 3 servers; SQLite, 1 server with kill -9 and restart); the figure BENCHMARKS.md reports is
+//! `IRIS_FAULTS_CARDS=300 cargo test -p server --test faults` (`IRIS_FAULTS_SEED` repeats one).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{snapshot, Iris, ModelServer, World};
+use tokio::sync::Mutex;
+
+const SCRIPT: &str = r#"
+rules:
+  - when: "trash offer (x\\d+x)"
+    steps:
+      - call: search_inbox
+        args: {query: "$1"}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left it alone."
+        on_unknown: "I cannot tell whether it was moved."
+fallback: "Noted."
+"#;
+
+const LEASE_SECS: u64 = 2;
+const EXECUTE_TIMEOUT_SECS: u64 = 5;
+
+/// Every lifecycle unit, three times each, failing once per mention in each process started.
+fn unit_faults() -> String {
+    iris_core::failpoint::FAIL_UNITS
+        .iter()
+        .flat_map(|u| [*u; 3])
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A small deterministic generator (the run prints its seed; the same seed, the same run).
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One offer message per card, found only by its code.
+fn offer(maildir: &std::path::Path, n: usize) {
+    let text = format!(
+        "From: Northwind Deals <deals@northwind.example>\r\nTo: owner@example.org\r\n\
+         Subject: Offer x{n:04}x\r\nDate: {}\r\nMessage-ID: <offer-{n}@northwind.example>\r\n\
+         List-Unsubscribe: <mailto:unsub@northwind.example>\r\n\r\nBuy now.\r\n",
+        chrono::Utc::now().to_rfc2822()
+    );
+    std::fs::write(
+        maildir.join(format!("cur/18000{n:05}.M{n}P1.host:2,S")),
+        text,
+    )
+    .unwrap();
+}
+
+struct Fleet {
+    world: World,
+    servers: Vec<Mutex<Option<Iris>>>,
+}
+
+impl Fleet {
+    fn start(world: &World) -> Iris {
+        let faults = unit_faults();
+        let mut command_env: Vec<(&str, &str)> = vec![("IRIS_FAILPOINT_FAIL_ONCE", &faults)];
+        command_env.push(("RUST_LOG", "error"));
+        let (iris, rx) = world.start_watched(&command_env);
+        // Drain its stderr (echoed by the watcher thread).
+        std::thread::spawn(move || for _ in rx {});
+        iris
+    }
+
+    async fn url(&self, i: usize) -> Option<String> {
+        self.servers[i].lock().await.as_ref().map(|s| s.url.clone())
+    }
+
+    /// POSTs `body` to `path` on server `start` or the next that answers: the status and body.
+    async fn post(
+        &self,
+        start: usize,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> (StatusCode, Value) {
+        let http = reqwest::Client::new();
+        for attempt in 0..400 {
+            let i = (start + attempt) % self.servers.len();
+            let Some(url) = self.url(i).await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            match http
+                .post(format!("{url}{path}"))
+                .bearer_auth(token)
+                .json(body)
+                .timeout(Duration::from_secs(30))
+                .send()
+                .await
+            {
+                Ok(r) if !r.status().is_server_error() => {
+                    let status = r.status();
+                    return (status, r.json().await.unwrap_or(Value::Null));
+                }
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        panic!("no server answered {path}");
+    }
+
+    /// GETs a card through server `i` (or the next that answers).
+    async fn card(&self, start: usize, id: &str, token: &str) -> Option<Value> {
+        let http = reqwest::Client::new();
+        for attempt in 0..200 {
+            let i = (start + attempt) % self.servers.len();
+            let Some(url) = self.url(i).await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            match http
+                .get(format!("{url}/governance/approvals/{id}"))
+                .bearer_auth(token)
+                .timeout(Duration::from_secs(10))
+                .send()
+                .await
+            {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND => return None,
+                Ok(r) if r.status().is_success() => return r.json().await.ok(),
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        panic!("no server answered for card {id}");
+    }
+}
+
+/// Whether `row` has ended (docs/liveness.md).
+fn ended(row: &Value) -> bool {
+    match row["status"].as_str() {
+        Some("approved") => matches!(
+            row["execution"].as_str(),
+            Some("executed" | "failed" | "unknown")
+        ),
+        Some("rejected" | "expired") => true,
+        _ => false,
+    }
+}
+
+struct Tally {
+    injected: AtomicUsize,
+}
+
+async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
+    let (url, _database) = if engine == "postgres" {
+        let (url, db) = iris_store::testing::fresh_postgres_database().await;
+        (Some(url), Some(db))
+    } else {
+        (None, None)
+    };
+    let model = ModelServer::start(SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    if let Some(url) = &url {
+        world.database_url = url.clone();
+    }
+    world.env = vec![
+        ("IRIS_LEASE_SECS".into(), LEASE_SECS.to_string()),
+        ("IRIS_SWEEP_SECS".into(), "1".into()),
+        ("IRIS_MAIL_SYNC_SECS".into(), "0".into()),
+        (
+            "IRIS_EXECUTE_TIMEOUT_SECS".into(),
+            EXECUTE_TIMEOUT_SECS.to_string(),
+        ),
+    ];
+    for n in 0..cards {
+        offer(&world.maildir, n);
+    }
+    let token = world.add_device("phone", "control");
+    let fleet = Arc::new(Fleet {
+        servers: (0..servers)
+            .map(|_| Mutex::new(Some(Fleet::start(&world))))
+            .collect(),
+        world,
+    });
+    let tally = Arc::new(Tally {
+        injected: AtomicUsize::new(servers * 3 * iris_core::failpoint::FAIL_UNITS.len()),
+    });
+
+    // Faults at random while the cards flow.
+    let stop = Arc::new(AtomicBool::new(false));
+    let chaos = {
+        let (fleet, stop, tally, url) = (fleet.clone(), stop.clone(), tally.clone(), url.clone());
+        tokio::spawn(async move {
+            let mut dice = Dice(seed ^ 0x9e37_79b9);
+            while !stop.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(700 + dice.below(1300))).await;
+                let i = dice.below(fleet.servers.len() as u64) as usize;
+                match dice.below(3) {
+                    // kill -9, then start again.
+                    0 => {
+                        let mut slot = fleet.servers[i].lock().await;
+                        if let Some(server) = slot.take() {
+                            server.kill();
+                        }
+                        *slot = Some(Fleet::start(&fleet.world));
+                    }
+                    // SIGSTOP past the lease, then SIGCONT.
+                    1 => {
+                        let slot = fleet.servers[i].lock().await;
+                        if let Some(server) = slot.as_ref() {
+                            server.signal("STOP");
+                            tokio::time::sleep(Duration::from_secs(LEASE_SECS + 1)).await;
+                            server.signal("CONT");
+                        }
+                    }
+                    // The mail lock held busy for a few seconds (PostgreSQL: every server's).
+                    _ => {
+                        if let Some(url) = &url {
+                            use sqlx::Connection;
+                            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+                            sqlx::query("SELECT pg_advisory_lock(hashtext('iris:mail-changes'))")
+                                .execute(&mut c)
+                                .await
+                                .unwrap();
+                            tokio::time::sleep(Duration::from_secs(3)).await;
+                            let _ = c.close().await;
+                        } else {
+                            continue;
+                        }
+                    }
+                }
+                tally.injected.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+
+    // The cards: requested, then answered at a steady pace (7 in 10 approved); a fifth of the
+    // answers' clients drop their connection at once, and a fifth of the cards get another chat
+    // turn in their conversation right after the answer.
+    let mut dice = Dice(seed);
+    let mut decided: BTreeMap<String, (bool, Instant, usize)> = BTreeMap::new();
+    let mut conversations = BTreeMap::new();
+    let mut lost = 0usize;
+    for n in 0..cards {
+        let start = n % servers;
+        let (status, halted) = fleet
+            .post(
+                start,
+                "/api/chat",
+                &token,
+                &json!({"message": format!("trash offer x{n:04}x")}),
+            )
+            .await;
+        if status != StatusCode::OK || halted["status"] != "awaiting_approval" {
+            eprintln!("card {n}: no card ({status}): {halted}");
+            lost += 1;
+            continue;
+        }
+        let id = halted["approval_id"].as_str().unwrap().to_string();
+        conversations.insert(id.clone(), halted["conversation_id"].clone());
+        let approve = dice.below(10) < 7;
+        let decision = if approve { "approve" } else { "reject" };
+        if dice.below(5) == 0 {
+            // A dropped client: the answer is sent and the connection cut at once. The server
+            // runs it to its end anyway; the harness then answers again (409 = it landed).
+            tally.injected.fetch_add(1, Ordering::SeqCst);
+            if let Some(url) = fleet.url(start).await {
+                let _ = reqwest::Client::new()
+                    .post(format!("{url}/governance/approvals/{id}/respond"))
+                    .bearer_auth(&token)
+                    .json(&json!({"decision": decision}))
+                    .timeout(Duration::from_millis(1))
+                    .send()
+                    .await;
+            }
+        }
+        let (status, body) = fleet
+            .post(
+                start,
+                &format!("/governance/approvals/{id}/respond"),
+                &token,
+                &json!({"decision": decision}),
+            )
+            .await;
+        if !(status == StatusCode::OK || status == StatusCode::CONFLICT) {
+            eprintln!("card {n}: answer refused ({status}): {body}");
+            lost += 1;
+            continue;
+        }
+        decided.insert(id.clone(), (approve, Instant::now(), n));
+        if dice.below(5) == 0 {
+            tally.injected.fetch_add(1, Ordering::SeqCst);
+            let (fleet, token, conversation) = (
+                fleet.clone(),
+                token.clone(),
+                halted["conversation_id"].clone(),
+            );
+            tokio::spawn(async move {
+                let _ = fleet
+                    .post(
+                        start + 1,
+                        "/api/chat",
+                        &token,
+                        &json!({"message": "and what else is new?", "conversation_id": conversation}),
+                    )
+                    .await;
+            });
+        }
+        // The pace: no queue builds up behind the faults.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+
+    // Every decided card must end within the bound; watch them all.
+    let bound = Duration::from_secs(LEASE_SECS + EXECUTE_TIMEOUT_SECS + 10);
+    let mut ends: BTreeMap<String, Duration> = BTreeMap::new();
+    let mut rows: BTreeMap<String, Value> = BTreeMap::new();
+    let watch_until = Instant::now() + bound + Duration::from_secs(30);
+    while ends.len() < decided.len() && Instant::now() < watch_until {
+        for (i, (id, (_, at, _))) in decided.iter().enumerate() {
+            if ends.contains_key(id) {
+                continue;
+            }
+            match fleet.card(i, id, &token).await {
+                Some(row) if ended(&row) => {
+                    ends.insert(id.clone(), at.elapsed());
+                    rows.insert(id.clone(), row);
+                }
+                Some(_) => {}
+                None => {
+                    lost += 1;
+                    ends.insert(id.clone(), Duration::MAX);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stop.store(true, Ordering::SeqCst);
+    chaos.await.unwrap();
+
+    // Let every server's jobs settle (a stopped one is running again), then count.
+    let files = snapshot(&fleet.world.maildir);
+    let trash: Vec<String> = files
+        .iter()
+        .filter(|(k, _)| k.starts_with(".Trash/"))
+        .map(|(_, v)| String::from_utf8_lossy(v).to_string())
+        .collect();
+    let (mut executed_twice, mut stalled, mut wrong_story) = (0usize, 0usize, 0usize);
+    let mut times: Vec<f64> = Vec::new();
+    for (id, (approve, _, n)) in &decided {
+        let code = format!("x{n:04}x");
+        let moved = trash.iter().filter(|m| m.contains(&code)).count();
+        if moved > 1 {
+            executed_twice += 1;
+        }
+        let Some(end) = ends.get(id) else {
+            eprintln!("card {n} ({id}) did not end");
+            stalled += 1;
+            continue;
+        };
+        if *end == Duration::MAX {
+            continue;
+        }
+        if *end > bound {
+            eprintln!("card {n} ({id}) ended after {end:?}");
+            stalled += 1;
+        }
+        times.push(end.as_secs_f64());
+        let row = &rows[id];
+        let second = fleet.card(n + 1, id, &token).await;
+        let story = match (row["status"].as_str(), row["execution"].as_str()) {
+            (Some("approved"), Some("executed")) => *approve && moved == 1,
+            (Some("approved"), Some("unknown")) => *approve && moved <= 1,
+            (Some("approved"), Some("failed")) => *approve && moved == 0,
+            (Some("rejected"), _) => !*approve && moved == 0,
+            _ => false,
+        };
+        let same = second.is_some_and(|s| s["execution"] == row["execution"] || !ended(&s));
+        if !story || !same {
+            eprintln!(
+                "card {n} ({id}): the card says {} / {} but {moved} moved",
+                row["status"], row["execution"]
+            );
+            wrong_story += 1;
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let p99 = times
+        .get(((times.len() as f64) * 0.99).ceil() as usize - 1)
+        .copied()
+        .unwrap_or(0.0);
+    println!(
+        "FAULTS engine={engine} servers={servers} seed={seed} cards={} injected={} executed_twice={executed_twice} stalled={stalled} lost={lost} wrong_story={wrong_story} p99_end_s={p99:.1}",
+        decided.len(),
+        tally.injected.load(Ordering::SeqCst),
+    );
+    executed_twice == 0 && stalled == 0 && lost == 0 && wrong_story == 0
+}
+
+fn main() {
+    let cards: usize = std::env::var("IRIS_FAULTS_CARDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let seed: u64 = std::env::var("IRIS_FAULTS_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(1)
+        });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let postgres = runtime.block_on(run("postgres", 3, cards, seed));
+    let sqlite = runtime.block_on(run("sqlite", 1, cards.div_ceil(2), seed));
+    if !(postgres && sqlite) {
+        std::process::exit(1);
+    }
+}
