@@ -182,6 +182,13 @@ fn ended(row: &Value) -> bool {
     }
 }
 
+/// Each decided card: approved or not, when its answer was accepted, its number.
+type Decided = BTreeMap<String, (bool, Instant, usize)>;
+
+/// Each ended card: how long after its answer it was seen ended, and the row then (`None`:
+/// the card had disappeared, `Duration::MAX`).
+type Ends = BTreeMap<String, (Duration, Option<Value>)>;
+
 struct Tally {
     injected: AtomicUsize,
 }
@@ -273,9 +280,61 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
     // answers' clients drop their connection at once, and a fifth of the cards get another chat
     // turn in their conversation right after the answer.
     let mut dice = Dice(seed);
-    let mut decided: BTreeMap<String, (bool, Instant, usize)> = BTreeMap::new();
-    let mut conversations = BTreeMap::new();
+    let decided: Arc<Mutex<Decided>> = Arc::default();
     let mut lost = 0usize;
+    // Every decided card is watched from its decision on, concurrently with the run, so its
+    // end is timed from the moment it could be seen (within one round of reads).
+    let ends: Arc<Mutex<Ends>> = Arc::default();
+    let watching = Arc::new(AtomicBool::new(true));
+    let watcher = {
+        let (fleet, decided, ends, watching, token) = (
+            fleet.clone(),
+            decided.clone(),
+            ends.clone(),
+            watching.clone(),
+            token.clone(),
+        );
+        tokio::spawn(async move {
+            use futures::StreamExt;
+            while watching.load(Ordering::SeqCst) {
+                let open: Vec<(String, Instant)> = {
+                    let ends = ends.lock().await;
+                    decided
+                        .lock()
+                        .await
+                        .iter()
+                        .filter(|(id, _)| !ends.contains_key(*id))
+                        .map(|(id, (_, at, _))| (id.clone(), *at))
+                        .collect()
+                };
+                let reads = futures::stream::iter(open.into_iter().enumerate())
+                    .map(|(i, (id, at))| {
+                        let (fleet, token) = (fleet.clone(), token.clone());
+                        async move {
+                            let row = fleet.card(i, &id, &token).await;
+                            (id, at, row)
+                        }
+                    })
+                    .buffer_unordered(16)
+                    .collect::<Vec<_>>()
+                    .await;
+                let mut ends = ends.lock().await;
+                for (id, at, row) in reads {
+                    match row {
+                        Some(row) if ended(&row) => {
+                            ends.insert(id, (at.elapsed(), Some(row)));
+                        }
+                        Some(_) => {}
+                        None => {
+                            ends.insert(id, (Duration::MAX, None));
+                        }
+                    }
+                }
+                drop(ends);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
     for n in 0..cards {
         let start = n % servers;
         let (status, halted) = fleet
@@ -292,7 +351,6 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
             continue;
         }
         let id = halted["approval_id"].as_str().unwrap().to_string();
-        conversations.insert(id.clone(), halted["conversation_id"].clone());
         let approve = dice.below(10) < 7;
         let decision = if approve { "approve" } else { "reject" };
         if dice.below(5) == 0 {
@@ -322,7 +380,10 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
             lost += 1;
             continue;
         }
-        decided.insert(id.clone(), (approve, Instant::now(), n));
+        decided
+            .lock()
+            .await
+            .insert(id.clone(), (approve, Instant::now(), n));
         if dice.below(5) == 0 {
             tally.injected.fetch_add(1, Ordering::SeqCst);
             let (fleet, token, conversation) = (
@@ -345,30 +406,21 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
 
-    // Every decided card must end within the bound; watch them all.
+    // Every decided card must end within the bound: wait for the last ones, for at most the
+    // bound and half a minute more.
     let bound = Duration::from_secs(LEASE_SECS + EXECUTE_TIMEOUT_SECS + 10);
-    let mut ends: BTreeMap<String, Duration> = BTreeMap::new();
-    let mut rows: BTreeMap<String, Value> = BTreeMap::new();
     let watch_until = Instant::now() + bound + Duration::from_secs(30);
-    while ends.len() < decided.len() && Instant::now() < watch_until {
-        for (i, (id, (_, at, _))) in decided.iter().enumerate() {
-            if ends.contains_key(id) {
-                continue;
-            }
-            match fleet.card(i, id, &token).await {
-                Some(row) if ended(&row) => {
-                    ends.insert(id.clone(), at.elapsed());
-                    rows.insert(id.clone(), row);
-                }
-                Some(_) => {}
-                None => {
-                    lost += 1;
-                    ends.insert(id.clone(), Duration::MAX);
-                }
-            }
+    loop {
+        let total = decided.lock().await.len();
+        if ends.lock().await.len() >= total || Instant::now() >= watch_until {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    watching.store(false, Ordering::SeqCst);
+    watcher.await.unwrap();
+    let decided = decided.lock().await.clone();
+    let ends = ends.lock().await.clone();
     stop.store(true, Ordering::SeqCst);
     chaos.await.unwrap();
 
@@ -387,20 +439,20 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
         if moved > 1 {
             executed_twice += 1;
         }
-        let Some(end) = ends.get(id) else {
+        let Some((end, row)) = ends.get(id) else {
             eprintln!("card {n} ({id}) did not end");
             stalled += 1;
             continue;
         };
-        if *end == Duration::MAX {
+        let Some(row) = row else {
+            lost += 1;
             continue;
-        }
+        };
         if *end > bound {
             eprintln!("card {n} ({id}) ended after {end:?}");
             stalled += 1;
         }
         times.push(end.as_secs_f64());
-        let row = &rows[id];
         let second = fleet.card(n + 1, id, &token).await;
         let story = match (row["status"].as_str(), row["execution"].as_str()) {
             (Some("approved"), Some("executed")) => *approve && moved == 1,
