@@ -187,16 +187,18 @@ pub async fn sign_in(session: &Session, device: &str, token_hash: &str) -> Resul
     session.save().await.map_err(failed)
 }
 
-/// The actor a device answers as; the surface is `web` for the browser session, else the
-/// `X-Iris-Surface` header (`cli`, `phone`, `telegram`), else `api`.
+/// The actor a device answers as; the surface is `web` for the browser session; for a bearer
+/// token `cli` when the `X-Iris-Surface: cli` header says so (the CLI sends it), else `api`.
+/// A bearer can never record `web`, `telegram` or `phone`: those come only from their own
+/// credentials (the browser session, the Telegram chat, a paired phone's session), so the
+/// record of where an answer came from is true (docs/liveness.md "truthful records").
 pub fn actor_for(device: &Device, presented: Presented, headers: &HeaderMap) -> Actor {
     let surface = match presented {
         Presented::Session => "web".to_string(),
         Presented::Bearer => headers
             .get("x-iris-surface")
             .and_then(|v| v.to_str().ok())
-            // `web` is the browser session's surface; a bearer cannot claim it.
-            .filter(|s| matches!(*s, "cli" | "phone" | "telegram"))
+            .filter(|s| *s == "cli")
             .unwrap_or("api")
             .to_string(),
     };

@@ -20,8 +20,14 @@ use tokio::sync::Barrier;
 /// Answers per round.
 const ANSWERS: usize = 50;
 
-/// Surfaces the answering devices claim (`X-Iris-Surface`; none means `api`).
-const SURFACES: [Option<&str>; 4] = [Some("cli"), Some("phone"), Some("telegram"), None];
+/// What each answer's `X-Iris-Surface` header claims (a bearer records only `cli` or `api`).
+const SURFACES: [Option<&str>; 5] = [
+    Some("cli"),
+    Some("phone"),
+    Some("telegram"),
+    Some("web"),
+    None,
+];
 
 use support::CATEGORY_TRASH_SCRIPT as SCRIPT;
 
@@ -114,7 +120,12 @@ async fn round(
             let body = resp.json::<Value>().await.unwrap_or(Value::Null);
             Answer {
                 device,
-                surface: surface.unwrap_or("api"),
+                // A bearer records `cli` when it says so, else `api`: it can never claim
+                // another surface's name (`phone`, `telegram`, `web`).
+                surface: match surface {
+                    Some("cli") => "cli",
+                    _ => "api",
+                },
                 decision,
                 status,
                 body,

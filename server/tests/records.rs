@@ -125,3 +125,48 @@ async fn every_response_carries_the_security_headers_and_pages_their_nonce() {
         }
     }
 }
+
+/// Where an answer came from is recorded from its credential: a bearer token records `cli` when
+/// it says so (the CLI's header) and `api` otherwise, never the name of a surface with its own
+/// credentials (`telegram`, `phone`, `web`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_records_only_cli_or_api_as_its_surface() {
+    let model = ModelServer::start(TRASH_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let token = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    for (claimed, recorded) in [
+        ("telegram", "api"),
+        ("phone", "api"),
+        ("web", "api"),
+        ("cli", "cli"),
+    ] {
+        let (status, halted) = client
+            .post(
+                "/api/chat",
+                Some(&token),
+                json!({"message": "trash the promo emails from this week"}),
+            )
+            .await;
+        assert!(status.is_success(), "{status}: {halted}");
+        let id = halted["approval_id"].as_str().unwrap();
+        let answered: Value = client
+            .http
+            .post(format!("{}/governance/approvals/{id}/respond", client.url))
+            .bearer_auth(&token)
+            .header("x-iris-surface", claimed)
+            .json(&json!({"decision": "reject"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            answered["approval"]["surface"], recorded,
+            "claimed {claimed}: {answered}"
+        );
+    }
+}
