@@ -393,3 +393,80 @@ async fn a_heartbeat_that_fails_once_is_retried_and_the_holder_keeps_its_job() {
     drop(b);
     drop(a);
 }
+
+/// The owner is told once that a call's outcome is unknown, with one audit entry, in the commit
+/// that makes it unknown: the server is killed after the claim, the taker finds `executing`
+/// while the model is down (the run's end fails and is retried by the owner), and the retry
+/// says nothing more (before, every resume of the run posted the notice again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_outcome_is_told_once_with_its_audit_entry() {
+    let (world, model, _db) = scene(false).await;
+    let token = world.add_device("phone", "control");
+    let (server, rx) = start(
+        &world,
+        &[
+            ("IRIS_FAILPOINT", "after_claim"),
+            ("IRIS_SWEEP_SECS", "3600"),
+        ],
+    );
+    let client = server.client();
+    let (id, conversation, _) = ask(&client, &token).await;
+    let respond = {
+        let (client, token, id) = (server.client(), token.clone(), id.clone());
+        tokio::spawn(async move { approve(&client, &token, &id).await })
+    };
+    let _rx = wait_for_line(rx, "failpoint reached: after_claim".to_string()).await;
+    server.kill();
+    respond.abort();
+
+    // The taker: the model cannot be reached, so the run's end is a failed resume.
+    model.set_down(true);
+    let (server, _rx) = start(&world, &[]);
+    let client = server.client();
+    let row = client.wait_execution(&id, &token, "unknown").await;
+    eventually("the failed resume", || {
+        let (client, token, id) = (&client, &token, &id);
+        async move {
+            let row = client
+                .get(&format!("/governance/approvals/{id}"), token)
+                .await;
+            row["resume_error"].is_string().then_some(())
+        }
+    })
+    .await;
+    assert_eq!(row["status"], "approved", "{row}");
+    model.set_down(false);
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/resume"),
+            Some(&token),
+            json!({}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let lines = client
+        .get(&format!("/api/conversations/{conversation}"), &token)
+        .await["lines"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let told = lines
+        .iter()
+        .filter(|l| {
+            l["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("It will not be run again"))
+        })
+        .count();
+    assert_eq!(told, 1, "told once: {lines:?}");
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &token)
+        .await;
+    let unknown = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "execution" && e["result"]["status"] == "unknown")
+        .count();
+    assert_eq!(unknown, 1, "{audit}");
+}

@@ -99,6 +99,27 @@ pub fn plan_claim(
         let mut after = row.clone();
         after.execution = Execution::Unknown;
         plan.events.push(Event::ApprovalResponded(after));
+        // Told once, in the commit that makes it unknown: the audit entry and the chat's line
+        // land with the ledger's change or not at all, so no retry or retake tells it again.
+        plan.audit.push(NewAuditEntry {
+            approval_id: row.id.clone(),
+            kind: AuditKind::Execution,
+            item: None,
+            result: json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
+            undo_available: false,
+            actor: "iris".into(),
+            surface: None,
+            at,
+        });
+        if let Some(conversation) = &snapshot.conversation_id {
+            tell(
+                &mut plan,
+                conversation,
+                &row.run_id,
+                &row.id,
+                &unknown_told(&row.card.action),
+            );
+        }
         return plan;
     }
     if !unclaimed_call {
@@ -218,6 +239,14 @@ fn tell(plan: &mut ClaimPlan, conversation: &str, run_id: &str, approval_id: &st
     }));
 }
 
+/// What the owner is told when a call's outcome became unknown (its holder stopped while it
+/// ran): that it will not run again, and how to check it.
+pub(crate) fn unknown_told(action: &str) -> String {
+    format!(
+        "I can't tell whether \"{action}\" ran: it was interrupted while running. It will not be run again; please check it yourself."
+    )
+}
+
 /// An assistant line about `approval_id`.
 pub(crate) fn told(approval_id: &str, text: &str) -> ChatLine {
     ChatLine {
@@ -242,15 +271,17 @@ pub(crate) fn settled_observation(
                 let message = result["message"].as_str().unwrap_or_default().to_string();
                 (
                     json!({"status": "not_run", "message": message}),
-                    Some(format!("I did not run the approved `{}` call: {message}.", row.tool)),
+                    Some(format!(
+                        "I did not run the approved `{}` call: {message}.",
+                        row.tool
+                    )),
                 )
             }
+            // The claim that made it unknown told the owner in its own commit; a retry or a
+            // retake says nothing more.
             (LedgerStep::MarkUnknown, _) | (_, Execution::Unknown | Execution::Executing) => (
                 json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
-                Some(format!(
-                    "I can't tell whether \"{}\" ran: it was interrupted while running. It will not be run again; please check it yourself.",
-                    row.card.action
-                )),
+                None,
             ),
             // A retry or a takeover after the outcome: the ledger's result is the observation;
             // the call never runs again (DESIGN §8).
