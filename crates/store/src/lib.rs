@@ -31,6 +31,7 @@ mod devices;
 mod engine;
 mod events;
 mod gateway;
+mod job_end;
 mod lifecycle;
 mod listing;
 mod locks;

@@ -17,6 +17,7 @@ use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
+use crate::job_end::failpoint_unit;
 use crate::rows::{
     approval_from_row, audit_from_row, backend, is_refusal, to_json, Cols, ColumnRead, Record,
     APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
@@ -161,7 +162,7 @@ impl Store {
         .await
     }
 
-    fn ledger_outcome(
+    pub(crate) fn ledger_outcome(
         &self,
         approval_id: &str,
         state: &str,
@@ -466,74 +467,11 @@ impl ApprovalStore for Store {
     }
 
     async fn confirm_lease(&self, lease: &Lease, lease_secs: u32) -> Result<bool, StoreError> {
-        failpoint_unit("confirm_lease")?;
-        let mut tx = self.begin_write().await?;
-        let confirmed = tx
-            .exec_cas(
-                self.timed(
-                    "UPDATE resume_jobs SET lease_until = {until}, updated_at = {now} \
-                     WHERE approval_id = $3 AND lease_epoch = $4 AND lease_owner = $5 \
-                     AND state = 'running' AND lease_until > {now}",
-                )
-                .int(i64::from(lease_secs))
-                .text(&lease.approval_id)
-                .int(lease.epoch)
-                .text(&lease.owner),
-                "confirming a resume job's lease before its side effect",
-            )
-            .await;
-        finish_cas(tx, confirmed).await
+        self.confirm_lease_unit(lease, lease_secs).await
     }
 
     async fn abandon_job(&self, lease: &Lease, reason: &str) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let written = async {
-            tx.exec_cas(
-                self.timed(
-                    "UPDATE resume_jobs SET state = 'failed', lease_until = NULL, \
-                     updated_at = {now} WHERE approval_id = $2 AND lease_epoch = $3 \
-                     AND lease_owner = $4 AND state = 'running'",
-                )
-                .text(&lease.approval_id)
-                .int(lease.epoch)
-                .text(&lease.owner),
-                "ending a failed resume job",
-            )
-            .await?;
-            tx.exec(
-                self.timed(
-                    "UPDATE ledger SET state = 'unknown', finished_at = {now} \
-                     WHERE approval_id = $2 AND state = 'executing'",
-                )
-                .text(&lease.approval_id),
-                "marking an interrupted execution unknown",
-            )
-            .await?;
-            tx.exec(
-                Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
-                    .text(reason)
-                    .text(&lease.approval_id),
-                "recording a resume error",
-            )
-            .await?;
-            self.stage_responded(&mut tx, &lease.approval_id).await
-        }
-        .await;
-        match written {
-            Ok(events) => {
-                tx.commit().await?;
-                self.deliver(&events);
-                Ok(true)
-            }
-            Err(e) => {
-                tx.rollback().await;
-                if is_assertion(&e) {
-                    Ok(false)
-                } else {
-                    Err(e)
-                }
-            }
-        }
+        self.abandon_job_unit(lease, reason).await
     }
 
     async fn record_outcome(
@@ -764,130 +702,6 @@ impl Store {
         finish_cas(tx, written).await
     }
 
-    /// Stages `approval.responded` with row `approval_id` as `tx` leaves it (none when the row
-    /// does not parse: the surfaces then read it as it is); the events, to deliver after the
-    /// commit.
-    async fn stage_responded(
-        &self,
-        tx: &mut WriteTx,
-        approval_id: &str,
-    ) -> Result<Vec<Event>, StoreError> {
-        let rows = tx
-            .fetch(
-                Stmt::new(format!("{APPROVAL_SELECT} WHERE a.id = $1")).text(approval_id),
-                "reading an approval row",
-            )
-            .await?;
-        let events: Vec<Event> = rows
-            .iter()
-            .filter_map(|row| approval_from_row(row).ok())
-            .map(Event::ApprovalResponded)
-            .collect();
-        self.stage_events(tx, &events).await?;
-        Ok(events)
-    }
-
-    /// Ends a poison job (its claim's commit was refused by the database's rules) in a unit of
-    /// its own: the job, if still at `epoch` (nobody claimed it since), `failed` with `error` as
-    /// the row's resume error; an entry a former holder left `executing` becomes `unknown`; an
-    /// approved call nobody claimed is claimed and `failed` at once, from the row's own stored
-    /// tool and canonical arguments (so the ledger's rule accepts it), never run; a denial in the
-    /// audit log; `approval.responded` with the row as it ends.
-    async fn end_poison_job(
-        &self,
-        approval_id: &str,
-        epoch: i64,
-        error: &StoreError,
-    ) -> Result<(), StoreError> {
-        let reason = format!("the database refused to claim it ({error})");
-        let result = serde_json::json!({
-            "status": "failed",
-            "message": format!("not run: {reason}; nothing was changed"),
-        });
-        let mut tx = self.begin_write().await?;
-        let written = async {
-            tx.exec_cas(
-                self.timed(
-                    "UPDATE resume_jobs SET claimed_from = state, state = 'failed', \
-                     lease_owner = NULL, lease_until = NULL, lease_epoch = lease_epoch + 1, \
-                     updated_at = {now} WHERE approval_id = $2 AND lease_epoch = $3 \
-                     AND state IN ('ready', 'running')",
-                )
-                .text(approval_id)
-                .int(epoch),
-                "ending a poison resume job",
-            )
-            .await?;
-            tx.exec(
-                Stmt::new(
-                    "UPDATE ledger SET state = 'unknown' WHERE approval_id = $1 \
-                     AND state = 'executing'",
-                )
-                .text(approval_id),
-                "marking an interrupted execution unknown",
-            )
-            .await?;
-            tx.exec(
-                self.timed(
-                    "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
-                     SELECT a.id, a.tool, a.args_canonical, 'executing', {now} FROM approvals a \
-                     WHERE a.id = $2 AND a.status = 'approved' AND a.kind <> 'evaluator' \
-                     AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.approval_id = a.id)",
-                )
-                .text(approval_id),
-                "consuming a poison job's call",
-            )
-            .await?;
-            tx.exec(
-                self.ledger_outcome(approval_id, "failed", &result)?,
-                "writing a ledger outcome",
-            )
-            .await?;
-            tx.exec(
-                Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
-                    .text(&format!(
-                        "This request could not be resumed: {reason}. Nothing was run."
-                    ))
-                    .text(approval_id),
-                "recording a resume error",
-            )
-            .await?;
-            self.write_audit(
-                &mut tx,
-                &[NewAuditEntry {
-                    approval_id: approval_id.to_string(),
-                    kind: iris_core::wire::AuditKind::Denial,
-                    item: None,
-                    result: serde_json::json!({"denied": reason}),
-                    undo_available: false,
-                    actor: "iris".into(),
-                    surface: None,
-                    at: self.now_stamp(),
-                }],
-            )
-            .await?;
-            self.stage_responded(&mut tx, approval_id).await
-        }
-        .await;
-        match written {
-            Ok(events) => {
-                tx.commit().await?;
-                tracing::error!(approval = %approval_id, %error, "a resume job the database refuses to claim ended failed; nothing was run");
-                self.deliver(&events);
-                Ok(())
-            }
-            Err(e) => {
-                tx.rollback().await;
-                // Another claim moved the job on meanwhile: it is that claim's now.
-                if is_assertion(&e) {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            }
-        }
-    }
-
     async fn apply_plan(
         &self,
         tx: &mut WriteTx,
@@ -947,17 +761,6 @@ impl Store {
         }
         self.stage_events(tx, &plan.events).await
     }
-}
-
-/// Fails with a reset connection when the test failpoint `IRIS_FAILPOINT_FAIL_ONCE` names `unit`
-/// and it has not failed yet (debug builds only; [`iris_core::failpoint::fail_once`]).
-fn failpoint_unit(unit: &str) -> Result<(), StoreError> {
-    if iris_core::failpoint::fail_once(unit) {
-        return Err(StoreError::Backend(format!(
-            "{unit}: the connection was reset (failpoint)"
-        )));
-    }
-    Ok(())
 }
 
 /// Ends a unit whose writes `written` began with a compare-and-set: commits it, `Ok(true)`;

@@ -90,6 +90,25 @@ pub enum SendError {
     },
 }
 
+impl SendError {
+    /// The tool's error for this send: a send whose outcome nobody knows (the connection
+    /// dropped after DATA, a timeout) may have been delivered, so it is `interrupted` (the
+    /// ledger's `unknown`, never sent again; docs/liveness.md "truthful records"); any other
+    /// is a failure (nothing was sent).
+    pub fn tool_error(self, tool: &str) -> iris_core::plugin::ToolError {
+        match self {
+            SendError::Unknown(_) => iris_core::plugin::ToolError::Interrupted {
+                tool: tool.to_string(),
+                reason: self.to_string(),
+            },
+            other => iris_core::plugin::ToolError::Failed {
+                tool: tool.to_string(),
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
 /// Whether `error` says no connection was ever made (refused, unreachable): a send that never
 /// reached a server cannot have delivered anything.
 fn never_connected(error: &lettre::transport::smtp::Error) -> bool {

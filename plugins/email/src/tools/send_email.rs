@@ -699,16 +699,10 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
     let domain = p.from.rsplit_once('@').map_or("localhost", |(_, d)| d);
     let message_id = format!("{}@{domain}", uuid::Uuid::new_v4());
     let message = build_message(plugin, &p, &message_id)?;
-    // A send whose outcome nobody knows (the connection dropped after DATA, a timeout) may
-    // have been delivered: `unknown` in the ledger, never `failed`, never sent again
-    // (docs/liveness.md "truthful records").
-    let delivery = outbox.send(&message).await.map_err(|e| match e {
-        crate::outbox::SendError::Unknown(_) => ToolError::Interrupted {
-            tool: NAME.to_string(),
-            reason: e.to_string(),
-        },
-        e => failed(NAME, e),
-    })?;
+    let delivery = outbox
+        .send(&message)
+        .await
+        .map_err(|e| e.tool_error(NAME))?;
 
     let mut result = json!({
         "status": "sent",
