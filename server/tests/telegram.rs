@@ -473,6 +473,21 @@ async fn message_recorded(world: &World, id: &str, message_id: i64) {
     .await;
 }
 
+/// Waits until the server has stored that row `id`'s message shows a text containing `shown`.
+async fn outcome_recorded(world: &World, id: &str, shown: &str) {
+    use iris_core::ports::TelegramCardStore;
+    let store = iris_store::Store::connect(&world.database_url)
+        .await
+        .expect("the world's database opens");
+    eventually("the card's outcome to be stored", || async {
+        let card = store.telegram_card(OWNER, id).await.expect("card reads");
+        card.and_then(|c| c.shown_text)
+            .is_some_and(|t| t.contains(shown))
+            .then_some(())
+    })
+    .await;
+}
+
 /// Halts a new request and waits for its card: every event reaches the bridge after its
 /// start-up catch-up, so once this card is sent the catch-up is over. The new row's id.
 async fn catch_up_done(bot: &FakeBot, client: &Client, control: &str) -> String {
@@ -734,6 +749,9 @@ async fn two_servers_share_one_bot_one_poller_one_card_one_edit() {
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
     bot.edited_to(message_id, "*Rejected* by phone via api at")
         .await;
+    // The edit is recorded right after the chat shows it; a kill between the two would leave an
+    // unrecorded edit that B rightly makes again (at least once, never lost).
+    outcome_recorded(&world, &id, "Rejected").await;
 
     // A is killed (the poller or not): B keeps sending, editing and, now, polling.
     a.kill();
