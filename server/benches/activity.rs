@@ -173,6 +173,7 @@ async fn main() {
                 .commit_turn(&TurnCommit {
                     conversation_id: checkpoint.conversation_id.clone(),
                     transcript: vec![],
+                    transcript_version: 0,
                     lines: vec![],
                     events: vec![],
                     halt: Some(HaltRecord {

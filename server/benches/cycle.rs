@@ -644,6 +644,7 @@ async fn event_delay(url: &str, rounds: usize) {
         let turn = TurnCommit {
             conversation_id: format!("c-{i}"),
             transcript: vec![],
+            transcript_version: 0,
             lines: vec![],
             events: vec![Event::ApprovalRequested(row.pending_view())],
             halt: Some(HaltRecord {

@@ -127,12 +127,11 @@ pub fn parse_response(body: &Value) -> Result<ModelTurn, ModelError> {
         .filter(|s| !s.is_empty())
         .map(str::to_string);
     let mut tool_calls = Vec::new();
-    for (i, c) in message
+    for c in message
         .get("tool_calls")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .enumerate()
     {
         let name = c
             .pointer("/function/name")
@@ -146,11 +145,13 @@ pub fn parse_response(body: &Value) -> Result<ModelTurn, ModelError> {
             Some(other) => other.clone(),
             None => json!({}),
         };
+        // A call without an id keeps it empty here: the agent mints one unique in the
+        // conversation (`agent::mint_call_ids`).
         let id = c
             .get("id")
             .and_then(Value::as_str)
             .map(str::to_string)
-            .unwrap_or_else(|| format!("call_{i}"));
+            .unwrap_or_default();
         tool_calls.push(ToolCall {
             id,
             name: name.to_string(),

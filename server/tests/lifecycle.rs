@@ -407,7 +407,7 @@ fn result_sent(model: &Turns, call_id: &str) -> Vec<Value> {
 
 /// The id of the call that paused on `approval_id` (the checkpoint's pending call).
 async fn paused_call(w: &World, conversation: &str) -> String {
-    let transcript = w.store.transcript(conversation).await.unwrap();
+    let transcript = w.store.transcript(conversation).await.unwrap().messages;
     transcript
         .iter()
         .rev()
@@ -573,7 +573,12 @@ async fn an_evaluator_halt_pauses_with_the_result_in_place_and_approve_continues
     assert_eq!(w.events.named("approval.requested", &id).await.len(), 1);
 
     // The checkpointed transcript already holds the step's result.
-    let transcript = w.store.transcript(&r.conversation_id).await.unwrap();
+    let transcript = w
+        .store
+        .transcript(&r.conversation_id)
+        .await
+        .unwrap()
+        .messages;
     let results: Vec<(String, Value)> = transcript
         .iter()
         .filter_map(|m| match m {

@@ -214,7 +214,12 @@ async fn a_halted_step_answers_every_other_call_once_and_runs_nothing_gated() {
     let id = r.approval_id.clone().unwrap();
     let row = s.store.approval(&id).await.unwrap().unwrap();
     assert_eq!(row.tool, "delete_file");
-    let transcript = s.store.transcript(&r.conversation_id).await.unwrap();
+    let transcript = s
+        .store
+        .transcript(&r.conversation_id)
+        .await
+        .unwrap()
+        .messages;
     let results: Vec<(String, Value)> = transcript
         .iter()
         .filter_map(|m| match m {

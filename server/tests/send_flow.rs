@@ -15,7 +15,7 @@ use iris_core::scripted::DEMO_SCRIPT;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use smtp_sink::{Flaky, FlakySmtp, SmtpSink};
-use support::{eventually, Client, ModelServer, World};
+use support::{eventually, snapshot, Client, ModelServer, World};
 
 const REQUEST: &str = "reply to Anna that Thursday works";
 
@@ -261,5 +261,88 @@ async fn unknown_outcome_is_recorded_unknown_and_never_retried() {
         1,
         "handed over once, never retried"
     );
+    drop(server);
+}
+
+/// "Undo that" undoes the last action of its own conversation, once (DESIGN §5
+/// "restore_email"): after a sent mail it says a sent mail cannot be unsent instead of
+/// restoring an older trash (before, it restored the newest batch of any conversation); in a
+/// conversation that trashed nothing it restores nothing; in the trashing conversation it
+/// restores that batch, and asked again it says the batch was undone already.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_that_undoes_the_last_action_of_its_own_conversation_once() {
+    let model = ModelServer::start(DEMO_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    let server = world.start_with(&["serve", "--demo"]);
+    let control = world.add_device("phone", "control");
+    let client = server.client();
+    let in_trash = || {
+        snapshot(&world.maildir)
+            .keys()
+            .filter(|k| k.starts_with(".Trash/"))
+            .count()
+    };
+    let say = |message: &str, conversation: Option<&str>| {
+        let (client, control) = (&client, &control);
+        let mut body = json!({"message": message});
+        if let Some(c) = conversation {
+            body["conversation_id"] = json!(c);
+        }
+        async move {
+            let (s, turn) = client.post("/api/chat", Some(control), body).await;
+            assert_eq!(s, StatusCode::OK, "{turn}");
+            turn
+        }
+    };
+    let approve = |turn: Value| {
+        let (client, control) = (&client, &control);
+        async move {
+            let id = turn["approval_id"].as_str().expect("a card").to_string();
+            let (s, body) = client
+                .post(
+                    &format!("/governance/approvals/{id}/respond"),
+                    Some(control),
+                    json!({"decision": "approve"}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::OK, "{body}");
+            client.wait_execution(&id, control, "executed").await;
+            turn["conversation_id"].as_str().unwrap().to_string()
+        }
+    };
+
+    let trashing = approve(say("trash the promo emails from this week", None).await).await;
+    let n = in_trash();
+    assert!(n > 0);
+    let sending = approve(say(REQUEST, None).await).await;
+
+    let after_send = say("undo that", Some(&sending)).await;
+    let reply = after_send["reply"].as_str().unwrap();
+    assert!(reply.contains("cannot be unsent"), "{reply}");
+    assert!(reply.contains("Re: Dinner on Saturday?"), "{reply}");
+    assert_eq!(in_trash(), n, "an older trash was restored: {reply}");
+
+    let elsewhere = say("undo that", None).await;
+    let reply = elsewhere["reply"].as_str().unwrap();
+    assert!(
+        reply.contains("nothing was trashed in this conversation"),
+        "{reply}"
+    );
+    assert_eq!(
+        in_trash(),
+        n,
+        "another conversation's trash was restored: {reply}"
+    );
+
+    let undone = say("undo that", Some(&trashing)).await;
+    assert_eq!(
+        undone["reply"],
+        format!("Restored {n} emails from Trash to where they were.")
+    );
+    assert_eq!(in_trash(), 0);
+    let again = say("undo that", Some(&trashing)).await;
+    let reply = again["reply"].as_str().unwrap();
+    assert!(reply.contains("was undone already"), "{reply}");
+    assert_eq!(in_trash(), 0);
     drop(server);
 }

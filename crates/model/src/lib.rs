@@ -164,6 +164,7 @@ impl LifecycleModel {
             saved: SavedRun::Missing,
             conversation_id: None,
             transcript: Ok(Vec::new()),
+            transcript_version: 0,
         };
         let at = chrono::DateTime::parse_from_rfc3339("2026-12-05T00:30:00Z")
             .expect("a time")

@@ -11,7 +11,8 @@ use iris_core::model::Message;
 use iris_core::ports::{
     ApprovalFilter, ApprovalPage, ApprovalQuery, ApprovalStore, Checkpoint, ClaimPlan, ClaimedJob,
     Decided, DecisionCommit, DecisionRead, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot,
-    Lease, LedgerStep, NewAuditEntry, OutcomeRecord, SavedRun, StoreError, TurnCommit,
+    Lease, LedgerStep, NewAuditEntry, OutcomeRecord, SavedRun, StoreError, StoredTranscript,
+    TurnCommit,
 };
 use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
 use sqlx::any::AnyRow;
@@ -33,7 +34,7 @@ const SNAPSHOT_SELECT: &str = "SELECT j.approval_id AS job_id, j.lease_epoch AS 
      a.reason, a.resume_error, a.preconditions, a.passkey_required, a.requested_by, \
      l.state AS execution, \
      l.result AS result, c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
-     v.id AS conv_id, v.transcript AS conv_transcript \
+     v.id AS conv_id, v.transcript AS conv_transcript, v.version AS conv_version \
      FROM resume_jobs j JOIN approvals a ON a.id = j.approval_id \
      LEFT JOIN ledger l ON l.approval_id = a.id \
      LEFT JOIN checkpoints c ON c.approval_id = a.id \
@@ -300,6 +301,7 @@ fn snapshot(row: &Record, origin: JobOrigin) -> Result<JobSnapshot, StoreError> 
         .json::<Vec<Message>>("conv_transcript")
         .map_err(|e| e.to_string()),
     };
+    let transcript_version = row.int_at("conv_version").unwrap_or(None).unwrap_or(0);
     Ok(JobSnapshot {
         approval_id,
         origin,
@@ -308,6 +310,7 @@ fn snapshot(row: &Record, origin: JobOrigin) -> Result<JobSnapshot, StoreError> 
         saved,
         conversation_id,
         transcript,
+        transcript_version,
     })
 }
 
@@ -617,15 +620,20 @@ impl ApprovalStore for Store {
         rows.iter().map(audit_from_row).collect()
     }
 
-    async fn transcript(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError> {
-        let row = sqlx::query("SELECT id, transcript FROM conversations WHERE id = $1")
+    async fn transcript(&self, conversation_id: &str) -> Result<StoredTranscript, StoreError> {
+        let row = sqlx::query("SELECT id, transcript, version FROM conversations WHERE id = $1")
             .bind(conversation_id)
             .fetch_optional(&self.pool)
             .await
             .map_err(backend("reading a transcript"))?;
         match row {
-            None => Ok(Vec::new()),
-            Some(row) => Cols::new(&row, "conversations", "id")?.json("transcript"),
+            None => Ok(StoredTranscript::default()),
+            Some(row) => Ok(StoredTranscript {
+                messages: Cols::new(&row, "conversations", "id")?.json("transcript")?,
+                version: row
+                    .try_get::<i64, _>("version")
+                    .map_err(backend("reading a transcript's version"))?,
+            }),
         }
     }
 

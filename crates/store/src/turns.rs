@@ -6,7 +6,7 @@ use iris_core::ports::{card_search_text, HaltRecord, NewApproval, StoreError, Tu
 use iris_core::wire::ChatLine;
 
 use crate::rows::{check_new_approval, to_json};
-use crate::unit::{Stmt, WriteTx};
+use crate::unit::{is_assertion, Stmt, WriteTx};
 use crate::{timestamp_text, Store};
 
 impl Store {
@@ -19,18 +19,34 @@ impl Store {
         if let Some(halt) = &turn.halt {
             self.write_halt(tx, halt).await?;
         }
-        tx.exec(
+        // DESIGN §8 "nothing is lost": the transcript is written only over the version the run
+        // read; another run's messages that landed first are never overwritten.
+        let transcript = to_json(&turn.transcript, "a transcript")?;
+        let write = if turn.transcript_version == 0 {
             self.timed(
-                "INSERT INTO conversations (id, transcript, created_at, updated_at) \
-                 VALUES ($2, $3, {now}, {now}) \
-                 ON CONFLICT (id) DO UPDATE SET transcript = excluded.transcript, \
-                 updated_at = excluded.updated_at",
+                "INSERT INTO conversations (id, transcript, version, created_at, updated_at) \
+                 VALUES ($2, $3, 1, {now}, {now}) ON CONFLICT (id) DO NOTHING",
             )
             .text(&turn.conversation_id)
-            .text(&to_json(&turn.transcript, "a transcript")?),
-            "saving a transcript",
-        )
-        .await?;
+            .text(&transcript)
+        } else {
+            self.timed(
+                "UPDATE conversations SET transcript = $3, version = version + 1, \
+                 updated_at = {now} WHERE id = $2 AND version = $4",
+            )
+            .text(&turn.conversation_id)
+            .text(&transcript)
+            .int(turn.transcript_version)
+        };
+        tx.exec_cas(write, "saving a transcript")
+            .await
+            .map_err(|e| {
+                if is_assertion(&e) {
+                    StoreError::TranscriptMoved(turn.conversation_id.clone())
+                } else {
+                    e
+                }
+            })?;
         self.write_lines(tx, &turn.conversation_id, &turn.lines)
             .await
     }

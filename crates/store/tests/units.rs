@@ -106,6 +106,7 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
     let turn = TurnCommit {
         conversation_id: "c1".into(),
         transcript: checkpoint("a1").messages,
+        transcript_version: 0,
         lines: vec![line("asked"), line("waiting")],
         halt: Some(HaltRecord {
             approval: row.clone(),
@@ -122,7 +123,10 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
         raw_column(&store, "a1", "checkpoint_id").await.as_deref(),
         Some("cp-a1")
     );
-    assert_eq!(store.transcript("c1").await.unwrap(), turn.transcript);
+    assert_eq!(
+        store.transcript("c1").await.unwrap().messages,
+        turn.transcript
+    );
     let lines = store.lines("c1").await.unwrap();
     assert_eq!(lines.len(), 2);
     // Each line says its card's status as the store reads it (the app's amber halt line).
@@ -157,7 +161,7 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
     });
     assert!(store.commit_turn(&broken).await.is_err());
     assert!(store.approval("a2").await.unwrap().is_none());
-    assert!(store.transcript("c2").await.unwrap().is_empty());
+    assert!(store.transcript("c2").await.unwrap().messages.is_empty());
     assert!(store.lines("c2").await.unwrap().is_empty());
     if engine == Engine::Sqlite {
         assert!(
@@ -798,10 +802,13 @@ async fn a_resumed_turn_and_its_lines_land_with_the_job_end(engine: Engine) {
     let transcript = vec![Message::User {
         content: "later".into(),
     }];
+    let read = store.transcript("conv-1").await.unwrap();
+    assert_eq!(read.version, 1, "the halt wrote the conversation once");
     let finish = JobFinish {
         turn: Some(TurnCommit {
             conversation_id: "conv-1".into(),
             transcript: transcript.clone(),
+            transcript_version: read.version,
             lines: vec![ChatLine {
                 role: "assistant".into(),
                 text: "Done.".into(),
@@ -825,8 +832,23 @@ async fn a_resumed_turn_and_its_lines_land_with_the_job_end(engine: Engine) {
         store.lines("conv-1").await.unwrap().is_empty(),
         "a fenced end wrote nothing"
     );
+    // Written over a version another run already moved past: nothing is written (the writer
+    // re-reads and applies its change again; DESIGN §8 "nothing is lost").
+    let mut behind = finish.clone();
+    behind.turn.as_mut().unwrap().transcript_version = 0;
+    assert!(matches!(
+        store.finish_job(&job.lease, &behind).await,
+        Err(StoreError::TranscriptMoved(_))
+    ));
+    assert!(
+        store.lines("conv-1").await.unwrap().is_empty(),
+        "a transcript write behind another wrote nothing"
+    );
+    assert_eq!(store.transcript("conv-1").await.unwrap(), read);
     store.finish_job(&job.lease, &finish).await.unwrap();
-    assert_eq!(store.transcript("conv-1").await.unwrap(), transcript);
+    let after = store.transcript("conv-1").await.unwrap();
+    assert_eq!(after.messages, transcript);
+    assert_eq!(after.version, 2);
     assert_eq!(store.lines("conv-1").await.unwrap()[0].text, "Done.");
 }
 

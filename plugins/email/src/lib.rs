@@ -356,12 +356,14 @@ impl Plugin for EmailPlugin {
         &self,
         tool: &str,
         args: &Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<Description, ToolError> {
         match tool {
             tools::search_inbox::NAME => tools::search_inbox::describe(args),
             tools::trash_email::NAME => tools::trash_email::describe(self, args).await,
-            tools::restore_email::NAME => tools::restore_email::describe(self, args).await,
+            tools::restore_email::NAME => {
+                tools::restore_email::describe(self, args, &ctx.conversation_id).await
+            }
             tools::list_by_category::NAME => tools::list_by_category::describe(args),
             tools::trash_category::NAME => tools::trash_category::describe(args),
             tools::send_email::NAME => tools::send_email::describe(self, args).await,
@@ -373,15 +375,21 @@ impl Plugin for EmailPlugin {
         &self,
         tool: &str,
         args: &Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<ToolOutput, ToolError> {
+        // The conversation is where "undo that" looks for the last action (DESIGN §5).
+        let conversation = ctx.conversation_id.as_str();
         match tool {
             tools::search_inbox::NAME => tools::search_inbox::execute(self, args).await,
-            tools::trash_email::NAME => tools::trash_email::execute(self, args).await,
-            tools::restore_email::NAME => tools::restore_email::execute(self, args).await,
+            tools::trash_email::NAME => tools::trash_email::execute(self, args, conversation).await,
+            tools::restore_email::NAME => {
+                tools::restore_email::execute(self, args, conversation).await
+            }
             tools::list_by_category::NAME => tools::list_by_category::execute(self, args).await,
-            tools::trash_category::NAME => tools::trash_category::execute(self, args).await,
-            tools::send_email::NAME => tools::send_email::execute(self, args).await,
+            tools::trash_category::NAME => {
+                tools::trash_category::execute(self, args, conversation).await
+            }
+            tools::send_email::NAME => tools::send_email::execute(self, args, conversation).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
     }
@@ -415,11 +423,11 @@ impl Plugin for EmailPlugin {
         tool: &str,
         args: &Value,
         stale: &[String],
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<ToolOutput, ToolError> {
         match tool {
             tools::trash_email::NAME => {
-                tools::trash_email::execute_skipping(self, args, stale).await
+                tools::trash_email::execute_skipping(self, args, stale, &ctx.conversation_id).await
             }
             other => Err(ToolError::Failed {
                 tool: other.to_string(),

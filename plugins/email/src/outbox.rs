@@ -4,8 +4,8 @@
 //!
 //! Exactly one attempt per call: this module never retries. A send whose outcome the transport
 //! cannot confirm (the connection dropped after DATA, a timeout) is reported as an error saying
-//! the outcome is unknown, and the core's ledger records it as failed; nothing sends it again
-//! (DESIGN §8 "one pinned call executes at most once").
+//! the outcome is unknown, and the core's ledger records it as `unknown`; nothing sends it
+//! again (DESIGN §8 "one pinned call executes at most once").
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

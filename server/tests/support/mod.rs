@@ -876,6 +876,7 @@ pub async fn seed_card(
         .commit_turn(&TurnCommit {
             conversation_id: format!("c-{id}"),
             transcript: vec![],
+            transcript_version: 0,
             lines: vec![],
             events: vec![],
             halt: Some(HaltRecord {

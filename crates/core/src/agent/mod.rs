@@ -27,7 +27,10 @@ use crate::ports::{Checkpoint, Clock, NewApproval};
 use crate::toolbox::Toolbox;
 use crate::wire::{ApprovalKind, Card, ChatResponse, Effect, RunStatus};
 
-pub use transcript::{as_object, has_result, place_result, tool_result, with_all_results};
+pub use transcript::{
+    as_object, has_result, mint_call_ids, place_result, protocol_errors, tool_result,
+    with_all_results, PlacedResult, TranscriptChange,
+};
 
 /// The observation every later call id of a halted step gets (DESIGN §3 step 4).
 pub const NOT_RUN_WAITING: &str = "not run: waiting for approval of an earlier call";
@@ -270,7 +273,7 @@ impl Agent {
             model_error,
         };
         for _ in 0..self.max_steps {
-            let turn = match self
+            let mut turn = match self
                 .model
                 .complete(&with_all_results(&transcript), &tools)
                 .await
@@ -289,6 +292,7 @@ impl Agent {
                     );
                 }
             };
+            mint_call_ids(&mut turn.tool_calls, &transcript);
             transcript.push(Message::Assistant {
                 content: turn.content.clone(),
                 tool_calls: turn.tool_calls.clone(),

@@ -10,9 +10,9 @@ use std::future::Future;
 use serde_json::json;
 
 use super::plan::{plan_claim, settled_observation, told};
-use super::turn::turn_commit;
+use super::turn::{landing, turn_commit};
 use super::{Actor, ApprovalService, UNKNOWN_OUTCOME};
-use crate::agent::{has_result, place_result, RunEnd};
+use crate::agent::{has_result, place_result, PlacedResult, RunEnd, TranscriptChange};
 use crate::model::Message;
 use crate::plugin::CallContext;
 use crate::ports::{
@@ -274,16 +274,27 @@ impl ApprovalService {
             Ok(t) if !t.is_empty() => t.clone(),
             _ => checkpoint.messages.clone(),
         };
+        let version = snapshot.transcript_version;
         let effects = checkpoint.effects_executed.clone();
         let call_id = &checkpoint.pending_call.id;
         let mut row = row.clone();
         let mut told_lines = Vec::new();
+        let mut placed = None;
         if row.kind == ApprovalKind::Evaluator {
             if row.status != ApprovalStatus::Approved {
+                let read = transcript.clone();
                 let end = stay_stopped(&row, ctx, transcript, effects);
+                let change = TranscriptChange::between(&read, &end.transcript, None);
                 let about = Some(row.id.clone());
                 return self
-                    .finish(&lease, &end, row, told_lines, about.as_deref())
+                    .finish(
+                        &lease,
+                        &end,
+                        row,
+                        told_lines,
+                        about.as_deref(),
+                        (change, version),
+                    )
                     .await
                     .map(report);
             }
@@ -296,13 +307,13 @@ impl ApprovalService {
                     } if tool_call_id == call_id => Some(content.clone()),
                     _ => None,
                 });
-                place_result(
-                    &mut transcript,
-                    call_id,
-                    saved.unwrap_or_else(
+                placed = Some(PlacedResult {
+                    call_id: call_id.clone(),
+                    observation: saved.unwrap_or_else(
                         || json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
                     ),
-                );
+                    notice: answered_notice(&row, checkpoint),
+                });
             }
         } else {
             let observation = match settled_observation(&row, &plan) {
@@ -321,10 +332,18 @@ impl ApprovalService {
                     observation
                 }
             };
-            place_result(&mut transcript, call_id, observation);
+            placed = Some(PlacedResult {
+                call_id: call_id.clone(),
+                observation,
+                notice: answered_notice(&row, checkpoint),
+            });
         }
-        let end = self.agent.run(ctx, transcript, effects, true).await;
-        self.finish(&lease, &end, row, told_lines, None)
+        if let Some(placed) = &placed {
+            place_result(&mut transcript, placed);
+        }
+        let end = self.agent.run(ctx, transcript.clone(), effects, true).await;
+        let change = TranscriptChange::between(&transcript, &end.transcript, placed);
+        self.finish(&lease, &end, row, told_lines, None, (change, version))
             .await
             .map(report)
     }
@@ -372,6 +391,7 @@ impl ApprovalService {
         mut row: Approval,
         told_lines: Vec<ChatLine>,
         about: Option<&str>,
+        (change, version): (TranscriptChange, i64),
     ) -> Result<Option<ChatResponse>, StoreError> {
         let resume_error = end
             .model_error
@@ -387,19 +407,26 @@ impl ApprovalService {
             row.resume_error = resume_error.clone();
             events.push(Event::ApprovalResponded(row.clone()));
         }
-        let finish = JobFinish {
-            turn: Some(turn_commit(end, told_lines, about)),
-            end: if resume_error.is_some() {
-                JobEnd::Failed
-            } else {
-                JobEnd::Done
-            },
-            resume_error,
-            resume_error_changed,
-            events,
+        let job_end = if resume_error.is_some() {
+            JobEnd::Failed
+        } else {
+            JobEnd::Done
         };
-        self.retrying(lease, "ending a resume job", || {
-            self.store.finish_job(lease, &finish)
+        let turn = turn_commit(end, told_lines, about, version);
+        landing(self.store.as_ref(), turn, &change, |turn| {
+            let finish = JobFinish {
+                turn: Some(turn),
+                end: job_end,
+                resume_error: resume_error.clone(),
+                resume_error_changed,
+                events: events.clone(),
+            };
+            async move {
+                self.retrying(lease, "ending a resume job", || {
+                    self.store.finish_job(lease, &finish)
+                })
+                .await
+            }
         })
         .await?;
         Ok(Some(end.response()))
@@ -445,6 +472,24 @@ fn run_message(end: &RunEnd, approval_id: &str, text: &str) -> Event {
         text: text.to_string(),
         approval_id: Some(approval_id.to_string()),
     })
+}
+
+/// What the model is told when other messages came between its paused call and the answer:
+/// the card, the decision and the call, so it continues that card's request (DESIGN §3 step 8).
+fn answered_notice(row: &Approval, checkpoint: &crate::ports::Checkpoint) -> String {
+    let decision = match row.status {
+        ApprovalStatus::Approved if row.kind == ApprovalKind::Evaluator => {
+            "let the run go on after".to_string()
+        }
+        ApprovalStatus::Approved => "approved".to_string(),
+        ApprovalStatus::Rejected => "rejected".to_string(),
+        ApprovalStatus::Expired => "did not answer in time (it lapsed, nothing ran)".to_string(),
+        ApprovalStatus::Pending => "has not answered".to_string(),
+    };
+    format!(
+        "The owner {decision} the card \"{}\": your call `{}` (id {}), made for the request \"{}\". Its result is above, right after that call. Continue that request from its result.",
+        row.card.title, row.tool, checkpoint.pending_call.id, checkpoint.request
+    )
 }
 
 /// A rejected or lapsed evaluator halt: the run stays stopped. The model is not asked; the

@@ -3,15 +3,16 @@
 //! both in the conversation. Every chat surface goes through [`ApprovalService::chat`], which
 //! also runs the escalation judge when it is configured (DESIGN §2 "escalation").
 
+use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::{Actor, ApprovalService};
-use crate::agent::{Agent, RunEnd, UndoRun};
+use crate::agent::{Agent, RunEnd, TranscriptChange, UndoRun};
 use crate::escalation::{Escalator, FinishedTurn, TurnRunner};
 use crate::plugin::CallContext;
-use crate::ports::{ApprovalStore, HaltRecord, Scope, StoreError, TurnCommit};
+use crate::ports::{ApprovalStore, HaltRecord, Scope, StoreError, StoredTranscript, TurnCommit};
 use crate::wire::{ChatLine, ChatResponse, Event};
 
 pub use crate::wire::MAX_MESSAGE_CHARS;
@@ -111,29 +112,35 @@ impl Turns {
         message: &str,
     ) -> Result<(ChatResponse, Vec<UndoRun>), StoreError> {
         // A new conversation has nothing to read.
-        let (conversation_id, transcript) = match conversation_id {
+        let (conversation_id, read) = match conversation_id {
             Some(id) => {
-                let transcript = self.store.transcript(&id).await?;
-                (id, transcript)
+                let read = self.store.transcript(&id).await?;
+                (id, read)
             }
-            None => (uuid::Uuid::new_v4().to_string(), Vec::new()),
+            None => (
+                uuid::Uuid::new_v4().to_string(),
+                StoredTranscript::default(),
+            ),
         };
         let ctx = CallContext {
             run_id: uuid::Uuid::new_v4().to_string(),
             conversation_id,
             request: message.to_string(),
         };
-        let transcript = self.agent.opening(transcript, message);
+        let transcript = self.agent.opening(read.messages.clone(), message);
         let end = self.agent.run(ctx, transcript, Vec::new(), false).await;
+        let change = TranscriptChange::between(&read.messages, &end.transcript, None);
         let owner = ChatLine {
             role: "owner".into(),
             text: message.to_string(),
             approval_id: None,
             approval_status: None,
         };
-        self.store
-            .commit_turn(&turn_commit(&end, vec![owner], None))
-            .await?;
+        let commit = turn_commit(&end, vec![owner], None, read.version);
+        landing(self.store.as_ref(), commit, &change, |commit| async move {
+            self.store.commit_turn(&commit).await
+        })
+        .await?;
         Ok((end.response(), end.undo_runs))
     }
 }
@@ -156,6 +163,7 @@ pub(crate) fn turn_commit(
     end: &RunEnd,
     lines_before: Vec<ChatLine>,
     about: Option<&str>,
+    transcript_version: i64,
 ) -> TurnCommit {
     let halt = end.halt.as_ref().map(|h| HaltRecord {
         approval: h.approval.clone(),
@@ -181,10 +189,47 @@ pub(crate) fn turn_commit(
     TurnCommit {
         conversation_id: end.ctx.conversation_id.clone(),
         transcript: end.transcript.clone(),
+        transcript_version,
         lines,
         halt,
         events,
     }
+}
+
+/// How many times a run's end is applied again to a transcript that moved under it before the
+/// commit gives up (each retry means another run's commit landed in between: they end).
+const REBASES: usize = 16;
+
+/// Lands `turn` (a run's end, written over the transcript version it read) with `unit`. When
+/// another run's messages landed first ([`StoreError::TranscriptMoved`]), re-reads the
+/// transcript, applies `change` to it (DESIGN §8 "nothing is lost": appended, never
+/// overwritten) and tries again, up to [`REBASES`] times.
+///
+/// # Errors
+/// What `unit` or the re-read fails with; [`StoreError::TranscriptMoved`] when it still moved
+/// after the last try (nothing was written).
+pub(crate) async fn landing<T, F, Fut>(
+    store: &dyn ApprovalStore,
+    mut turn: TurnCommit,
+    change: &TranscriptChange,
+    mut unit: F,
+) -> Result<T, StoreError>
+where
+    F: FnMut(TurnCommit) -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    for _ in 0..REBASES {
+        match unit(turn.clone()).await {
+            Err(StoreError::TranscriptMoved(conversation)) => {
+                tracing::info!(%conversation, "another run's messages landed first; appending after them");
+                let now = store.transcript(&turn.conversation_id).await?;
+                turn.transcript = change.apply(now.messages);
+                turn.transcript_version = now.version;
+            }
+            done => return done,
+        }
+    }
+    unit(turn).await
 }
 
 impl ApprovalService {

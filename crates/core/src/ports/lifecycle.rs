@@ -43,8 +43,12 @@ pub struct HaltRecord {
 pub struct TurnCommit {
     /// The conversation.
     pub conversation_id: String,
-    /// The whole transcript after the turn (replaces the stored one).
+    /// The whole transcript after the turn: written only if the stored one is still at
+    /// `transcript_version` (else [`StoreError::TranscriptMoved`] and nothing is written).
     pub transcript: Vec<Message>,
+    /// The version of the transcript the turn read ([`StoredTranscript::version`]; 0 for a
+    /// conversation that had none); the write makes it one more.
+    pub transcript_version: i64,
     /// Lines to append, in order (the owner's message first on a new turn; then what the
     /// owner must be told; the reply last).
     pub lines: Vec<ChatLine>,
@@ -150,6 +154,18 @@ pub struct JobSnapshot {
     /// That conversation's transcript now (the owner may have said more since the pause);
     /// `Err` when it does not parse.
     pub transcript: Result<Vec<Message>, String>,
+    /// That transcript's version (0 when the conversation has no row).
+    pub transcript_version: i64,
+}
+
+/// A conversation's transcript as stored, with its version: every write checks the version it
+/// read and makes it one more, so two runs never overwrite each other's messages.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredTranscript {
+    /// The messages, in order (empty for a conversation that has none yet).
+    pub messages: Vec<Message>,
+    /// 0 for a conversation with no row yet; then 1, 2, … one per write.
+    pub version: i64,
 }
 
 /// What the claim does to the ledger, in the claim's commit.
@@ -453,7 +469,7 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     ///
     /// # Errors
     /// [`StoreError::Corrupt`] when it does not parse.
-    async fn transcript(&self, conversation_id: &str) -> Result<Vec<Message>, StoreError>;
+    async fn transcript(&self, conversation_id: &str) -> Result<StoredTranscript, StoreError>;
 
     /// A conversation's lines, oldest first.
     ///

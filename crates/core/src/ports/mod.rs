@@ -67,6 +67,11 @@ pub enum StoreError {
     /// (its epoch moved on; DESIGN §9 "every write fenced by the epoch"). Nothing was written.
     #[error("the lease on the resume job of approval `{0}` was taken over by another server; nothing was written")]
     LeaseLost(String),
+    /// A run's commit found its conversation's transcript changed since the run read it
+    /// (another turn or resume landed first; DESIGN §8 "nothing is lost"). Nothing was
+    /// written: the writer re-reads and applies its change again.
+    #[error("the transcript of conversation `{0}` changed since it was read; nothing was written")]
+    TranscriptMoved(String),
 }
 
 /// The request terms of a new approval row; immutable once written (DESIGN §2 "approval row").

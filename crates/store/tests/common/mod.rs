@@ -182,10 +182,13 @@ pub async fn close(store: &Store) {
 
 /// Writes `row` as a halt would: the row, its checkpoint and their link, in one commit.
 pub async fn insert(store: &Store, row: &NewApproval) -> Result<(), StoreError> {
+    // Every card here is in one conversation: each halt writes over the version it read.
+    let read = store.transcript("conv-1").await?;
     store
         .commit_turn(&TurnCommit {
             conversation_id: "conv-1".to_owned(),
             transcript: checkpoint(&row.id).messages,
+            transcript_version: read.version,
             lines: Vec::new(),
             halt: Some(HaltRecord {
                 approval: row.clone(),

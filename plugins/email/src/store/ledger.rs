@@ -8,6 +8,25 @@ use chrono::{DateTime, Utc};
 
 use super::{timestamp_text, LocalStore, MessageRow, TrashedRow};
 
+/// One thing the plugin did in a conversation (`email_actions`), newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A trash batch (`email_trashed.batch_id`), begun at `at` (RFC 3339 text).
+    Trash {
+        /// The batch.
+        batch: String,
+        /// When it began.
+        at: String,
+    },
+    /// A sent mail: `summary` says what and to whom.
+    Send {
+        /// "“Subject” to anna@example.org".
+        summary: String,
+        /// When it went out.
+        at: String,
+    },
+}
+
 /// The ledger states of a message still in Trash or on its way there.
 const ACTIVE_STATES: &str = "('trashing', 'trashed')";
 
@@ -29,16 +48,30 @@ impl LocalStore {
 
     /// Writes the ledger rows of a batch before anything moves (state `trashing`), in one
     /// transaction committed before this returns; their `seq`s, in the order of `rows`.
+    /// The batch is also recorded as `conversation`'s newest action ([`LocalStore::last_action`])
+    /// when `conversation` is not empty.
     pub async fn ledger_begin(
         &self,
         batch: &str,
         rows: &[MessageRow],
         now: DateTime<Utc>,
+        conversation: &str,
     ) -> Result<Vec<i64>, sqlx::Error> {
         let trashed_at = timestamp_text(now);
         {
             let pool = &self.db.pool;
             let mut tx = pool.begin().await?;
+            if !conversation.is_empty() {
+                sqlx::query(
+                    "INSERT INTO email_actions (conversation_id, kind, batch_id, at) \
+                     VALUES ($1, 'trash', $2, $3)",
+                )
+                .bind(conversation)
+                .bind(batch)
+                .bind(&trashed_at)
+                .execute(&mut *tx)
+                .await?;
+            }
             let mut seqs = Vec::with_capacity(rows.len());
             for r in rows {
                 let json = serde_json::to_string(r).unwrap_or_default();
@@ -117,16 +150,48 @@ impl LocalStore {
         }
     }
 
-    /// The most recent batch with a message still in Trash.
-    pub async fn last_batch(&self) -> Result<Option<String>, sqlx::Error> {
-        let sql = format!(
-            "SELECT batch_id FROM email_trashed WHERE state IN {ACTIVE_STATES} \
-             AND restored_at IS NULL ORDER BY seq DESC LIMIT 1"
-        );
-        {
-            let pool = &self.db.pool;
-            sqlx::query_scalar(&sql).fetch_optional(pool).await
-        }
+    /// Records that `conversation` sent a mail (`summary`: its subject and recipients).
+    pub async fn record_send(
+        &self,
+        conversation: &str,
+        summary: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO email_actions (conversation_id, kind, summary, at) \
+             VALUES ($1, 'send', $2, $3)",
+        )
+        .bind(conversation)
+        .bind(summary)
+        .bind(timestamp_text(now))
+        .execute(&self.db.pool)
+        .await
+        .map(|_| ())
+    }
+
+    /// `conversation`'s newest action, if it has one.
+    pub async fn last_action(&self, conversation: &str) -> Result<Option<Action>, sqlx::Error> {
+        let row: Option<(String, Option<String>, String, String)> = sqlx::query_as(
+            "SELECT kind, batch_id, summary, at FROM email_actions WHERE conversation_id = $1 \
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(conversation)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        Ok(
+            row.map(|(kind, batch, summary, at)| match (kind.as_str(), batch) {
+                ("trash", Some(batch)) => Action::Trash { batch, at },
+                _ => Action::Send { summary, at },
+            }),
+        )
+    }
+
+    /// When batch `batch` was restored (its newest `restored_at`), if any of it was.
+    pub async fn batch_restored_at(&self, batch: &str) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT MAX(restored_at) FROM email_trashed WHERE batch_id = $1")
+            .bind(batch)
+            .fetch_one(&self.db.pool)
+            .await
     }
 
     /// A batch's rows still in Trash, in trash order.

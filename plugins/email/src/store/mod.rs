@@ -253,6 +253,8 @@ macro_rules! insert_message {
 // After `insert_message!`: a `macro_rules!` is visible only below its definition.
 mod ledger;
 
+pub use ledger::Action;
+
 /// The SQL side of the plugin.
 #[derive(Debug, Clone)]
 pub(crate) struct LocalStore {

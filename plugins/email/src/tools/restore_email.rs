@@ -1,8 +1,11 @@
 //! `restore_email(ids?)` (effect write, `confirm: never`; the undo of `trash_email`): moves
 //! emails back from Trash to the folder each came from (DESIGN §5).
 //!
-//! With `ids`: each id's most recent trash that is not yet restored. Without: every message of
-//! the last trashed batch not yet restored ("undo that"). A restored message comes back into the
+//! With `ids`: each id's most recent trash that is not yet restored. Without ("undo that"): the
+//! newest action of the call's own conversation, once: its trash batch's messages still in
+//! Trash; when that action was a sent mail (which cannot be unsent) or was undone already, it
+//! says so and restores nothing (it never reaches back to an older batch or another
+//! conversation's). A restored message comes back into the
 //! local store with the same id. The result's `summary` says it in plain words ("Restored 5
 //! emails from Trash to where they were.", "Restored 3 of 5 emails to where they were; 2 no longer
 //! in Trash.", or "Nothing to restore: …"). Per item: `restored`, `missing` (no longer in Trash),
@@ -13,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{card_line, count_phrase, failed, invalid, object, parse_ids};
 use crate::backend::{RestoreOutcome, TrashedRef};
-use crate::store::{RestoreDone, TrashedRow};
+use crate::store::{Action, RestoreDone, TrashedRow};
 use crate::EmailPlugin;
 
 /// The tool's name.
@@ -38,6 +41,8 @@ pub fn normalise(args: &Value) -> Result<Value, ToolError> {
 
 /// What a call would restore: the ledger rows, plus the ids that have none.
 struct Plan {
+    /// Why nothing is restored without ids, in the owner's words.
+    nothing: Option<String>,
     batch: Option<String>,
     rows: Vec<TrashedRow>,
     not_in_trash: Vec<String>,
@@ -45,30 +50,77 @@ struct Plan {
     order: Vec<String>,
 }
 
-async fn plan(plugin: &EmailPlugin, args: &Value) -> Result<Plan, ToolError> {
-    let args = normalise(args)?;
+/// `at` (RFC 3339 text) as the owner reads it: "2026-12-05 10:02 UTC".
+fn shown(at: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(at)
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        })
+        .unwrap_or_else(|_| at.to_string())
+}
+
+/// What "undo that" restores in `conversation`: its newest action, once (DESIGN §5
+/// "restore_email"): a trash batch's messages still in Trash; nothing, said why, when that
+/// action was a sent mail or was undone already. Nothing older is ever reached for.
+async fn last_action_plan(plugin: &EmailPlugin, conversation: &str) -> Result<Plan, ToolError> {
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
-    match args.get("ids").and_then(Value::as_array) {
-        None => {
-            let Some(batch) = store.last_batch().await.map_err(store_err)? else {
-                return Ok(Plan {
-                    batch: None,
-                    rows: Vec::new(),
-                    not_in_trash: Vec::new(),
-                    order: Vec::new(),
-                });
-            };
+    let nothing = |why: String| Plan {
+        nothing: Some(why),
+        batch: None,
+        rows: Vec::new(),
+        not_in_trash: Vec::new(),
+        order: Vec::new(),
+    };
+    if conversation.is_empty() {
+        return Ok(nothing(
+            "Nothing to restore: name the emails to restore (this call has no conversation to take the last action from).".into(),
+        ));
+    }
+    match store.last_action(conversation).await.map_err(store_err)? {
+        None => Ok(nothing(
+            "Nothing to restore: nothing was trashed in this conversation.".into(),
+        )),
+        Some(Action::Send { summary, at }) => Ok(nothing(format!(
+            "Nothing to restore: the last thing done in this conversation was sending {summary} ({}), and a sent email cannot be unsent. Nothing older was restored; name the emails to restore them.",
+            shown(&at)
+        ))),
+        Some(Action::Trash { batch, at }) => {
             let rows = store.batch_rows(&batch).await.map_err(store_err)?;
+            if rows.is_empty() {
+                let when = store
+                    .batch_restored_at(&batch)
+                    .await
+                    .map_err(store_err)?
+                    .map(|t| format!(" at {}", shown(&t)))
+                    .unwrap_or_default();
+                return Ok(nothing(format!(
+                    "Nothing to restore: the last trash in this conversation ({}) was undone already{when}. Nothing older was restored; name the emails to restore them.",
+                    shown(&at)
+                )));
+            }
             Ok(Plan {
+                nothing: None,
                 order: rows.iter().map(|r| r.email_id.clone()).collect(),
                 batch: Some(batch),
                 rows,
                 not_in_trash: Vec::new(),
             })
         }
+    }
+}
+
+async fn plan(plugin: &EmailPlugin, args: &Value, conversation: &str) -> Result<Plan, ToolError> {
+    let args = normalise(args)?;
+    let store = plugin.store();
+    let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
+    match args.get("ids").and_then(Value::as_array) {
+        None => last_action_plan(plugin, conversation).await,
         Some(ids) => {
             let mut plan = Plan {
+                nothing: None,
                 batch: None,
                 rows: Vec::new(),
                 not_in_trash: Vec::new(),
@@ -103,8 +155,12 @@ fn line(r: &TrashedRow) -> String {
 ///
 /// # Errors
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails.
-pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description, ToolError> {
-    let p = plan(plugin, args).await?;
+pub async fn describe(
+    plugin: &EmailPlugin,
+    args: &Value,
+    conversation: &str,
+) -> Result<Description, ToolError> {
+    let p = plan(plugin, args, conversation).await?;
     let title = if p.rows.is_empty() {
         "Nothing to restore".to_string()
     } else {
@@ -133,9 +189,13 @@ pub async fn describe(plugin: &EmailPlugin, args: &Value) -> Result<Description,
 /// # Errors
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
 /// when it named emails and none of them came back (each one's reason in the message).
-pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
+pub async fn execute(
+    plugin: &EmailPlugin,
+    args: &Value,
+    conversation: &str,
+) -> Result<ToolOutput, ToolError> {
     let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
-    let p = plan(plugin, args).await?;
+    let p = plan(plugin, args, conversation).await?;
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
 
@@ -250,8 +310,12 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         "items": items_json,
     });
     let summary = if outcomes.is_empty() {
-        result["message"] = json!("Nothing to restore: no trashed batch is waiting.");
-        "Nothing to restore: no trashed batch is waiting.".to_string()
+        let why = p
+            .nothing
+            .clone()
+            .unwrap_or_else(|| "Nothing to restore: no trashed batch is waiting.".to_string());
+        result["message"] = json!(why);
+        why
     } else {
         let not_back = outcomes.len() - restored;
         if not_back == 0 {

@@ -668,7 +668,11 @@ fn build_message(plugin: &EmailPlugin, p: &Pinned, message_id: &str) -> Result<M
 /// [`ToolError::InvalidArgs`] for arguments that are not the pinned form or name an account
 /// that is gone (nothing sent); [`ToolError::Failed`] when no outbox is configured (nothing
 /// sent), the server refused (not sent) or the outcome is unknown (maybe sent, never again).
-pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
+pub async fn execute(
+    plugin: &EmailPlugin,
+    args: &Value,
+    conversation: &str,
+) -> Result<ToolOutput, ToolError> {
     let p = pinned_of(args)?;
     let Some(outbox) = plugin.outbox() else {
         return Err(failed(
@@ -735,6 +739,17 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
     }
     // The mail is out: from here on nothing may fail the call (a failure would read as "not
     // sent"), so a missing copy is reported, never retried and never a second send.
+    if !conversation.is_empty() {
+        // "Undo that" after this send says a sent mail cannot be unsent (DESIGN §5).
+        let what = format!("\"{}\" to {recipients}", p.subject);
+        if let Err(e) = plugin
+            .store()
+            .record_send(conversation, &what, plugin.now())
+            .await
+        {
+            tracing::warn!(error = %e, "recording the send as the conversation's last action failed");
+        }
+    }
     let raw = message.formatted();
     match backend.append_sent(&raw).await {
         Ok(appended) => {

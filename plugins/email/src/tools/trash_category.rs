@@ -71,7 +71,11 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
 /// # Errors
 /// [`ToolError::InvalidArgs`] for the guards (nothing moved); [`ToolError::Failed`] when the
 /// store fails, or as `trash_email` fails when no picked message could be moved.
-pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
+pub async fn execute(
+    plugin: &EmailPlugin,
+    args: &Value,
+    conversation: &str,
+) -> Result<ToolOutput, ToolError> {
     let n = normalise(args)?;
     let word = n["category"].as_str().unwrap_or_default().to_string();
     let days = n["since_days"].as_i64().unwrap_or(1);
@@ -98,7 +102,7 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
         })));
     }
     let ids: Vec<&str> = picked.rows.iter().map(|r| r.id.as_str()).collect();
-    let moved = trash_email::execute(plugin, &json!({ "ids": ids }))
+    let moved = trash_email::execute(plugin, &json!({ "ids": ids }), conversation)
         .await
         .map_err(|e| match e {
             ToolError::Failed { reason, .. } => failed(NAME, reason),

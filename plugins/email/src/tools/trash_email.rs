@@ -189,6 +189,7 @@ pub async fn execute_skipping(
     plugin: &EmailPlugin,
     args: &Value,
     stale: &[String],
+    conversation: &str,
 ) -> Result<ToolOutput, ToolError> {
     let kept: Vec<String> = ids_of(args)?
         .into_iter()
@@ -197,7 +198,7 @@ pub async fn execute_skipping(
     if kept.is_empty() {
         return Err(failed(NAME, "every email is stale; nothing was done"));
     }
-    execute(plugin, &json!({ "ids": kept })).await
+    execute(plugin, &json!({ "ids": kept }), conversation).await
 }
 
 fn item(id: &str, outcome: Value) -> ItemOutcome {
@@ -207,13 +208,18 @@ fn item(id: &str, outcome: Value) -> ItemOutcome {
     }
 }
 
-/// Moves the emails to Trash (see the module docs).
+/// Moves the emails to Trash (see the module docs). The batch is `conversation`'s newest action
+/// (what "undo that" there restores; none when `conversation` is empty).
 ///
 /// # Errors
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
 /// when no email could be moved and at least one failed (a batch of only missing emails is not a
 /// failure: nothing of the owner's is left to trash).
-pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, ToolError> {
+pub async fn execute(
+    plugin: &EmailPlugin,
+    args: &Value,
+    conversation: &str,
+) -> Result<ToolOutput, ToolError> {
     let ids = ids_of(args)?;
     let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
     let store = plugin.store();
@@ -235,7 +241,7 @@ pub async fn execute(plugin: &EmailPlugin, args: &Value) -> Result<ToolOutput, T
     let batch = format!("b{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let now = plugin.now();
     let seqs = store
-        .ledger_begin(&batch, &found, now)
+        .ledger_begin(&batch, &found, now, conversation)
         .await
         .map_err(store_err)?;
 

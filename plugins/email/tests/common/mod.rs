@@ -141,7 +141,11 @@ pub fn plugin(dir: &Path, store: &Store) -> EmailPlugin {
 }
 
 pub fn ctx() -> CallContext {
-    CallContext::default()
+    // One conversation: "undo that" (restore_email without ids) undoes its last action.
+    CallContext {
+        conversation_id: "conversation-1".into(),
+        ..CallContext::default()
+    }
 }
 
 /// Runs `search_inbox` and returns its result object.
