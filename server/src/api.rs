@@ -434,13 +434,13 @@ pub(crate) async fn get_approval(
     reader: Reader,
     Path(id): Path<String>,
 ) -> Result<Json<Approval>, ApiError> {
-    // An agent sees only the rows it requested: another's is "does not exist" to it.
-    state
-        .store
-        .approval(&id)
-        .await?
-        .filter(|row| reader.agent.is_none() || row.requested_by == reader.agent)
-        .map(Json)
+    // An agent sees only the rows it requested (as this device, not a revoked one of its
+    // name): another's is "does not exist" to it.
+    let row = match &reader.agent {
+        None => state.store.approval(&id).await?,
+        Some(agent) => state.store.agent_approval(&id, agent).await?,
+    };
+    row.map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("approval `{id}` does not exist")))
 }
 

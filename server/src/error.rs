@@ -65,7 +65,9 @@ impl From<RespondError> for ApiError {
         match e {
             RespondError::Forbidden(_) => ApiError::Forbidden(text),
             RespondError::NotFound(_) => ApiError::NotFound(text),
-            RespondError::AlreadyDecided(row) => ApiError::Conflict(text, row),
+            RespondError::AlreadyDecided(row) | RespondError::RequesterRevoked(row) => {
+                ApiError::Conflict(text, row)
+            }
             RespondError::Expired(row) => ApiError::Gone(text, row),
             RespondError::PasskeyRequired(_, row) => ApiError::PasskeyRequired(text, Some(row)),
             RespondError::Store(s) => ApiError::from(s),

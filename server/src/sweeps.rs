@@ -64,7 +64,8 @@ pub async fn drain(state: &AppState) {
     }
 }
 
-/// One expiry sweep: expires every lapsed row (each then has a resume job), marks undos whose
+/// One expiry sweep: expires every lapsed row (each then has a resume job), rejects the cards of
+/// revoked devices, marks undos whose
 /// server stopped while they ran `unknown` (never run again), and prunes the event log.
 pub async fn sweep_once(state: &AppState) {
     match state.service.expire_lapsed().await {
@@ -74,6 +75,16 @@ pub async fn sweep_once(state: &AppState) {
             }
         }
         Err(e) => tracing::error!(error = %e, "expiry sweep failed"),
+    }
+    // A device revoked from the CLI (or on another server) has its cards rejected here, and
+    // every surface told, within one sweep (docs/liveness.md "revoked devices").
+    match state.service.reject_revoked().await {
+        Ok(rows) => {
+            for row in rows {
+                tracing::info!(approval = %row.id, device = ?row.requested_by, "card of a revoked device rejected; nothing ran");
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "rejecting the cards of revoked devices failed"),
     }
     match state.service.lapse_undos().await {
         Ok(0) => {}

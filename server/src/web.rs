@@ -232,6 +232,11 @@ impl AppBackend for WebBackend {
         }
         if self.state.store.revoke(name).await.map_err(text)? {
             tracing::info!(device = %name, by = %viewer.name, "revoked a device from the web app");
+            // Its waiting cards end now, not at the next sweep (docs/liveness.md "revoked
+            // devices"); a failure here is caught up by that sweep.
+            if let Err(e) = self.state.service.reject_revoked().await {
+                tracing::warn!(error = %e, "rejecting the revoked device's cards failed; the sweep will");
+            }
             Ok(())
         } else {
             Err(format!(

@@ -173,14 +173,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert_eq!(row(&iris, &claude, &id).await["status"], "pending");
 
     // The owner approves: the pinned call runs at once, without the agent asking again.
-    let (status, body) = iris
-        .client()
-        .post(
-            &format!("/governance/approvals/{id}/respond"),
-            Some(&owner),
-            json!({"decision": "approve"}),
-        )
-        .await;
+    let (status, body) = approve(&iris, &owner, &id).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
     iris.client().wait_execution(&id, &owner, "executed").await;
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
@@ -564,6 +557,124 @@ async fn an_agent_asking_faster_than_the_owner_answers_gets_at_most_its_cap_of_c
     let now = one(&iris, &claude, write("v4")).await;
     assert_eq!(now["meta"]["iris/status"], "pending", "{now}");
     assert_ne!(id_of(&now), id_of(&other));
+    assert_eq!(
+        std::fs::read_to_string(notes.join("plan.md")).unwrap(),
+        "v1"
+    );
+}
+
+/// Revokes device `name` with `iris devices revoke`, as the owner would from a shell while the
+/// server runs.
+fn revoke_from_the_cli(world: &support::World, name: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        .args(["devices", "revoke", name])
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The owner's approval of `id`: the status and body.
+async fn approve(iris: &Iris, owner: &str, id: &str) -> (reqwest::StatusCode, Value) {
+    iris.client()
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(owner),
+            json!({"decision": "approve"}),
+        )
+        .await
+}
+
+/// A held write's card, requested by `token`: its approval id.
+async fn card_of(iris: &Iris, token: &str, content: &str) -> String {
+    let held = one(iris, token, write(content)).await;
+    assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
+    held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Revoking an agent from the CLI while the server runs rejects its waiting card within one
+/// sweep (by `iris` through `sweep`, "requested by a revoked device"), so nothing it asked for
+/// can run; a device paired later under the same name is another device: it sees none of the
+/// old rows and its own card is not attached to the old one (before, the card stayed pending
+/// and approvable, and the new device inherited the rows).
+#[tokio::test]
+async fn revoking_an_agent_rejects_its_waiting_cards_and_its_name_inherits_nothing() {
+    let (mut world, notes) = world(1);
+    world.env.push(("IRIS_SWEEP_SECS".into(), "1".into()));
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+    let id = card_of(&iris, &claude, "v2").await;
+
+    revoke_from_the_cli(&world, "Claude Desktop");
+    let rejected = eventually("the revoked device's card rejected by the sweep", || {
+        let (iris, owner, id) = (&iris, &owner, &id);
+        async move {
+            let row = row(iris, owner, id).await;
+            (row["status"] == "rejected").then_some(row)
+        }
+    })
+    .await;
+    assert_eq!(rejected["responded_by"], "iris", "{rejected}");
+    assert_eq!(rejected["surface"], "sweep", "{rejected}");
+    assert_eq!(
+        rejected["reason"], "requested by a revoked device",
+        "{rejected}"
+    );
+    let (status, _) = approve(&iris, &owner, &id).await;
+    assert_eq!(status, reqwest::StatusCode::CONFLICT);
+    assert_eq!(
+        std::fs::read_to_string(notes.join("plan.md")).unwrap(),
+        "v1"
+    );
+
+    // The name paired again: another device, with none of the old rows.
+    let again = world.add_device("Claude Desktop", "agent");
+    let listed = iris
+        .client()
+        .get("/governance/approvals?status=all", &again)
+        .await;
+    assert_eq!(listed["approvals"], json!([]), "{listed}");
+    let old = reqwest::Client::new()
+        .get(format!("{}/governance/approvals/{id}", iris.url))
+        .bearer_auth(&again)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), reqwest::StatusCode::NOT_FOUND);
+    let fresh = card_of(&iris, &again, "v2").await;
+    assert_ne!(
+        fresh, id,
+        "the same call attached to the revoked device's card"
+    );
+}
+
+/// With no sweep in between, an approval of a revoked agent's card is refused in the answer's
+/// own unit: the card is rejected instead (409 saying why) and the write never runs.
+#[tokio::test]
+async fn an_answer_to_a_revoked_agents_card_rejects_it_and_nothing_runs() {
+    let (mut world, notes) = world(1);
+    world.env.push(("IRIS_SWEEP_SECS".into(), "3600".into()));
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+    let id = card_of(&iris, &claude, "v2").await;
+    revoke_from_the_cli(&world, "Claude Desktop");
+
+    let (status, body) = approve(&iris, &owner, &id).await;
+    assert_eq!(status, reqwest::StatusCode::CONFLICT, "{body}");
+    assert!(body.to_string().contains("which was revoked"), "{body}");
+    let row = row(&iris, &owner, &id).await;
+    assert_eq!(row["status"], "rejected", "{row}");
+    assert_eq!(row["reason"], "requested by a revoked device", "{row}");
     assert_eq!(
         std::fs::read_to_string(notes.join("plan.md")).unwrap(),
         "v1"

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use iris_core::ports::{GatewayRequest, GatewayStore, GatewayWrite, NewApproval, StoreError};
 use iris_core::wire::Event;
 
-use crate::rows::{approval_from_row, ColumnRead, APPROVAL_SELECT};
+use crate::rows::{approval_from_row, live_device, ColumnRead, APPROVAL_SELECT};
 use crate::unit::{Stmt, WriteTx};
 use crate::{timestamp_text, Engine, Store};
 
@@ -22,8 +22,9 @@ impl Store {
         let found = tx
             .fetch(
                 Stmt::new(format!(
-                    "{APPROVAL_SELECT} WHERE a.requested_by = $1 AND a.call_hash = $2 \
-                     AND a.created_at >= $3 ORDER BY a.created_at DESC, a.id DESC LIMIT 1"
+                    "{APPROVAL_SELECT} WHERE a.requested_by_device = {} AND a.call_hash = $2 \
+                     AND a.created_at >= $3 ORDER BY a.created_at DESC, a.id DESC LIMIT 1",
+                    live_device("$1")
                 ))
                 .opt_text(row.requested_by.as_deref())
                 .text(&row.call_hash)
@@ -43,10 +44,11 @@ impl Store {
     ) -> Result<u32, StoreError> {
         let rows = tx
             .fetch(
-                Stmt::new(
-                    "SELECT COUNT(*) AS n FROM approvals WHERE requested_by = $1 \
+                Stmt::new(format!(
+                    "SELECT COUNT(*) AS n FROM approvals WHERE requested_by_device = {} \
                      AND status = 'pending' AND expires_at > $2",
-                )
+                    live_device("$1")
+                ))
                 .opt_text(agent)
                 .text(&timestamp_text(now)),
                 "counting an agent's waiting cards",

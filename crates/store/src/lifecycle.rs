@@ -20,8 +20,8 @@ use sqlx::Row;
 
 use crate::job_end::failpoint_unit;
 use crate::rows::{
-    approval_from_row, audit_from_row, backend, is_refusal, to_json, Cols, ColumnRead, Record,
-    APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT,
+    approval_from_row, audit_from_row, backend, is_refusal, live_device, to_json, Cols, ColumnRead,
+    Record, APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT, REQUESTER_REVOKED,
 };
 use crate::unit::{is_assertion, Stmt, WriteTx};
 use crate::{timestamp_text, Engine, Store};
@@ -350,7 +350,8 @@ impl ApprovalStore for Store {
             .fetch(
                 self.timed(&format!(
                     "SELECT {APPROVAL_COLUMNS}, CASE WHEN a.expires_at <= {{now}} THEN 1 ELSE 0 \
-                     END AS lapsed_now {APPROVAL_FROM} WHERE a.id = $2{lock}"
+                     END AS lapsed_now, CASE WHEN {REQUESTER_REVOKED} THEN 1 ELSE 0 END \
+                     AS requester_revoked {APPROVAL_FROM} WHERE a.id = $2{lock}"
                 ))
                 .text(approval_id),
                 "reading an approval row",
@@ -375,6 +376,7 @@ impl ApprovalStore for Store {
             (Ok(approval), Ok(ceremony)) => DecisionRead {
                 approval,
                 lapsed: row.int_at("lapsed_now").ok().flatten() == Some(1),
+                requester_revoked: row.int_at("requester_revoked").ok().flatten() == Some(1),
                 ceremony,
             },
             (Err(e), _) | (_, Err(e)) => {
@@ -578,12 +580,35 @@ impl ApprovalStore for Store {
         .map_err(backend("finding lapsed approvals"))
     }
 
+    async fn revoked_requests(&self) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar::<_, String>(&format!(
+            "SELECT a.id FROM approvals a WHERE a.status = 'pending' AND {REQUESTER_REVOKED} \
+             ORDER BY a.created_at, a.id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("finding the cards of revoked devices"))
+    }
+
     async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         let row = sqlx::query(&format!("{APPROVAL_SELECT} WHERE a.id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await
             .map_err(backend("reading an approval row"))?;
+        row.as_ref().map(approval_from_row).transpose()
+    }
+
+    async fn agent_approval(&self, id: &str, agent: &str) -> Result<Option<Approval>, StoreError> {
+        let row = sqlx::query(&format!(
+            "{APPROVAL_SELECT} WHERE a.id = $1 AND a.requested_by_device = {}",
+            live_device("$2")
+        ))
+        .bind(id)
+        .bind(agent)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend("reading an agent's approval row"))?;
         row.as_ref().map(approval_from_row).transpose()
     }
 

@@ -4,7 +4,7 @@
 //! page exists. The search uses SQLite's FTS5 trigram index (`approvals_search`) for three
 //! characters or more and PostgreSQL's `pg_trgm` index under `LIKE`.
 
-use crate::rows::{approval_from_row, backend, APPROVAL_SELECT};
+use crate::rows::{approval_from_row, backend, live_device, APPROVAL_SELECT};
 use crate::{timestamp_text, Engine, Store};
 use iris_core::ports::{
     ApprovalPage, ApprovalQuery, PageCursor, SearchText, StatusFilter, StoreError,
@@ -85,7 +85,10 @@ impl Store {
             conditions.push("a.tool = ?", std::slice::from_ref(tool));
         }
         if let Some(agent) = &query.requested_by {
-            conditions.push("a.requested_by = ?", std::slice::from_ref(agent));
+            conditions.push(
+                &format!("a.requested_by_device = {}", live_device("?")),
+                std::slice::from_ref(agent),
+            );
         }
         if let Some(surface) = &query.surface {
             conditions.push("a.surface = ?", std::slice::from_ref(surface));

@@ -289,6 +289,18 @@ macro_rules! approval_from {
 }
 
 /// The columns an [`Approval`] is read from (see [`approval_from_row`]).
+/// SQL, true when approval `a`'s requesting device is revoked (docs/liveness.md "revoked
+/// devices"): the one spelling every read of that rule uses.
+pub(crate) const REQUESTER_REVOKED: &str = "EXISTS (SELECT 1 FROM devices rd \
+     WHERE rd.id = a.requested_by_device AND rd.revoked_at IS NOT NULL)";
+
+/// SQL for the id of the live device named by parameter `param` (`$1`, `?`): rows requested
+/// through the gateway belong to that id, so a device paired later under the same name never
+/// reads, attaches to or inherits them.
+pub(crate) fn live_device(param: &str) -> String {
+    format!("(SELECT MAX(ld.id) FROM devices ld WHERE ld.name = {param} AND ld.revoked_at IS NULL)")
+}
+
 pub(crate) const APPROVAL_COLUMNS: &str = approval_columns!();
 
 /// The row joined with its ledger entry and its undo.

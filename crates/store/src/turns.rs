@@ -5,7 +5,7 @@
 use iris_core::ports::{card_search_text, HaltRecord, NewApproval, StoreError, TurnCommit};
 use iris_core::wire::ChatLine;
 
-use crate::rows::{check_new_approval, to_json};
+use crate::rows::{check_new_approval, live_device, to_json};
 use crate::unit::{is_assertion, Stmt, WriteTx};
 use crate::{timestamp_text, Store};
 
@@ -127,13 +127,15 @@ impl Store {
     ) -> Result<(), StoreError> {
         check_new_approval(row)?;
         tx.exec(
-            Stmt::new(
+            Stmt::new(format!(
                 "INSERT INTO approvals (id, kind, status, tool, args, args_canonical, \
                  call_hash, items, card, run_id, context_summary, created_at, expires_at, \
-                 preconditions, card_text, passkey_required, requested_by) \
+                 preconditions, card_text, passkey_required, requested_by, \
+                 requested_by_device) \
                  VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                 $15, $16)",
-            )
+                 $15, $16, {})",
+                live_device("$16")
+            ))
             .text(&row.id)
             .text(row.kind.as_str())
             .text(&row.tool)

@@ -757,8 +757,15 @@ impl Bridge {
                 Decision::Approve => "Approved.",
                 Decision::Reject => "Rejected; nothing was changed.",
             }),
-            Err(e @ (RespondError::AlreadyDecided(_) | RespondError::Expired(_))) => {
-                if let RespondError::AlreadyDecided(row) | RespondError::Expired(row) = &e {
+            Err(
+                e @ (RespondError::AlreadyDecided(_)
+                | RespondError::Expired(_)
+                | RespondError::RequesterRevoked(_)),
+            ) => {
+                if let RespondError::AlreadyDecided(row)
+                | RespondError::Expired(row)
+                | RespondError::RequesterRevoked(row) = &e
+                {
                     let card = self.stored_card(&row.id).await.ok().flatten();
                     self.show(card.as_ref(), message_id, row, TelegramView::Closed)
                         .await;

@@ -36,10 +36,18 @@ pub enum RespondError {
     /// sentence names the passkey and the rule; nothing was decided.
     #[error("{0}")]
     PasskeyRequired(String, Box<Approval>),
+    /// The device that requested the card was revoked (409): the card was rejected instead,
+    /// in the answer's own unit, and nothing ran; carries the row as it stands.
+    #[error("This card was requested by the device `{}`, which was revoked; it was rejected and nothing ran.",
+        .0.requested_by.as_deref().unwrap_or("?"))]
+    RequesterRevoked(Box<Approval>),
     /// Storage failed; nothing was decided (500).
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// The reason a card of a revoked device is rejected with.
+pub const REVOKED_REASON: &str = "requested by a revoked device";
 
 /// Who lapses a row, as the row and its audit entry say.
 const SWEEP_ACTOR: &str = "iris";
@@ -100,6 +108,11 @@ impl ApprovalService {
             if read.lapsed {
                 return self.expiry(&read.approval, at);
             }
+            if read.requester_revoked {
+                // Whatever the answer, a revoked device's card is rejected (docs/liveness.md
+                // "revoked devices").
+                return self.revocation(&read.approval, at);
+            }
             if !can_move(read.approval.status, status) {
                 return None;
             }
@@ -158,6 +171,11 @@ impl ApprovalService {
                 self.runtime.job_ready();
                 Err(RespondError::Expired(row))
             }
+            Decided::Written(row) if row.status != status => {
+                // The answer became the revocation's rejection.
+                self.runtime.job_ready();
+                Err(RespondError::RequesterRevoked(row))
+            }
             Decided::Written(row) => {
                 // Test-only (debug builds, `IRIS_FAILPOINT`): the decision and its job are
                 // stored, no worker woken; any server's sweep must pick the job up after a
@@ -201,34 +219,63 @@ impl ApprovalService {
     /// The lapse of `row` at `at`: the expiry, its audit entry and `approval.lapsed`, when it
     /// may still lapse ([`can_move`] to `expired`).
     fn expiry(&self, row: &Approval, at: chrono::DateTime<chrono::Utc>) -> Option<DecisionCommit> {
-        if !can_move(row.status, ApprovalStatus::Expired) {
-            return None;
+        by_iris(
+            row,
+            ApprovalStatus::Expired,
+            "nobody answered in time",
+            (AuditKind::Lapse, json!({"status": "expired"})),
+            at,
+        )
+    }
+
+    /// The rejection of `row`, a card of a revoked device, at `at` ([`REVOKED_REASON`]), with
+    /// its audit entry and `approval.responded`, when it may still be rejected.
+    fn revocation(
+        &self,
+        row: &Approval,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<DecisionCommit> {
+        by_iris(
+            row,
+            ApprovalStatus::Rejected,
+            REVOKED_REASON,
+            (
+                AuditKind::Decision,
+                json!({"decision": "rejected", "reason": REVOKED_REASON}),
+            ),
+            at,
+        )
+    }
+
+    /// Rejects every pending card whose requesting device is revoked (docs/liveness.md
+    /// "revoked devices"): each in its own decision unit (compare-and-set from `pending`, audit
+    /// entry, resume job, `approval.responded` on every surface), by `iris` through `sweep`,
+    /// "requested by a revoked device". Run by every sweep, and right after a revocation on the
+    /// server that made it. Returns the rows it rejected.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    pub async fn reject_revoked(&self) -> Result<Vec<Approval>, StoreError> {
+        let mut rejected = Vec::new();
+        for id in self.store.revoked_requests().await? {
+            let at = self.clock.now();
+            let plan = |read: &DecisionRead| {
+                if read.lapsed {
+                    self.expiry(&read.approval, at)
+                } else if read.requester_revoked {
+                    self.revocation(&read.approval, at)
+                } else {
+                    None
+                }
+            };
+            if let Decided::Written(row) = self.store.decide(&id, None, &plan).await? {
+                self.runtime.job_ready();
+                if row.status == ApprovalStatus::Rejected {
+                    rejected.push(*row);
+                }
+            }
         }
-        let response = Response {
-            status: ApprovalStatus::Expired,
-            responded_by: SWEEP_ACTOR.into(),
-            surface: SWEEP_SURFACE.into(),
-            reason: Some("nobody answered in time".into()),
-            at,
-        };
-        let audit = NewAuditEntry {
-            approval_id: row.id.clone(),
-            kind: AuditKind::Lapse,
-            item: None,
-            result: json!({"status": "expired"}),
-            undo_available: false,
-            actor: SWEEP_ACTOR.into(),
-            surface: Some(SWEEP_SURFACE.into()),
-            at,
-        };
-        let after = answered(row.clone(), &response);
-        Some(DecisionCommit {
-            response,
-            audit,
-            events: vec![Event::ApprovalLapsed(after.clone())],
-            after,
-            passkey: None,
-        })
+        Ok(rejected)
     }
 
     /// Marks row `id` `expired` if it has lapsed by the store's time source (compare-and-set),
@@ -271,6 +318,51 @@ impl ApprovalService {
         }
         Ok(expired)
     }
+}
+
+/// A decision IRIS itself makes on `row` at `at` (by `iris` through `sweep`): `status` with
+/// `reason`, the audit entry `(kind, result)`, and the event that says so (`approval.lapsed`
+/// for an expiry, else `approval.responded`); `None` when the row may no longer move there.
+fn by_iris(
+    row: &Approval,
+    status: ApprovalStatus,
+    reason: &str,
+    (kind, result): (AuditKind, Value),
+    at: chrono::DateTime<chrono::Utc>,
+) -> Option<DecisionCommit> {
+    if !can_move(row.status, status) {
+        return None;
+    }
+    let response = Response {
+        status,
+        responded_by: SWEEP_ACTOR.into(),
+        surface: SWEEP_SURFACE.into(),
+        reason: Some(reason.into()),
+        at,
+    };
+    let audit = NewAuditEntry {
+        approval_id: row.id.clone(),
+        kind,
+        item: None,
+        result,
+        undo_available: false,
+        actor: SWEEP_ACTOR.into(),
+        surface: Some(SWEEP_SURFACE.into()),
+        at,
+    };
+    let after = answered(row.clone(), &response);
+    let event = if status == ApprovalStatus::Expired {
+        Event::ApprovalLapsed(after.clone())
+    } else {
+        Event::ApprovalResponded(after.clone())
+    };
+    Some(DecisionCommit {
+        response,
+        audit,
+        events: vec![event],
+        after,
+        passkey: None,
+    })
 }
 
 /// The row with `response` applied, as the commit writes it.

@@ -86,6 +86,9 @@ pub struct DecisionRead {
     pub approval: Approval,
     /// Whether it has lapsed by the store's time source (`expires_at` at or before now).
     pub lapsed: bool,
+    /// Whether the device that requested it (through the gateway) is revoked, read in the same
+    /// unit: such a card can never be approved (docs/liveness.md "revoked devices").
+    pub requester_revoked: bool,
     /// The passkey ceremony the answer names, read in the same transaction (`None` when none
     /// was named or it does not exist).
     pub ceremony: Option<crate::passkey::Ceremony>,
@@ -443,6 +446,13 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// [`StoreError::Corrupt`] for a row that does not parse; [`StoreError::Backend`].
     async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError>;
 
+    /// Row `id` if the live agent device named `agent` requested it (by device id: a device
+    /// paired later under a revoked device's name is another device), else `None`.
+    ///
+    /// # Errors
+    /// As [`ApprovalStore::approval`].
+    async fn agent_approval(&self, id: &str, agent: &str) -> Result<Option<Approval>, StoreError>;
+
     /// Rows: pending first (oldest first), then answered (newest answer first).
     ///
     /// # Errors
@@ -464,6 +474,13 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// # Errors
     /// [`StoreError`].
     async fn audit(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// The pending rows whose requesting device is revoked, oldest first (what the sweep
+    /// rejects; docs/liveness.md "revoked devices").
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn revoked_requests(&self) -> Result<Vec<String>, StoreError>;
 
     /// A conversation's transcript (empty for a new one).
     ///
