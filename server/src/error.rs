@@ -99,6 +99,7 @@ impl From<UndoError> for ApiError {
                 ApiError::Conflict(text, row)
             }
             UndoError::WindowClosed(row, _) => ApiError::Gone(text, row),
+            UndoError::Busy(row, _) => ApiError::Conflict(text, row),
             UndoError::Store(e) => ApiError::from(e),
         }
     }

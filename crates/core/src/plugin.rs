@@ -119,6 +119,15 @@ pub enum ToolError {
         /// What went wrong.
         reason: String,
     },
+    /// The call never started: what it must hold while it runs (the plugin's lock) stayed
+    /// taken by another change past the wait. Nothing was changed; trying again later can work.
+    #[error("`{tool}` did not start: {reason}; nothing was changed, try again")]
+    Busy {
+        /// The tool.
+        tool: String,
+        /// What was busy.
+        reason: String,
+    },
     /// The call was sent and its answer was lost (the server it went to exited mid-call): it
     /// may or may not have run. The ledger records `unknown`; it is never run again.
     #[error("`{tool}` was interrupted: {reason}; it may or may not have run")]
@@ -128,6 +137,31 @@ pub enum ToolError {
         /// What was lost.
         reason: String,
     },
+}
+
+/// What a plugin holds while one of its tools changes something (for mail: the mailbox lock,
+/// shared by every server). The core takes it with [`Plugin::hold`] before it writes an undo's
+/// claim or starts a side effect's deadline, so waiting for it is never mistaken for a side
+/// effect that overran (docs/liveness.md "busy locks"), and gives it to
+/// [`Plugin::execute_held`]. Dropping it releases what it holds.
+pub struct Hold(Box<dyn std::any::Any + Send>);
+
+impl Hold {
+    /// Wraps what the plugin holds (e.g. a lock guard).
+    pub fn new<T: std::any::Any + Send>(held: T) -> Self {
+        Hold(Box::new(held))
+    }
+
+    /// What [`Hold::new`] wrapped, if it is a `T`.
+    pub fn into_inner<T: std::any::Any>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|b| *b)
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hold")
+    }
 }
 
 /// A plugin: manifest plus the three verbs per tool.
@@ -235,5 +269,41 @@ pub trait Plugin: Send + Sync {
                 stale.len()
             ),
         })
+    }
+
+    /// Takes what `tool` must hold while it changes something (its lock), waiting at most
+    /// `wait`; `Ok(None)` for a tool that needs nothing held. The core calls this before it
+    /// writes an undo's claim or starts an approved call's deadline, and passes the hold to
+    /// [`Plugin::execute_held`]. The default: nothing to hold.
+    ///
+    /// # Errors
+    /// [`ToolError::Busy`] when it stayed taken for `wait` (nothing was started);
+    /// [`ToolError::Failed`] when it could not be asked for (the database unreachable).
+    async fn hold(&self, tool: &str, wait: std::time::Duration) -> Result<Option<Hold>, ToolError> {
+        let _ = (tool, wait);
+        Ok(None)
+    }
+
+    /// Runs the call while holding `hold` (from [`Plugin::hold`] for the same tool): every item
+    /// except `stale` ([`Plugin::execute_skipping`] when some are stale, else
+    /// [`Plugin::execute`]). The default drops the hold first and runs the call as usual, for
+    /// plugins that hold nothing.
+    ///
+    /// # Errors
+    /// As [`Plugin::execute`] and [`Plugin::execute_skipping`].
+    async fn execute_held(
+        &self,
+        tool: &str,
+        args: &Value,
+        stale: &[String],
+        ctx: &CallContext,
+        hold: Option<Hold>,
+    ) -> Result<ToolOutput, ToolError> {
+        drop(hold);
+        if stale.is_empty() {
+            self.execute(tool, args, ctx).await
+        } else {
+            self.execute_skipping(tool, args, stale, ctx).await
+        }
     }
 }

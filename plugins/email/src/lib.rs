@@ -23,12 +23,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use iris_core::manifest::{Manifest, ManifestError};
 use iris_core::plugin::{
-    CallContext, Description, ItemOutcome, Plugin, ToolError, ToolOutput, UndoCall,
+    CallContext, Description, Hold, ItemOutcome, Plugin, ToolError, ToolOutput, UndoCall,
 };
 use iris_core::ports::{Clock, SystemClock};
 use serde::{Deserialize, Serialize};
@@ -304,6 +305,37 @@ impl EmailPlugin {
             .map_err(|e| format!("taking the mailbox lock: {e}"))
     }
 
+    /// Takes the mailbox lock if it comes free within `wait` (tried every 20 ms, backing off to
+    /// 500 ms; a pending wait is never left behind on a pooled connection); `Ok(None)` when it
+    /// stayed taken.
+    ///
+    /// # Errors
+    /// A sentence when the database cannot be reached to take it (nothing was changed).
+    pub(crate) async fn lock_within(
+        &self,
+        wait: Duration,
+    ) -> Result<Option<iris_store::LockGuard>, String> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self
+                .database
+                .try_lock(&iris_store::NamedLock::MailChanges)
+                .await
+            {
+                Ok(Some(guard)) => return Ok(Some(guard)),
+                Ok(None) => {}
+                Err(e) => return Err(format!("taking the mailbox lock: {e}")),
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
     /// Each account's name and whether its backend reports provider buckets, in order.
     pub(crate) fn accounts_with_buckets(&self) -> Vec<(String, bool)> {
         self.backends
@@ -381,13 +413,15 @@ impl Plugin for EmailPlugin {
         let conversation = ctx.conversation_id.as_str();
         match tool {
             tools::search_inbox::NAME => tools::search_inbox::execute(self, args).await,
-            tools::trash_email::NAME => tools::trash_email::execute(self, args, conversation).await,
+            tools::trash_email::NAME => {
+                tools::trash_email::execute(self, args, conversation, None).await
+            }
             tools::restore_email::NAME => {
-                tools::restore_email::execute(self, args, conversation).await
+                tools::restore_email::execute(self, args, conversation, None).await
             }
             tools::list_by_category::NAME => tools::list_by_category::execute(self, args).await,
             tools::trash_category::NAME => {
-                tools::trash_category::execute(self, args, conversation).await
+                tools::trash_category::execute(self, args, conversation, None).await
             }
             tools::send_email::NAME => tools::send_email::execute(self, args, conversation).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
@@ -427,7 +461,8 @@ impl Plugin for EmailPlugin {
     ) -> Result<ToolOutput, ToolError> {
         match tool {
             tools::trash_email::NAME => {
-                tools::trash_email::execute_skipping(self, args, stale, &ctx.conversation_id).await
+                tools::trash_email::execute_skipping(self, args, stale, &ctx.conversation_id, None)
+                    .await
             }
             other => Err(ToolError::Failed {
                 tool: other.to_string(),
@@ -435,6 +470,58 @@ impl Plugin for EmailPlugin {
                     "this tool pins no preconditions, so no item can be stale; nothing was done"
                         .into(),
             }),
+        }
+    }
+
+    /// The tools that change the mailboxes hold the mailbox lock (every server's), taken here
+    /// before the core writes an undo's claim or starts a call's deadline.
+    async fn hold(&self, tool: &str, wait: Duration) -> Result<Option<Hold>, ToolError> {
+        match tool {
+            tools::trash_email::NAME | tools::restore_email::NAME | tools::trash_category::NAME => {
+                match self.lock_within(wait).await {
+                    Ok(Some(guard)) => Ok(Some(Hold::new(guard))),
+                    Ok(None) => Err(ToolError::Busy {
+                        tool: tool.to_string(),
+                        reason: format!(
+                            "the mailbox was busy with another change (a sync, a trash or a restore) for {} s",
+                            wait.as_secs()
+                        ),
+                    }),
+                    Err(reason) => Err(ToolError::Failed {
+                        tool: tool.to_string(),
+                        reason: format!("{reason}; nothing was changed"),
+                    }),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn execute_held(
+        &self,
+        tool: &str,
+        args: &Value,
+        stale: &[String],
+        ctx: &CallContext,
+        hold: Option<Hold>,
+    ) -> Result<ToolOutput, ToolError> {
+        let held = hold.and_then(Hold::into_inner::<iris_store::LockGuard>);
+        let conversation = ctx.conversation_id.as_str();
+        match tool {
+            tools::trash_email::NAME if !stale.is_empty() => {
+                tools::trash_email::execute_skipping(self, args, stale, conversation, held).await
+            }
+            tools::trash_email::NAME => {
+                tools::trash_email::execute(self, args, conversation, held).await
+            }
+            tools::restore_email::NAME => {
+                tools::restore_email::execute(self, args, conversation, held).await
+            }
+            tools::trash_category::NAME => {
+                tools::trash_category::execute(self, args, conversation, held).await
+            }
+            _ if stale.is_empty() => self.execute(tool, args, ctx).await,
+            _ => self.execute_skipping(tool, args, stale, ctx).await,
         }
     }
 }

@@ -41,6 +41,25 @@ impl ApprovalService {
                 .await;
         };
         let tool = &row.tool;
+        // The plugin's lock is taken before the preconditions are read and before the deadline
+        // starts (docs/liveness.md "busy locks"): waiting for it is not the side effect, and a
+        // call that never got it never started, so it is `failed`, not `unknown`.
+        let wait = std::time::Duration::from_secs(self.leases.execute_timeout_secs);
+        let hold = match plugin.hold(tool, wait).await {
+            Ok(hold) => hold,
+            Err(e) => {
+                tracing::warn!(approval = %row.id, error = %e, "the approved call could not start");
+                return self
+                    .write_outcome(
+                        lease,
+                        row,
+                        Outcome::Failed,
+                        json!({"status": "failed", "message": format!("not run: {e}")}),
+                        Vec::new(),
+                    )
+                    .await;
+            }
+        };
         let items = &row.items;
         let mut stale: Vec<String> = Vec::new();
         for (item, precondition) in items.iter().zip(preconditions) {
@@ -92,13 +111,7 @@ impl ApprovalService {
                 Vec::new(),
             )
         } else {
-            let run = async {
-                if stale.is_empty() {
-                    plugin.execute(tool, &row.args, ctx).await
-                } else {
-                    plugin.execute_skipping(tool, &row.args, &stale, ctx).await
-                }
-            };
+            let run = plugin.execute_held(tool, &row.args, &stale, ctx, hold);
             // Every side effect has a deadline (docs/liveness.md): one without an answer by
             // then may or may not have happened, so it is `unknown` and never run again.
             let deadline = self.leases.execute_timeout_secs;

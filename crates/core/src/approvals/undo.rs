@@ -24,7 +24,7 @@ use super::{Actor, ApprovalService};
 use crate::agent::as_object;
 use crate::agent::UndoRun;
 use crate::canonical::canonical_json;
-use crate::plugin::{CallContext, ItemOutcome, Plugin, UndoCall};
+use crate::plugin::{CallContext, Hold, ItemOutcome, Plugin, UndoCall};
 use crate::ports::{
     ApprovalQuery, NewAuditEntry, PageLimit, Scope, StatusFilter, StoreError, UndoClaim,
     UndoOutcome,
@@ -50,6 +50,10 @@ pub enum UndoError {
     /// nothing that ran can be undone. The sentence says which.
     #[error("{1}")]
     NothingToUndo(Box<Approval>, String),
+    /// What the undo must hold (the plugin's lock) stayed taken by another change (409):
+    /// nothing was claimed or changed; trying again can work. The sentence says what was busy.
+    #[error("{1}")]
+    Busy(Box<Approval>, String),
     /// The card's undo window has closed (410): nothing was changed.
     #[error("The undo window of this card closed at {}; nothing was changed.", .1.format("%Y-%m-%d %H:%M:%S UTC"))]
     WindowClosed(Box<Approval>, DateTime<Utc>),
@@ -57,6 +61,10 @@ pub enum UndoError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// How long an undo from the card waits for its plugin's lock before it answers "busy, try
+/// again" (the owner is waiting on the button).
+pub const UNDO_HOLD_WAIT: Duration = Duration::from_secs(5);
 
 /// What an undo's result says when it overran its time.
 pub const UNDO_UNKNOWN: &str =
@@ -86,6 +94,13 @@ impl ApprovalService {
             return Err(UndoError::AlreadyUndone(Box::new(row)));
         }
         let planned = self.plan_undo(&row).await?;
+        // The plugin's lock before the claim (docs/liveness.md "busy locks"): an undo that
+        // cannot start is refused with nothing written, never claimed and then left `unknown`.
+        let hold = planned
+            .plugin
+            .hold(&planned.tool, UNDO_HOLD_WAIT)
+            .await
+            .map_err(|e| UndoError::Busy(Box::new(row.clone()), e.to_string()))?;
         let (claim, after) = self.claim_for(
             &row,
             actor,
@@ -97,7 +112,7 @@ impl ApprovalService {
             let now_row = self.store.approval(id).await?.unwrap_or(row);
             return Err(UndoError::AlreadyUndone(Box::new(now_row)));
         }
-        self.run_undo(&row, actor, planned, after).await
+        self.run_undo(&row, actor, planned, after, hold).await
     }
 
     /// What the undo of `row` will run, refused with the reason when there is nothing to undo
@@ -164,21 +179,24 @@ impl ApprovalService {
         })
     }
 
-    /// Runs a claimed undo under a deadline of the lease's length and records its outcome;
-    /// `after` is the row as the claim left it.
+    /// Runs a claimed undo, holding `hold`, under a deadline of the lease's length (its side
+    /// effect only: the hold was taken before the claim) and records its outcome; `after` is the
+    /// row as the claim left it.
     async fn run_undo(
         &self,
         row: &Approval,
         actor: &Actor,
         planned: PlannedUndo,
         after: Approval,
+        hold: Option<Hold>,
     ) -> Result<Approval, UndoError> {
         let deadline = self
             .runtime
             .sleep(Duration::from_secs(u64::from(self.leases.secs)));
-        let run = planned
-            .plugin
-            .execute(&planned.tool, &planned.args, &planned.ctx);
+        let run =
+            planned
+                .plugin
+                .execute_held(&planned.tool, &planned.args, &[], &planned.ctx, hold);
         futures::pin_mut!(run);
         let (state, result, items) = match futures::future::select(run, deadline).await {
             Either::Left((Ok(out), _)) => (UndoState::Done, as_object(out.result), out.items),

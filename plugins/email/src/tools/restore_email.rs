@@ -12,6 +12,7 @@
 //! `not_in_trash` (IRIS did not trash it, or it was restored already) or `failed`.
 
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
+use iris_store::LockGuard;
 use serde_json::{json, Value};
 
 use super::{card_line, count_phrase, failed, invalid, object, parse_ids};
@@ -184,7 +185,8 @@ pub async fn describe(
     })
 }
 
-/// Moves the emails back (see the module docs).
+/// Moves the emails back (see the module docs), under `held` (the mailbox lock the core took
+/// with `Plugin::hold`) or taking the lock itself.
 ///
 /// # Errors
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
@@ -193,8 +195,12 @@ pub async fn execute(
     plugin: &EmailPlugin,
     args: &Value,
     conversation: &str,
+    held: Option<LockGuard>,
 ) -> Result<ToolOutput, ToolError> {
-    let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
+    let _guard = match held {
+        Some(guard) => guard,
+        None => plugin.lock().await.map_err(|e| failed(NAME, e))?,
+    };
     let p = plan(plugin, args, conversation).await?;
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));

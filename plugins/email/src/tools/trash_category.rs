@@ -15,6 +15,7 @@
 //! "message": "Nothing to trash: ..."}`.
 
 use iris_core::plugin::{Description, ToolError, ToolOutput};
+use iris_store::LockGuard;
 use serde_json::{json, Value};
 
 use super::{failed, invalid, object, trash_email};
@@ -75,6 +76,7 @@ pub async fn execute(
     plugin: &EmailPlugin,
     args: &Value,
     conversation: &str,
+    held: Option<LockGuard>,
 ) -> Result<ToolOutput, ToolError> {
     let n = normalise(args)?;
     let word = n["category"].as_str().unwrap_or_default().to_string();
@@ -102,7 +104,7 @@ pub async fn execute(
         })));
     }
     let ids: Vec<&str> = picked.rows.iter().map(|r| r.id.as_str()).collect();
-    let moved = trash_email::execute(plugin, &json!({ "ids": ids }), conversation)
+    let moved = trash_email::execute(plugin, &json!({ "ids": ids }), conversation, held)
         .await
         .map_err(|e| match e {
             ToolError::Failed { reason, .. } => failed(NAME, reason),

@@ -18,6 +18,7 @@
 //! core reports it "stale: nothing done".
 
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput, UndoCall};
+use iris_store::LockGuard;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -190,6 +191,7 @@ pub async fn execute_skipping(
     args: &Value,
     stale: &[String],
     conversation: &str,
+    held: Option<LockGuard>,
 ) -> Result<ToolOutput, ToolError> {
     let kept: Vec<String> = ids_of(args)?
         .into_iter()
@@ -198,7 +200,7 @@ pub async fn execute_skipping(
     if kept.is_empty() {
         return Err(failed(NAME, "every email is stale; nothing was done"));
     }
-    execute(plugin, &json!({ "ids": kept }), conversation).await
+    execute(plugin, &json!({ "ids": kept }), conversation, held).await
 }
 
 fn item(id: &str, outcome: Value) -> ItemOutcome {
@@ -209,7 +211,8 @@ fn item(id: &str, outcome: Value) -> ItemOutcome {
 }
 
 /// Moves the emails to Trash (see the module docs). The batch is `conversation`'s newest action
-/// (what "undo that" there restores; none when `conversation` is empty).
+/// (what "undo that" there restores; none when `conversation` is empty). Runs under `held`
+/// (the mailbox lock the core took with `Plugin::hold`), or takes the lock itself.
 ///
 /// # Errors
 /// [`ToolError::InvalidArgs`] as [`normalise`]; [`ToolError::Failed`] when the store fails, or
@@ -219,9 +222,13 @@ pub async fn execute(
     plugin: &EmailPlugin,
     args: &Value,
     conversation: &str,
+    held: Option<LockGuard>,
 ) -> Result<ToolOutput, ToolError> {
     let ids = ids_of(args)?;
-    let _guard = plugin.lock().await.map_err(|e| failed(NAME, e))?;
+    let _guard = match held {
+        Some(guard) => guard,
+        None => plugin.lock().await.map_err(|e| failed(NAME, e))?,
+    };
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
 
