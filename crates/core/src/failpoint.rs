@@ -41,8 +41,8 @@ pub const FAIL_UNITS: &[&str] = &[
     "finish_job",
 ];
 
-/// Before the side effect, after the lease was confirmed at its epoch: where a stalled holder
-/// pauses (`IRIS_FAILPOINT_PAUSE`).
+/// Before the side effect, after the claim and before the plugin's lock, the preconditions and
+/// the lease's confirmation: where a stalled holder pauses (`IRIS_FAILPOINT_PAUSE`).
 pub const BEFORE_SIDE_EFFECT: &str = "before_side_effect";
 
 /// Inside the decision's unit, after the row was read and the plan made, before its

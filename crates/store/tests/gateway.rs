@@ -22,6 +22,16 @@ fn gateway_call(id: &str, agent: &str, content: &str, at: DateTime<Utc>) -> NewA
     row
 }
 
+/// A fresh database with the agent devices `claude` and `cursor` paired (an agent's rows belong
+/// to its live device).
+async fn open_with_agents(engine: Engine) -> TestDb {
+    let db = engine.open().await;
+    for name in ["claude", "cursor"] {
+        pair_agent(&db.store, name).await;
+    }
+    db
+}
+
 /// The unit with at most `max_waiting` pending cards per agent.
 async fn request_capped(store: &Store, row: &NewApproval, max_waiting: u32) -> GatewayWrite {
     let since = row.created_at - Duration::hours(24);
@@ -48,7 +58,7 @@ fn held(write: GatewayWrite) -> (String, bool) {
 }
 
 async fn an_agent_has_at_most_its_cap_of_cards_waiting(engine: Engine) {
-    let db = engine.open().await;
+    let db = open_with_agents(engine).await;
     let store = &db.store;
     let at = t0() + Duration::minutes(10);
     for (id, content) in [("a", "v1"), ("b", "v2")] {
@@ -131,7 +141,7 @@ async fn eight_at_once(
 }
 
 async fn an_agents_calls_at_once_never_pass_its_cap(engine: Engine) {
-    let db = engine.open().await;
+    let db = open_with_agents(engine).await;
     let answers = eight_at_once(&db, |i| format!("v{i}"), 3).await;
     let mut written = 0;
     let mut full = 0;
@@ -152,7 +162,7 @@ async fn an_agents_calls_at_once_never_pass_its_cap(engine: Engine) {
 }
 
 async fn the_same_call_attaches_within_a_day_and_nothing_else_does(engine: Engine) {
-    let db = engine.open().await;
+    let db = open_with_agents(engine).await;
     let store = &db.store;
     let first = gateway_call("a1", "claude", "v2", t0());
     assert_eq!(request(store, &first).await, ("a1".into(), false));
@@ -195,7 +205,7 @@ async fn the_same_call_attaches_within_a_day_and_nothing_else_does(engine: Engin
 }
 
 async fn identical_calls_at_once_on_several_connections_make_one_row(engine: Engine) {
-    let db = engine.open().await;
+    let db = open_with_agents(engine).await;
     let answers: Vec<(String, bool)> = eight_at_once(&db, |_| "v2".into(), 100)
         .await
         .into_iter()

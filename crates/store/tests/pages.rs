@@ -189,21 +189,10 @@ async fn the_search_text_is_written_with_the_row_and_never_changes(engine: Engin
     assert!(refusal.contains("immutable"), "{refusal}");
 }
 
-/// Pairs agent device `name` (token hash `hash`).
-async fn pair_agent(store: &Store, name: &str, hash: &str) {
-    let device = Device {
-        name: name.to_owned(),
-        scope: Scope::Agent,
-        created_at: t0(),
-        last_used_at: None,
-    };
-    DeviceStore::add(store, &device, hash).await.unwrap();
-}
-
 async fn an_agent_reads_only_the_rows_it_requested(engine: Engine) {
     let db = engine.open().await;
-    pair_agent(&db.store, "claude-desktop", "hash-claude").await;
-    pair_agent(&db.store, "cursor", "hash-cursor").await;
+    pair_agent(&db.store, "claude-desktop").await;
+    pair_agent(&db.store, "cursor").await;
     let mut mine = row_at("a", 1, "write_file", "notes/plan.md");
     mine.requested_by = Some("claude-desktop".into());
     let mut theirs = row_at("b", 2, "write_file", "notes/other.md");
@@ -246,7 +235,7 @@ async fn an_agent_reads_only_the_rows_it_requested(engine: Engine) {
         .await
         .unwrap());
     assert_eq!(db.store.revoked_requests().await.unwrap(), vec!["a"]);
-    pair_agent(&db.store, "claude-desktop", "hash-claude-again").await;
+    pair_agent(&db.store, "claude-desktop").await;
     assert!(ids(&page(&db.store, &agent).await).is_empty());
     assert_eq!(db.store.revoked_requests().await.unwrap(), vec!["a"]);
 }

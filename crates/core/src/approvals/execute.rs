@@ -41,6 +41,15 @@ impl ApprovalService {
                 .await;
         };
         let tool = &row.tool;
+        // Test-only (debug builds): a job that stalls before its side effect, holding its lease
+        // and nothing else (not the plugin's lock: other work on the mailbox goes on).
+        if crate::failpoint::pauses_at(crate::failpoint::BEFORE_SIDE_EFFECT) {
+            while !crate::failpoint::released() {
+                self.runtime
+                    .sleep(std::time::Duration::from_millis(50))
+                    .await;
+            }
+        }
         // The plugin's lock is taken before the preconditions are read and before the deadline
         // starts (docs/liveness.md "busy locks"): waiting for it is not the side effect, and a
         // call that never got it never started, so it is `failed`, not `unknown`.
@@ -95,13 +104,6 @@ impl ApprovalService {
                         Vec::new(),
                     )
                     .await;
-            }
-            if crate::failpoint::pauses_at(crate::failpoint::BEFORE_SIDE_EFFECT) {
-                while !crate::failpoint::released() {
-                    self.runtime
-                        .sleep(std::time::Duration::from_millis(50))
-                        .await;
-                }
             }
         }
         let (outcome, mut result, outcomes) = if all_stale {

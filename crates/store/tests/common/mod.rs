@@ -180,6 +180,18 @@ pub async fn close(store: &Store) {
 // The lifecycle's units, as the approvals service calls them.
 // ---------------------------------------------------------------------------------------------
 
+/// Pairs a live agent device `name` (a token hash of its own each time).
+pub async fn pair_agent(store: &Store, name: &str) {
+    let device = Device {
+        name: name.to_owned(),
+        scope: Scope::Agent,
+        created_at: t0(),
+        last_used_at: None,
+    };
+    let hash = format!("hash-{name}-{}", uuid::Uuid::new_v4().simple());
+    DeviceStore::add(store, &device, &hash).await.unwrap();
+}
+
 /// Writes `row` as a halt would: the row, its checkpoint and their link, in one commit.
 pub async fn insert(store: &Store, row: &NewApproval) -> Result<(), StoreError> {
     // Every card here is in one conversation: each halt writes over the version it read.
