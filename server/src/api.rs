@@ -591,20 +591,29 @@ pub(crate) async fn undo(
     Ok(Json(RespondResponse { approval }))
 }
 
-/// `?approval_id=` of `GET /api/audit`.
+/// `?approval_id=` (one approval's entries, whole) or `?limit=&before=` (a page of the whole
+/// log) of `GET /api/audit`.
 #[derive(Deserialize)]
 pub(crate) struct AuditQuery {
     approval_id: Option<String>,
+    limit: Option<String>,
+    before: Option<String>,
 }
 
-/// `GET /api/audit` (any device): the append-only audit log, oldest first.
+/// `GET /api/audit` (any device): one approval's entries, oldest first, whole; or the whole
+/// append-only log in pages, newest first, like the approvals list.
 #[utoipa::path(
     get,
     path = "/api/audit",
     tag = "governance",
-    params(("approval_id" = Option<String>, Query, description = "Only the entries of this approval.")),
+    params(
+        ("approval_id" = Option<String>, Query, description = "Only the entries of this approval, oldest first, all of them (no paging)."),
+        ("limit" = Option<u32>, Query, description = "Without `approval_id`: entries per page, 1 to 200 (default 50)."),
+        ("before" = Option<String>, Query, description = "Without `approval_id`: the `next` of the previous page."),
+    ),
     responses(
-        (status = 200, description = "The entries.", body = AuditList),
+        (status = 200, description = "The entries; `next` is the `before` of the following page, or null at the end.", body = AuditList),
+        (status = 400, description = "A bad limit or cursor, or paging asked with `approval_id`.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
         (status = 500, description = "Storage failed; nothing was decided.", body = ErrorBody),
     ),
@@ -615,8 +624,36 @@ pub(crate) async fn audit(
     _authed: Authed,
     ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> Result<Json<AuditList>, ApiError> {
+    let given = |v: Option<String>| v.map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let (limit, before) = (given(q.limit), given(q.before));
+    if let Some(approval_id) = q.approval_id {
+        if limit.is_some() || before.is_some() {
+            return Err(ApiError::BadRequest(
+                "`limit` and `before` page the whole log; an approval's entries come whole, so leave them out with `approval_id`".into(),
+            ));
+        }
+        return Ok(Json(AuditList {
+            entries: state.store.audit(Some(&approval_id)).await?,
+            next: None,
+        }));
+    }
+    let limit = match limit {
+        Some(text) => PageLimit::parse(&text).map_err(|e| ApiError::BadRequest(e.to_string()))?,
+        None => PageLimit::DEFAULT,
+    };
+    let before = match before {
+        Some(text) => Some(text.parse::<i64>().map_err(|_| {
+            ApiError::BadRequest(format!(
+                "cursor `{}` is not one this server handed out; start again without `before`",
+                text.chars().take(80).collect::<String>()
+            ))
+        })?),
+        None => None,
+    };
+    let (entries, next) = state.store.audit_page(before, limit).await?;
     Ok(Json(AuditList {
-        entries: state.store.audit(q.approval_id.as_deref()).await?,
+        entries,
+        next: next.map(|id| id.to_string()),
     }))
 }
 

@@ -2,7 +2,7 @@
 //! the card's expiry inside the decision's own unit is refused like any late answer (410, the
 //! expiry named, nothing changed), never a garbled 409 about a card "already pending"; and
 //! every page carries the headers that keep it from being framed, sniffed or leaking its
-//! address.
+//! address; the whole audit log comes in pages, newest first.
 
 mod support;
 
@@ -168,5 +168,104 @@ async fn a_bearer_token_records_only_cli_or_api_as_its_surface() {
             answered["approval"]["surface"], recorded,
             "claimed {claimed}: {answered}"
         );
+    }
+}
+
+/// `GET /api/audit` without `approval_id` comes in pages, newest first, like the approvals list:
+/// walking `next` gives every entry exactly once, with entries appended during the walk never
+/// repeated; bad paging input is a 400 that names it (before, the whole log came in one answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_audit_log_comes_in_pages_newest_first() {
+    let model = ModelServer::start(TRASH_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let token = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let reject_a_card = || async {
+        let (_, halted) = client
+            .post(
+                "/api/chat",
+                Some(&token),
+                json!({"message": "trash the promo emails from this week"}),
+            )
+            .await;
+        let id = halted["approval_id"].as_str().unwrap().to_string();
+        let (status, body) = client
+            .post(
+                &format!("/governance/approvals/{id}/respond"),
+                Some(&token),
+                json!({"decision": "reject"}),
+            )
+            .await;
+        assert!(status.is_success(), "{status}: {body}");
+        id
+    };
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(reject_a_card().await);
+    }
+    // Every entry, read approval by approval.
+    let mut expected: Vec<i64> = Vec::new();
+    for id in &ids {
+        let one = client
+            .get(&format!("/api/audit?approval_id={id}"), &token)
+            .await;
+        assert!(one["next"].is_null(), "{one}");
+        expected.extend(
+            one["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_i64().unwrap()),
+        );
+    }
+    expected.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(expected.len() >= 5, "{expected:?}");
+
+    // Walk two at a time; a card decided in the middle of the walk is not repeated.
+    let mut seen: Vec<i64> = Vec::new();
+    let mut before: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let path = match &before {
+            Some(b) => format!("/api/audit?limit=2&before={b}"),
+            None => "/api/audit?limit=2".to_string(),
+        };
+        let page = client.get(&path, &token).await;
+        let entries = page["entries"].as_array().unwrap();
+        assert!(entries.len() <= 2, "{page}");
+        seen.extend(entries.iter().map(|e| e["id"].as_i64().unwrap()));
+        pages += 1;
+        if pages == 1 {
+            reject_a_card().await;
+        }
+        match page["next"].as_str() {
+            Some(next) => before = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected, "every entry once, newest first");
+    // A fresh walk starts with what was appended during the last one.
+    let first = client.get("/api/audit", &token).await;
+    assert!(
+        first["entries"][0]["id"].as_i64().unwrap() > expected[0],
+        "{first}"
+    );
+
+    for bad in [
+        "/api/audit?limit=0",
+        "/api/audit?limit=201",
+        "/api/audit?before=not-a-cursor",
+        &format!("/api/audit?approval_id={}&limit=2", ids[0]),
+    ] {
+        let resp = client
+            .http
+            .get(format!("{}{bad}", client.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), reqwest::StatusCode::BAD_REQUEST, "{bad}");
     }
 }

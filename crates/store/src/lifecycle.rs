@@ -645,6 +645,31 @@ impl ApprovalStore for Store {
         rows.iter().map(audit_from_row).collect()
     }
 
+    async fn audit_page(
+        &self,
+        before: Option<i64>,
+        limit: iris_core::ports::PageLimit,
+    ) -> Result<(Vec<AuditEntry>, Option<i64>), StoreError> {
+        let n = i64::from(limit.get());
+        let rows = sqlx::query(
+            "SELECT id, approval_id, kind, item, result, undo_available, actor, surface, \
+             at FROM audit_log WHERE ($1 IS NULL OR id < $1) ORDER BY id DESC LIMIT $2",
+        )
+        .bind(before)
+        .bind(n + 1)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("reading a page of the audit log"))?;
+        let mut entries = rows
+            .iter()
+            .map(audit_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let more = entries.len() as i64 > n;
+        entries.truncate(limit.get() as usize);
+        let next = more.then(|| entries.last().map(|e| e.id)).flatten();
+        Ok((entries, next))
+    }
+
     async fn transcript(&self, conversation_id: &str) -> Result<StoredTranscript, StoreError> {
         let row = sqlx::query("SELECT id, transcript, version FROM conversations WHERE id = $1")
             .bind(conversation_id)

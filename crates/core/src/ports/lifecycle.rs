@@ -475,6 +475,19 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// [`StoreError`].
     async fn audit(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError>;
 
+    /// One page of the whole audit log, newest first: up to `limit` entries with ids below
+    /// `before` (all when `None`), and the id to pass as `before` for the next page (`None` at
+    /// the end). The log is append-only, so a walk from the newest entry down sees every entry
+    /// that existed when it started exactly once; entries appended meanwhile come at the top.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn audit_page(
+        &self,
+        before: Option<i64>,
+        limit: crate::ports::PageLimit,
+    ) -> Result<(Vec<AuditEntry>, Option<i64>), StoreError>;
+
     /// The pending rows whose requesting device is revoked, oldest first (what the sweep
     /// rejects; docs/liveness.md "revoked devices").
     ///

@@ -78,8 +78,12 @@ pub struct AuditEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditList {
-    /// Oldest first.
+    /// One approval's entries, oldest first; or a page of the whole log, newest first.
     pub entries: Vec<AuditEntry>,
+    /// For a page of the whole log: the `before` of the next (older) page; `null` at the end,
+    /// and for one approval's entries (they come whole).
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 #[cfg(test)]
