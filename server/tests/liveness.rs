@@ -30,7 +30,7 @@ mod support;
 use std::sync::mpsc::Receiver;
 
 use iris_core::agent::protocol_errors;
-use serde_json::json;
+use serde_json::{json, Value};
 use support::{
     contents, eventually, snapshot, trashed, wait_for_line, Client, Iris, ModelServer, World,
 };
@@ -466,16 +466,30 @@ async fn an_unknown_outcome_is_told_once_with_its_audit_entry() {
         })
         .count();
     assert_eq!(told, 1, "told once: {lines:?}");
+    // And how to check it, for mail: Trash.
+    assert!(
+        lines.iter().any(|l| l["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("please check it yourself: look in Trash"))),
+        "{lines:?}"
+    );
     let audit = client
         .get(&format!("/api/audit?approval_id={id}"), &token)
         .await;
-    let unknown = audit["entries"]
+    let unknown: Vec<&Value> = audit["entries"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|e| e["kind"] == "execution" && e["result"]["status"] == "unknown")
-        .count();
-    assert_eq!(unknown, 1, "{audit}");
+        .collect();
+    assert_eq!(unknown.len(), 1, "{audit}");
+    assert!(
+        unknown[0]["result"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("To check: look in Trash"),
+        "{audit}"
+    );
 }
 
 /// The stored transcript of `conversation`, read from the world's database.

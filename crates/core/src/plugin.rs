@@ -271,6 +271,14 @@ pub trait Plugin: Send + Sync {
         })
     }
 
+    /// How the owner can see for themselves whether a call of `tool` ran, when its outcome is
+    /// `unknown` (for mail: "look in Trash …"); a short clause, no final full stop. `None`
+    /// (the default) when the plugin has nothing to point at.
+    fn how_to_check(&self, tool: &str) -> Option<String> {
+        let _ = tool;
+        None
+    }
+
     /// Takes what `tool` must hold while it changes something (its lock), waiting at most
     /// `wait`; `Ok(None)` for a tool that needs nothing held. The core calls this before it
     /// writes an undo's claim or starts an approved call's deadline, and passes the hold to

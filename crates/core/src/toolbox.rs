@@ -62,6 +62,13 @@ impl Toolbox {
         self.plugins.get(&spec.plugin)
     }
 
+    /// How the owner can check whether a call of tool `name` ran when its outcome is unknown
+    /// ([`Plugin::how_to_check`]), if its plugin says.
+    pub fn how_to_check(&self, name: &str) -> Option<String> {
+        let spec = self.registry().get(name)?;
+        self.plugin(spec)?.how_to_check(name)
+    }
+
     /// Why `spec` cannot run here now (no plugin provides it, or its backend is missing), or
     /// `None` when it can.
     pub fn unavailable(&self, spec: &ToolSpec) -> Option<String> {

@@ -473,6 +473,22 @@ impl Plugin for EmailPlugin {
         }
     }
 
+    /// Where the owner can see whether a call ran: the mail moves or is sent where they can look.
+    fn how_to_check(&self, tool: &str) -> Option<String> {
+        match tool {
+            tools::trash_email::NAME | tools::trash_category::NAME => Some(
+                "look in Trash: an email it moved is there, and can be put back from there".into(),
+            ),
+            tools::restore_email::NAME => {
+                Some("look in the folders the emails came from, and in Trash".into())
+            }
+            tools::send_email::NAME => Some(
+                "look in your Sent folder (or ask the recipient) before sending it again".into(),
+            ),
+            _ => None,
+        }
+    }
+
     /// The tools that change the mailboxes hold the mailbox lock (every server's), taken here
     /// before the core writes an undo's claim or starts a call's deadline.
     async fn hold(&self, tool: &str, wait: Duration) -> Result<Option<Hold>, ToolError> {

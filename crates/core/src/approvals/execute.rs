@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use super::{ApprovalService, STALE, UNKNOWN_OUTCOME};
+use super::{unknown_outcome, ApprovalService, STALE};
 use crate::agent::as_object;
 use crate::plugin::{CallContext, ToolError};
 use crate::ports::{Lease, NewAuditEntry, Outcome, OutcomeRecord, StoreError};
@@ -130,14 +130,14 @@ impl ApprovalService {
                     tracing::error!(approval = %row.id, "the approved call did not answer within {deadline} s; its outcome is unknown");
                     (
                         Outcome::Unknown,
-                        json!({"status": "unknown", "message": format!("no answer within {deadline} s: {UNKNOWN_OUTCOME}")}),
+                        json!({"status": "unknown", "message": format!("no answer within {deadline} s: {}", unknown_outcome(plugin.how_to_check(tool).as_deref()))}),
                         Vec::new(),
                     )
                 }
                 Some(Ok(out)) => (Outcome::Executed, as_object(out.result), out.items),
                 Some(Err(e @ ToolError::Interrupted { .. })) => (
                     Outcome::Unknown,
-                    json!({"status": "unknown", "message": format!("{e}: {UNKNOWN_OUTCOME}")}),
+                    json!({"status": "unknown", "message": format!("{e}: {}", unknown_outcome(plugin.how_to_check(tool).as_deref()))}),
                     Vec::new(),
                 ),
                 Some(Err(e)) => (

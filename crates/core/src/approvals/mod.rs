@@ -54,6 +54,15 @@ pub const LAPSED: &str = "the approval lapsed; nothing was changed";
 /// and the outcome): never run again (DESIGN §2 side-effect ledger).
 pub const UNKNOWN_OUTCOME: &str = "unknown: it may or may not have run; it will not be run again";
 
+/// [`UNKNOWN_OUTCOME`] with how to check it, when the tool's plugin says
+/// ([`crate::plugin::Plugin::how_to_check`]).
+pub(crate) fn unknown_outcome(check: Option<&str>) -> String {
+    match check {
+        Some(check) => format!("{UNKNOWN_OUTCOME}. To check: {check}"),
+        None => UNKNOWN_OUTCOME.to_string(),
+    }
+}
+
 /// What a stale item's result and audit entry say (staleness: the item changed after the card).
 pub const STALE: &str = "stale: nothing done";
 

@@ -19,7 +19,7 @@
 
 use serde_json::{json, Value};
 
-use super::UNKNOWN_OUTCOME;
+use super::{unknown_outcome, UNKNOWN_OUTCOME};
 use crate::canonical::{call_hash, canonical_json};
 use crate::ports::{ClaimPlan, JobEnd, JobSnapshot, LedgerStep, NewAuditEntry, SavedRun};
 use crate::toolbox::Toolbox;
@@ -95,6 +95,7 @@ pub fn plan_claim(
         return plan;
     }
     if row.execution == Execution::Executing {
+        let check = toolbox.how_to_check(&row.tool);
         plan.ledger = LedgerStep::MarkUnknown;
         let mut after = row.clone();
         after.execution = Execution::Unknown;
@@ -105,7 +106,7 @@ pub fn plan_claim(
             approval_id: row.id.clone(),
             kind: AuditKind::Execution,
             item: None,
-            result: json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
+            result: json!({"status": "unknown", "message": unknown_outcome(check.as_deref())}),
             undo_available: false,
             actor: "iris".into(),
             surface: None,
@@ -117,7 +118,7 @@ pub fn plan_claim(
                 conversation,
                 &row.run_id,
                 &row.id,
-                &unknown_told(&row.card.action),
+                &unknown_told(&row.card.action, check.as_deref()),
             );
         }
         return plan;
@@ -240,10 +241,14 @@ fn tell(plan: &mut ClaimPlan, conversation: &str, run_id: &str, approval_id: &st
 }
 
 /// What the owner is told when a call's outcome became unknown (its holder stopped while it
-/// ran): that it will not run again, and how to check it.
-pub(crate) fn unknown_told(action: &str) -> String {
+/// ran): that it will not run again, and how to check it (`check`, from the tool's plugin).
+pub(crate) fn unknown_told(action: &str, check: Option<&str>) -> String {
+    let how = match check {
+        Some(check) => format!("please check it yourself: {check}."),
+        None => "please check it yourself.".to_string(),
+    };
     format!(
-        "I can't tell whether \"{action}\" ran: it was interrupted while running. It will not be run again; please check it yourself."
+        "I can't tell whether \"{action}\" ran: it was interrupted while running. It will not be run again; {how}"
     )
 }
 
