@@ -6,9 +6,9 @@
 use iris_core::ports::{Lease, NewAuditEntry, StoreError};
 use iris_core::wire::Event;
 
-use crate::lifecycle::finish_cas;
 use crate::rows::{approval_from_row, APPROVAL_SELECT};
 use crate::unit::{is_assertion, Stmt, WriteTx};
+use crate::writes::finish_cas;
 use crate::Store;
 
 impl Store {

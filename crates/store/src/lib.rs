@@ -8,7 +8,9 @@
 //! - [`connect`](Store::connect) (`open.rs`): the engine by the url's scheme, migrations
 //!   (`migrations/sqlite/`, `migrations/postgres/`), SQLite's durability setting;
 //! - `lifecycle.rs`: [`iris_core::ports::ApprovalStore`], the units of work of an approval's
-//!   life, one transaction per phase, fenced by the resume job's lease;
+//!   life, one transaction per phase, fenced by the resume job's lease: `lifecycle.rs` reads
+//!   and plans each unit, `writes.rs` holds its writes (a decision's compare-and-set, the
+//!   ledger's claim and outcome, a job's end), `job_end.rs` the units that end a job;
 //! - `events.rs`: events published by those commits: an in-process channel on SQLite (one
 //!   server), an event log with `LISTEN/NOTIFY` wake-ups on PostgreSQL (many servers);
 //! - `devices.rs`, `telegram.rs`, `curator.rs`: devices and pairing links, Telegram messages,
@@ -43,6 +45,7 @@ mod telegram;
 mod turns;
 mod undo;
 mod unit;
+mod writes;
 
 use std::sync::Arc;
 

@@ -7,9 +7,9 @@ use iris_core::passkey::{Ceremony, CeremonyPurpose, PasskeyRecord, PasskeyUse};
 use iris_core::ports::{PasskeyChange, PasskeyStore, StoreError};
 
 use crate::engine::Engine;
-use crate::lifecycle::finish_cas;
 use crate::rows::{Cols, ColumnRead};
 use crate::unit::{Stmt, WriteTx};
+use crate::writes::finish_cas;
 use crate::{timestamp_text, Store};
 
 const CEREMONY_COLUMNS: &str =

@@ -373,7 +373,7 @@ impl PushStore for Store {
             .await
         }
         .await;
-        crate::lifecycle::finish_cas(tx, written).await
+        crate::writes::finish_cas(tx, written).await
     }
 }
 

@@ -39,7 +39,7 @@ impl UndoStore for Store {
             self.stage_events(&mut tx, &claim.events).await
         }
         .await;
-        let landed = crate::lifecycle::finish_cas(tx, written).await?;
+        let landed = crate::writes::finish_cas(tx, written).await?;
         if landed {
             self.deliver(&claim.events);
         }
@@ -65,7 +65,7 @@ impl UndoStore for Store {
             self.stage_events(&mut tx, &outcome.events).await
         }
         .await;
-        let landed = crate::lifecycle::finish_cas(tx, written).await?;
+        let landed = crate::writes::finish_cas(tx, written).await?;
         if landed {
             self.deliver(&outcome.events);
         }
