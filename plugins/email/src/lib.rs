@@ -305,6 +305,20 @@ impl EmailPlugin {
             .map_err(|e| format!("taking the mailbox lock: {e}"))
     }
 
+    /// `held` (the mailbox lock the core took with `Plugin::hold`), or the lock taken now.
+    ///
+    /// # Errors
+    /// As [`EmailPlugin::lock`].
+    pub(crate) async fn held_or_lock(
+        &self,
+        held: Option<iris_store::LockGuard>,
+    ) -> Result<iris_store::LockGuard, String> {
+        match held {
+            Some(guard) => Ok(guard),
+            None => self.lock().await,
+        }
+    }
+
     /// Takes the mailbox lock if it comes free within `wait` (tried every 20 ms, backing off to
     /// 500 ms; a pending wait is never left behind on a pooled connection); `Ok(None)` when it
     /// stayed taken.

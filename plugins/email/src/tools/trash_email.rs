@@ -225,10 +225,10 @@ pub async fn execute(
     held: Option<LockGuard>,
 ) -> Result<ToolOutput, ToolError> {
     let ids = ids_of(args)?;
-    let _guard = match held {
-        Some(guard) => guard,
-        None => plugin.lock().await.map_err(|e| failed(NAME, e))?,
-    };
+    let _guard = plugin
+        .held_or_lock(held)
+        .await
+        .map_err(|e| failed(NAME, e))?;
     let store = plugin.store();
     let store_err = |e: sqlx::Error| failed(NAME, format!("local store: {e}"));
 
