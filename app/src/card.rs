@@ -16,8 +16,8 @@ use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::dialog::{part_view, ConfirmDialog};
 use crate::format::{
     approved_problem, card_parts, clip, exact_args, execution_sentence, format_time, lapse_notice,
-    outcome_problem, outcome_tone, pretty_json, result_summary, status_label, undo_sentence,
-    who_and_where,
+    outcome_problem, outcome_tone, overlap_notice, pretty_json, result_summary, status_label,
+    undo_sentence, who_and_where,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -315,6 +315,24 @@ pub fn ApprovalCard(
         }
     });
 
+    // Other cards this one repeats, as they stood when it was made: said before anyone
+    // approves, so the same change is not approved twice (docs/liveness.md "a card says what
+    // it repeats").
+    let overlaps = (pending && !card.overlaps.is_empty()).then(|| {
+        let notices = card.overlaps.clone();
+        view! {
+            <ul class="card-overlaps" data-testid="card-overlaps" role="note">
+                {notices
+                    .into_iter()
+                    .map(|o| {
+                        let at = o.at;
+                        view! { <li>{move || overlap_notice(&o, &format_time(at, offset.get()))}</li> }
+                    })
+                    .collect_view()}
+            </ul>
+        }
+    });
+
     let call_ref: NodeRef<leptos::html::Details> = NodeRef::new();
     crate::toggle::keep_in_step(call_ref, state.show_call);
     let exact_call = view! {
@@ -508,6 +526,7 @@ pub fn ApprovalCard(
             </header>
             {lines}
             {preview}
+            {overlaps}
             {undo.clone().filter(|_| undo_applies).map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
             {(irreversible && pending).then(|| view! {
                 <p class="card-no-undo" data-testid="card-no-undo">"Once it runs, this cannot be taken back."</p>

@@ -2,7 +2,7 @@
 //! times. No reactivity here, so they are easy to test.
 
 use chrono::{DateTime, FixedOffset, Utc};
-use iris_core::wire::{Approval, ApprovalStatus, Card, Execution};
+use iris_core::wire::{Approval, ApprovalStatus, Card, CardOverlap, Execution, OverlapState};
 use serde_json::Value;
 
 /// The undo sentence: the plugin's own words when it gave some, else one built from the undo
@@ -120,6 +120,41 @@ pub fn lapse_notice(when: &str) -> String {
     format!("This request lapsed at {when} without an answer, so nothing was done.")
 }
 
+/// What a card says about another card it repeats ([`Card::overlaps`]), in plain words, with
+/// `at` written by the surface (its [`format_time`]): so nobody approves the same change
+/// twice, or approves one that another card will already have done.
+pub fn overlap_notice(overlap: &CardOverlap, at: &str) -> String {
+    let title = clip(&overlap.title, 80);
+    match (overlap.state, overlap.same_call) {
+        (OverlapState::Waiting, true) => format!(
+            "The same call is also on the card \"{title}\", waiting since {at}: approving both would do it twice."
+        ),
+        (OverlapState::Waiting, false) => format!(
+            "{} also on the card \"{title}\", waiting since {at}.",
+            count_with_verb(overlap.shared_items as usize, "item is", "items are")
+        ),
+        (OverlapState::Ran, _) => format!(
+            "The same call already ran at {at} (the card \"{title}\"): approving this does it again."
+        ),
+    }
+}
+
+/// "1 of these items is" / "3 of these items are".
+fn count_with_verb(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 of these {one}")
+    } else {
+        format!("{n} of these {many}")
+    }
+}
+
+/// The title of the card that already did what this one's call found done
+/// (`result.handled_by`), when the executor found one.
+fn handled_by(approval: &Approval) -> Option<String> {
+    let first = approval.result.as_ref()?.get("handled_by")?;
+    Some(first.get("title")?.as_str()?.to_owned())
+}
+
 /// What the side-effect ledger says, as a sentence for an approved card.
 pub fn execution_sentence(approval: &Approval) -> String {
     match approval.execution {
@@ -130,9 +165,13 @@ pub fn execution_sentence(approval: &Approval) -> String {
             .as_ref()
             .and_then(result_summary)
             .unwrap_or_else(|| "Done.".to_owned()),
-        Execution::Failed if wholly_stale(approval) => {
-            "Nothing was done; it will not be tried again.".to_owned()
-        }
+        Execution::Failed if wholly_stale(approval) => match handled_by(approval) {
+            Some(title) => format!(
+                "Nothing was done: the card \"{}\", approved first, already did it; it will not be tried again.",
+                clip(&title, 80)
+            ),
+            None => "Nothing was done; it will not be tried again.".to_owned(),
+        },
         Execution::Failed => "It failed; nothing more will be tried.".to_owned(),
         Execution::Unknown => {
             "It is not known whether this ran; it will not be run again.".to_owned()
@@ -250,9 +289,15 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
                 if n == 1 { "was" } else { "were" }
             ))
         }
-        _ if wholly_stale(approval) => {
-            Some("Everything on the card changed after it was made, so nothing was run.".to_owned())
-        }
+        _ if wholly_stale(approval) => Some(match handled_by(approval) {
+            Some(title) => format!(
+                "The card \"{}\", approved first, already did this, so nothing was run.",
+                clip(&title, 80)
+            ),
+            None => {
+                "Everything on the card changed after it was made, so nothing was run.".to_owned()
+            }
+        }),
         _ => message
             .or_else(|| approval.resume_error.clone())
             .or_else(|| {
@@ -367,6 +412,7 @@ mod tests {
             undo_note: None,
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         }
     }
 

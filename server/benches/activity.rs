@@ -62,6 +62,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
             undo_note: Some("You can restore these from Trash for 30 days.".into()),
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "trash the promo emails".into(),

@@ -616,6 +616,7 @@ async fn event_delay(url: &str, rounds: usize) {
                 undo_note: None,
                 undo_action: None,
                 preview: Vec::new(),
+                overlaps: Vec::new(),
             },
             run_id: format!("run-{i}"),
             context_summary: "drop".into(),

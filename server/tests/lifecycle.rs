@@ -477,7 +477,8 @@ async fn a_row_is_answerable_for_its_ttl_and_lapses_at_that_instant() {
     assert_eq!(sent[0]["status"], "expired");
     assert_eq!(files.count("delete_file"), 1, "a lapsed call ran");
     assert_eq!(w.row(&b_id).await.execution, Execution::None);
-    assert_eq!(w.events.named("run.message", &b_id).await.len(), 1);
+    // IRIS's own line at the card's end, then the model's reply.
+    assert_eq!(w.events.named("run.message", &b_id).await.len(), 2);
 
     // A late answer is refused as expired (HTTP 410), and changes nothing.
     match g.respond(&b_id, Decision::Approve, None, &owner()).await {

@@ -390,13 +390,21 @@ async fn three_servers_answer_200_cards_while_one_is_killed_again_and_again() {
             .as_array()
             .unwrap()
             .clone();
-        let replies: Vec<&str> = lines
+        // IRIS's own line at the card's end (told once), then the model's reply.
+        let said: Vec<&str> = lines
             .iter()
             .skip(2)
             .filter(|l| l["role"] == "assistant")
             .filter_map(|l| l["text"].as_str())
-            .filter(|t| !t.starts_with("I can't tell whether"))
             .collect();
+        let is_end = |t: &&str| {
+            t.starts_with("I can't tell whether")
+                || t.starts_with("Approved \"")
+                || t.starts_with("Rejected \"")
+        };
+        let ends = said.iter().filter(|t| is_end(t)).count();
+        assert_eq!(ends, 1, "card {n} told its end {ends} times: {lines:?}");
+        let replies: Vec<&str> = said.iter().copied().filter(|t| !is_end(t)).collect();
         assert_eq!(
             replies.len(),
             1,

@@ -2,7 +2,9 @@
 //! the card's expiry inside the decision's own unit is refused like any late answer (410, the
 //! expiry named, nothing changed), never a garbled 409 about a card "already pending"; and
 //! every page carries the headers that keep it from being framed, sniffed or leaking its
-//! address; the whole audit log comes in pages, newest first.
+//! address; the whole audit log comes in pages, newest first. A card says what it repeats, an
+//! overtaken card names the card that did its work, and each card's end gets IRIS's own line
+//! in the chat, whatever the model then says.
 
 mod support;
 
@@ -268,4 +270,209 @@ async fn the_whole_audit_log_comes_in_pages_newest_first() {
             .unwrap();
         assert_eq!(resp.status(), reqwest::StatusCode::BAD_REQUEST, "{bad}");
     }
+}
+
+/// Two cards waiting in one new conversation, asked for by the demo model's two trash
+/// requests: the conversation and the two approval ids, oldest first.
+async fn two_waiting_cards(client: &support::Client, token: &str) -> (String, Vec<String>) {
+    let mut conversation: Option<String> = None;
+    let mut ids = Vec::new();
+    for message in [
+        "trash the promo emails from this week",
+        "please trash the promos",
+    ] {
+        let (status, halted) = client
+            .post(
+                "/api/chat",
+                Some(token),
+                json!({"message": message, "conversation_id": conversation}),
+            )
+            .await;
+        assert!(status.is_success(), "{status}: {halted}");
+        assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+        conversation = Some(halted["conversation_id"].as_str().unwrap().to_string());
+        ids.push(halted["approval_id"].as_str().unwrap().to_string());
+    }
+    (conversation.unwrap(), ids)
+}
+
+/// The texts of a conversation's lines once `done` holds for them (see [`support::eventually`]).
+async fn lines_once(
+    client: &support::Client,
+    token: &str,
+    conversation: &str,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    support::eventually(what, || async {
+        let c = client
+            .get(&format!("/api/conversations/{conversation}"), token)
+            .await;
+        let texts: Vec<String> = c["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["text"].as_str().unwrap().to_string())
+            .collect();
+        done(&texts).then_some(texts)
+    })
+    .await
+}
+
+/// Two cards waiting in one conversation for the same mail, on SQLite or PostgreSQL.
+async fn two_cards_for_the_same_mail(postgres: bool) {
+    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    let _guard = if postgres {
+        let (url, guard) = iris_store::testing::fresh_postgres_database().await;
+        world.database_url = url;
+        Some(guard)
+    } else {
+        None
+    };
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let token = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let (conversation, ids) = two_waiting_cards(&client, &token).await;
+    let (first, second) = (&ids[0], &ids[1]);
+    let one = client
+        .get(&format!("/governance/approvals/{first}"), &token)
+        .await;
+    let two = client
+        .get(&format!("/governance/approvals/{second}"), &token)
+        .await;
+    let title = one["card"]["title"].as_str().unwrap().to_string();
+    // The first card repeats nothing; the second says the first waits with the same call.
+    assert!(one["card"].get("overlaps").is_none(), "{one}");
+    let overlaps = two["card"]["overlaps"]
+        .as_array()
+        .expect("the second card's overlaps");
+    assert_eq!(overlaps.len(), 1, "{two}");
+    assert_eq!(overlaps[0]["approval_id"], first.as_str());
+    assert_eq!(overlaps[0]["title"], title.as_str());
+    assert_eq!(overlaps[0]["state"], "waiting");
+    assert_eq!(overlaps[0]["same_call"], true);
+    assert_eq!(
+        overlaps[0]["shared_items"].as_u64().unwrap() as usize,
+        two["items"].as_array().unwrap().len()
+    );
+    assert_eq!(overlaps[0]["at"], one["created_at"]);
+
+    // Both approved, the first first: the second finds its mail gone and names the first.
+    for id in [first, second] {
+        let (status, body) = client
+            .post(
+                &format!("/governance/approvals/{id}/respond"),
+                Some(&token),
+                json!({"decision": "approve"}),
+            )
+            .await;
+        assert!(status.is_success(), "{status}: {body}");
+        if id == first {
+            client.wait_execution(id, &token, "executed").await;
+        }
+    }
+    let row = client.wait_execution(second, &token, "failed").await;
+    let result = &row["result"];
+    assert_eq!(result["status"], "stale", "{row}");
+    assert_eq!(result["handled_by"]["approval_id"], first.as_str(), "{row}");
+    assert_eq!(result["handled_by"]["title"], title.as_str(), "{row}");
+    let message = result["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("the card \"{title}\"")),
+        "{message}"
+    );
+    assert!(!message.starts_with("stale"), "{message}");
+
+    // Each card's end has IRIS's own line, whatever the model says after it.
+    let lines = lines_once(
+        &client,
+        &token,
+        &conversation,
+        "both cards' end lines",
+        |texts| {
+            texts
+                .iter()
+                .filter(|t| t.starts_with("Approved \""))
+                .count()
+                == 2
+        },
+    )
+    .await;
+    let approved: Vec<&String> = lines
+        .iter()
+        .filter(|t| t.starts_with("Approved \""))
+        .collect();
+    assert!(
+        approved[0].contains(": Moved ") && approved[0].contains(" to Trash."),
+        "{lines:?}"
+    );
+    assert!(
+        approved[1].contains("but nothing was done") && approved[1].contains(&title),
+        "{lines:?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|t| t == "Done. Activity shows what changed."),
+        "{lines:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_for_mail_another_card_pins_says_so_and_the_second_approve_names_the_first() {
+    two_cards_for_the_same_mail(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_for_mail_another_card_pins_says_so_and_the_second_approve_names_the_first_on_postgres(
+) {
+    two_cards_for_the_same_mail(true).await;
+}
+
+/// With two cards waiting in one conversation, rejecting the older one says so in IRIS's own
+/// words and the model's reply claims no work: the demo model continues the request that
+/// card's call was made for, not the newer one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_one_of_two_waiting_cards_says_nothing_changed() {
+    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let before = snapshot(&world.maildir);
+    let token = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let (conversation, ids) = two_waiting_cards(&client, &token).await;
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{}/respond", ids[0]),
+            Some(&token),
+            json!({"decision": "reject", "reason": "not these"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let title = body["approval"]["card"]["title"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lines = lines_once(
+        &client,
+        &token,
+        &conversation,
+        "the rejected card's end",
+        |texts| texts.len() >= 6,
+    )
+    .await;
+    // owner, halt, owner, halt, IRIS's line, the model's reply.
+    assert_eq!(
+        lines[4],
+        format!("Rejected \"{title}\" (not these): nothing was changed."),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[5], "OK, I left them where they are. Nothing was changed, sent or deleted.",
+        "{lines:?}"
+    );
+    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
 }

@@ -29,6 +29,7 @@ fn destructive() -> Approval {
             undo_note: None,
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         run_id: "r1".into(),
         created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),

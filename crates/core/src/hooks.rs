@@ -157,6 +157,7 @@ impl DestructiveApprovalHook {
                 undo_note: description.undo_note,
                 undo_action: description.undo_action,
                 preview: description.preview,
+                overlaps: Vec::new(),
             },
             run_id: call.ctx.run_id.clone(),
             context_summary: call.ctx.request.clone(),

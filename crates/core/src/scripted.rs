@@ -110,12 +110,35 @@ impl ScriptedModel {
     }
 
     /// The next turn for a transcript: pure, so an HTTP test server can serve it too.
+    ///
+    /// The request it follows is the latest owner message, except when the transcript ends
+    /// with IRIS's notice that an older card was answered ([`crate::agent::continue_notice`]):
+    /// then the request that card's call was made for, and only what followed it up to the
+    /// next owner message (so a card answered after a newer request never borrows that
+    /// request's steps and claims work that did not run).
     pub fn next_turn(&self, messages: &[Message]) -> ModelTurn {
-        let Some(user_at) = messages
+        let continued = match messages.last() {
+            Some(Message::System { content }) => crate::agent::continued_call_id(content),
+            _ => None,
+        };
+        let asked_at = continued.and_then(|id| {
+            messages.iter().position(|m| {
+                matches!(m, Message::Assistant { tool_calls, .. } if tool_calls.iter().any(|c| c.id == id))
+            })
+        });
+        let before = asked_at.unwrap_or(messages.len());
+        let Some(user_at) = messages[..before]
             .iter()
             .rposition(|m| matches!(m, Message::User { .. }))
         else {
             return reply(&self.fallback);
+        };
+        let until = match asked_at {
+            Some(at) => messages[at..]
+                .iter()
+                .position(|m| matches!(m, Message::User { .. }))
+                .map_or(messages.len(), |n| at + n),
+            None => messages.len(),
         };
         let Message::User { content: request } = &messages[user_at] else {
             return reply(&self.fallback);
@@ -131,7 +154,7 @@ impl ScriptedModel {
                     .collect()
             })
             .unwrap_or_default();
-        let after = &messages[user_at + 1..];
+        let after = &messages[user_at + 1..until];
         let step_index = after
             .iter()
             .filter(
@@ -385,6 +408,64 @@ mod tests {
         });
         let third = m.next_turn(&t);
         assert!(third.content.unwrap().contains("Nothing was changed"));
+    }
+
+    /// Two cards waiting in one conversation: the older one answered after the newer request
+    /// continues its own request (the notice names its call), never the newer request's steps,
+    /// and never claims work that did not run.
+    #[test]
+    fn an_older_card_answered_after_a_newer_request_continues_its_own_request() {
+        let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+        let mut t = Vec::new();
+        let mut paused = Vec::new();
+        for request in [
+            "trash the promo emails from this week",
+            "trash the promos please",
+        ] {
+            t.push(user(request));
+            for name in ["search_inbox", "trash_email"] {
+                let turn = m.next_turn(&t);
+                assert_eq!(turn.tool_calls[0].name, name);
+                let mut calls = turn.tool_calls.clone();
+                calls[0].id = format!("call_{}", t.len());
+                t.push(Message::Assistant {
+                    content: None,
+                    tool_calls: calls.clone(),
+                });
+                if name == "search_inbox" {
+                    t.push(Message::Tool {
+                        tool_call_id: calls[0].id.clone(),
+                        content: json!({"results": [{"id": "m1"}], "count": 1}),
+                    });
+                } else {
+                    paused.push((t.len(), calls[0].id.clone()));
+                }
+            }
+        }
+        // The first card is rejected: its result goes right after its call, the notice last.
+        let (at, id) = paused[0].clone();
+        t.insert(
+            at,
+            Message::Tool {
+                tool_call_id: id.clone(),
+                content: json!({"status": "rejected", "message": "the owner rejected this: no"}),
+            },
+        );
+        t.push(Message::System {
+            content: crate::agent::continue_notice(
+                "rejected",
+                "Trash 1 email",
+                "trash_email",
+                &id,
+                "trash the promo emails from this week",
+            ),
+        });
+        let reply = m.next_turn(&t).content.unwrap();
+        assert_eq!(
+            reply,
+            "OK, I left them where they are. Nothing was changed, sent or deleted."
+        );
+        assert_eq!(crate::agent::continued_call_id("no notice here"), None);
     }
 
     /// A stale or unknown outcome never gets the success text.

@@ -206,6 +206,42 @@ pub struct Card {
     /// bounded with an "N more lines" count); empty for cards without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preview: Vec<String>,
+    /// Other cards this one repeats, as they stood when it was made (docs/liveness.md "a card
+    /// says what it repeats"): cards still waiting that pin some of the same items or the
+    /// exact same call, and cards whose exact same call ran in the last hour. Empty for most
+    /// cards; every surface shows each one before anyone approves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlaps: Vec<CardOverlap>,
+}
+
+/// How another card stood when a card that repeats it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum OverlapState {
+    /// It was waiting for the owner.
+    Waiting,
+    /// It was approved and its call ran.
+    Ran,
+}
+
+/// Another card a new card repeats ([`Card::overlaps`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CardOverlap {
+    /// The other card's approval id.
+    pub approval_id: String,
+    /// Its title ("Trash 3 emails").
+    pub title: String,
+    /// Waiting, or its call ran.
+    pub state: OverlapState,
+    /// When it was made (waiting), or when it was approved to run (ran).
+    #[serde(deserialize_with = "rfc3339::deserialize")]
+    pub at: DateTime<Utc>,
+    /// Whether it pins exactly this call (the same tool and canonical arguments).
+    pub same_call: bool,
+    /// How many of this card's items it pins too (0 when neither card names items).
+    pub shared_items: u32,
 }
 
 /// One approval row as the API returns it (DESIGN §7 "Approval").

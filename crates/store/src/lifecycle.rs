@@ -573,6 +573,14 @@ impl ApprovalStore for Store {
         rows.iter().map(approval_from_row).collect()
     }
 
+    async fn related_cards(
+        &self,
+        tool: &str,
+        ran_since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<Approval>, StoreError> {
+        self.related(tool, ran_since).await
+    }
+
     async fn approval_page(&self, query: &ApprovalQuery) -> Result<ApprovalPage, StoreError> {
         self.page(query).await
     }

@@ -138,6 +138,37 @@ impl Store {
     }
 }
 
+impl Store {
+    /// [`iris_core::ports::ApprovalStore::related_cards`]: the rows of `tool` pending and not
+    /// lapsed (the database's clock), or executed with the answer at or after `ran_since`;
+    /// the newest 200, returned oldest first.
+    pub(crate) async fn related(
+        &self,
+        tool: &str,
+        ran_since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<iris_core::wire::Approval>, StoreError> {
+        let sql = format!(
+            "{APPROVAL_SELECT} WHERE a.tool = $2 AND ((a.status = 'pending' AND a.expires_at > {}) \
+             OR (a.status = 'approved' AND l.state = 'executed' AND a.responded_at >= $3)) \
+             ORDER BY a.created_at DESC, a.id DESC LIMIT 200",
+            self.now_sql()
+        );
+        let rows = sqlx::query(&sql)
+            .bind(self.now_param())
+            .bind(tool)
+            .bind(timestamp_text(ran_since))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend("reading the cards a new card may repeat"))?;
+        let mut related = rows
+            .iter()
+            .map(approval_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        related.reverse();
+        Ok(related)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

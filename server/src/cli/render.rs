@@ -117,6 +117,12 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         }
         None => {}
     }
+    if approval.status == ApprovalStatus::Pending {
+        for overlap in &card.overlaps {
+            let notice = app::format::overlap_notice(overlap, &when(overlap.at));
+            let _ = writeln!(out, "Note: {}", printable(&notice));
+        }
+    }
     let (asker, asked) = approval.asked();
     let _ = writeln!(
         out,
@@ -295,6 +301,7 @@ mod tests {
                 undo_note: Some("You can restore these from Trash for 30 days.".into()),
                 undo_action: None,
                 preview: Vec::new(),
+                overlaps: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: created,
@@ -318,6 +325,48 @@ mod tests {
         assert_eq!(printable("x\u{202e}y\nz"), "x\\u{202e}y\\u{a}z");
         assert_eq!(printable("Grüße — ok"), "Grüße — ok");
         assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m", "C1 CSI");
+    }
+
+    /// A waiting card names the cards it repeats, in plain words, and only while it waits.
+    #[test]
+    fn a_waiting_card_names_the_cards_it_repeats() {
+        let mut a = pending();
+        let at = a.created_at - chrono::Duration::minutes(3);
+        a.card.overlaps = vec![
+            iris_core::wire::CardOverlap {
+                approval_id: "a0".into(),
+                title: "Trash 3 emails".into(),
+                state: iris_core::wire::OverlapState::Waiting,
+                at,
+                same_call: false,
+                shared_items: 2,
+            },
+            iris_core::wire::CardOverlap {
+                approval_id: "a1".into(),
+                title: "Trash 2 emails".into(),
+                state: iris_core::wire::OverlapState::Ran,
+                at,
+                same_call: true,
+                shared_items: 2,
+            },
+        ];
+        let now = a.created_at + chrono::Duration::minutes(1);
+        let text = card(&a, now);
+        let stamp = when(at);
+        assert!(
+            text.contains(&format!(
+                "Note: 2 of these items are also on the card \"Trash 3 emails\", waiting since {stamp}.\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "Note: The same call already ran at {stamp} (the card \"Trash 2 emails\"): approving this does it again.\n"
+            )),
+            "{text}"
+        );
+        a.status = ApprovalStatus::Rejected;
+        assert!(!card(&a, now).contains("Note:"));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! Wording follows the web card (`app::format`), so every surface says the same thing.
 
 use app::format::{
-    clip, execution_sentence, format_time, lapse_notice, status_label, undo_sentence, who_and_where,
+    clip, execution_sentence, format_time, lapse_notice, overlap_notice, status_label,
+    undo_sentence, who_and_where,
 };
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
 
@@ -102,6 +103,12 @@ fn body(approval: &Approval) -> String {
         text.push('\n');
         text.push_str(&escape(&clip(&undo, SHORT_CHARS)));
         text.push('\n');
+    }
+    if approval.status == ApprovalStatus::Pending {
+        for overlap in &card.overlaps {
+            let notice = overlap_notice(overlap, &format_time(overlap.at, None));
+            text.push_str(&format!("\n⚠️ {}\n", escape(&clip(&notice, SHORT_CHARS))));
+        }
     }
     let (asker, asked) = approval.asked();
     text.push_str(&format!(
@@ -264,6 +271,7 @@ mod tests {
                 undo_note: Some("You can restore these from Trash for 30 days.".into()),
                 undo_action: None,
                 preview: Vec::new(),
+                overlaps: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),

@@ -73,6 +73,7 @@ fn only_a_final_outcome_is_settled() {
             undo_note: None,
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         run_id: "r1".into(),
         created_at: at,

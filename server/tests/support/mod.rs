@@ -849,6 +849,7 @@ pub async fn seed_card(
             undo_note: None,
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "tidy up".into(),

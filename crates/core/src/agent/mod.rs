@@ -28,8 +28,8 @@ use crate::toolbox::Toolbox;
 use crate::wire::{ApprovalKind, Card, ChatResponse, Effect, RunStatus};
 
 pub use transcript::{
-    as_object, has_result, mint_call_ids, place_result, protocol_errors, tool_result,
-    with_all_results, PlacedResult, TranscriptChange,
+    as_object, continue_notice, continued_call_id, has_result, mint_call_ids, place_result,
+    protocol_errors, tool_result, with_all_results, PlacedResult, TranscriptChange,
 };
 
 /// The observation every later call id of a halted step gets (DESIGN §3 step 4).
@@ -565,6 +565,7 @@ fn evaluator_row(
             undo_note: None,
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         run_id: ctx.run_id.clone(),
         context_summary: ctx.request.clone(),

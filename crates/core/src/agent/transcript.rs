@@ -42,6 +42,29 @@ pub struct PlacedResult {
     pub notice: String,
 }
 
+/// What the model is told at the end of the transcript when other messages came between its
+/// paused call and the answer (DESIGN §3 step 8): the card, the decision (`decision` in words:
+/// "approved", "rejected", …), the call and its request, so it continues that request. The one
+/// spelling of the notice; [`continued_call_id`] reads the call id back.
+pub fn continue_notice(
+    decision: &str,
+    title: &str,
+    tool: &str,
+    call_id: &str,
+    request: &str,
+) -> String {
+    format!(
+        "The owner {decision} the card \"{title}\": your call `{tool}` (id {call_id}), made for the request \"{request}\". Its result is above, right after that call. Continue that request from its result."
+    )
+}
+
+/// The id of the call a [`continue_notice`] names; `None` for any other text.
+pub fn continued_call_id(notice: &str) -> Option<&str> {
+    let (_, rest) = notice.split_once("` (id ")?;
+    let (id, _) = rest.split_once("), made for the request ")?;
+    (!id.is_empty()).then_some(id)
+}
+
 /// Places the paused call's observation right after the results of its step (replacing a
 /// placeholder if one is there), so the transcript never has a call without a result. When
 /// other messages came after that step, [`PlacedResult::notice`] is appended so the model

@@ -106,10 +106,26 @@ impl ApprovalService {
                     .await;
             }
         }
+        // A card overtaken by another that already acted on its items names that card
+        // (docs/liveness.md "a card says what it repeats").
+        let overtaken_by = if stale.is_empty() {
+            None
+        } else {
+            self.overtaken_by(row, &stale).await
+        };
         let (outcome, mut result, outcomes) = if all_stale {
+            let message =
+                match &overtaken_by {
+                    Some(first) => format!(
+                    "nothing done: the card \"{}\", approved before this one, already acted on {}",
+                    first["title"].as_str().unwrap_or_default(),
+                    if items.len() == 1 { "its item" } else { "its items" }
+                ),
+                    None => STALE.to_string(),
+                };
             (
                 Outcome::Failed,
-                json!({"status": "stale", "message": STALE, "changed": false}),
+                json!({"status": "stale", "message": message, "changed": false}),
                 Vec::new(),
             )
         } else {
@@ -159,6 +175,9 @@ impl ApprovalService {
         {
             result[UNDO_ACTION] = json!(action);
         }
+        if let Some(first) = overtaken_by {
+            result["handled_by"] = first;
+        }
         if !stale.is_empty() {
             result["stale"] = stale
                 .iter()
@@ -193,6 +212,26 @@ impl ApprovalService {
         let written = self.write_outcome(lease, row, outcome, result, audit).await;
         crate::failpoint::hit(crate::failpoint::AFTER_OUTCOME);
         written
+    }
+
+    /// The card that already acted on some of `stale` (items of `row` that changed since its
+    /// card was made), as the result's `handled_by`: `{"approval_id", "title", "at"}` (`at` its
+    /// answer, RFC 3339). `None` when none did or it cannot be read (the plain stale words then
+    /// stand; a failed read is logged).
+    async fn overtaken_by(&self, row: &Approval, stale: &[String]) -> Option<Value> {
+        let others = match self.store.related_cards(&row.tool, row.created_at).await {
+            Ok(others) => others,
+            Err(error) => {
+                tracing::warn!(approval = %row.id, %error, "reading which card acted on the stale items failed");
+                return None;
+            }
+        };
+        let first = super::overlap::handled_by(row, stale, &others)?;
+        Some(json!({
+            "approval_id": first.id,
+            "title": first.card.title,
+            "at": first.responded_at.map(|at| at.to_rfc3339()),
+        }))
     }
 
     /// The outcome commit: ledger `executed`/`failed`, the audit entries, `approval.responded`.

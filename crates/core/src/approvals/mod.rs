@@ -23,6 +23,7 @@
 
 pub mod execute;
 pub mod gateway;
+pub mod overlap;
 pub mod passkey;
 pub mod plan;
 pub mod respond;
@@ -64,7 +65,7 @@ pub(crate) fn unknown_outcome(check: Option<&str>) -> String {
 }
 
 /// What a stale item's result and audit entry say (staleness: the item changed after the card).
-pub const STALE: &str = "stale: nothing done";
+pub const STALE: &str = "nothing done: it changed after the card was made";
 
 /// Who answers, and through which surface (checked by [`ApprovalService::respond`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

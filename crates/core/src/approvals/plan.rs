@@ -252,6 +252,80 @@ pub(crate) fn unknown_told(action: &str, check: Option<&str>) -> String {
     )
 }
 
+/// IRIS's own line at a card's end (docs/liveness.md "every decided card ends"): what
+/// happened to the call, in plain words, from the row and the ledger alone, whatever the model
+/// then says. `check` is how to check an unknown outcome (the tool's plugin's words). The text
+/// names the card's title; `None` for a row still pending (it has not ended).
+pub(crate) fn end_line(row: &Approval, check: Option<&str>) -> Option<String> {
+    let title = &row.card.title;
+    let text = |key: &str| {
+        row.result
+            .as_ref()
+            .and_then(|r| r.get(key))
+            .and_then(Value::as_str)
+            .filter(|m| !m.trim().is_empty())
+    };
+    let (message, summary) = (text("message"), text("summary"));
+    let stale = row
+        .result
+        .as_ref()
+        .and_then(|r| r.get("stale"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    Some(match row.status {
+        ApprovalStatus::Pending => return None,
+        ApprovalStatus::Rejected => match row.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+            Some(reason) => format!("Rejected \"{title}\" ({reason}): nothing was changed."),
+            None => format!("Rejected \"{title}\": nothing was changed."),
+        },
+        ApprovalStatus::Expired => {
+            format!("\"{title}\" lapsed without an answer: nothing was changed.")
+        }
+        ApprovalStatus::Approved => match row.execution {
+            Execution::Executed => {
+                let done = summary.map_or_else(|| "done.".to_string(), sentence);
+                if stale > 0 {
+                    format!(
+                        "Approved \"{title}\": {done} {stale} of its items had changed since the card was made and were left alone."
+                    )
+                } else {
+                    format!("Approved \"{title}\": {done}")
+                }
+            }
+            Execution::Failed if row.result.as_ref().is_some_and(|r| r["status"] == "stale") => {
+                format!(
+                    "Approved \"{title}\", but nothing was done: {}",
+                    sentence(
+                        message.unwrap_or("everything on it had changed since the card was made")
+                    )
+                )
+            }
+            Execution::Failed => format!(
+                "Approved \"{title}\", but it did not happen: {} Nothing more will be tried.",
+                sentence(message.unwrap_or("no reason was recorded"))
+            ),
+            Execution::Unknown => unknown_told(title, check),
+            Execution::None | Execution::Executing => {
+                format!("Approved \"{title}\": it will run in a moment.")
+            }
+        },
+    })
+}
+
+/// `text` as a sentence: a capital first letter and a full stop.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut chars = text.chars();
+    let mut out = match chars.next() {
+        Some(first) => first.to_uppercase().collect::<String>() + chars.as_str(),
+        None => String::new(),
+    };
+    if !out.ends_with(['.', '!', '?']) {
+        out.push('.');
+    }
+    out
+}
+
 /// An assistant line about `approval_id`.
 pub(crate) fn told(approval_id: &str, text: &str) -> ChatLine {
     ChatLine {

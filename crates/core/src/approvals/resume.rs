@@ -9,17 +9,19 @@ use std::future::Future;
 
 use serde_json::json;
 
-use super::plan::{plan_claim, settled_observation, told};
+use super::plan::{end_line, plan_claim, settled_observation, told};
 use super::turn::{landing, turn_commit};
 use super::{Actor, ApprovalService, UNKNOWN_OUTCOME};
 use crate::agent::{has_result, place_result, PlacedResult, RunEnd, TranscriptChange};
 use crate::model::Message;
 use crate::plugin::CallContext;
 use crate::ports::{
-    ClaimedJob, JobEnd, JobFinish, JobPick, JobSnapshot, Lease, SavedRun, Scope, StoreError,
+    ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep, SavedRun,
+    Scope, StoreError,
 };
 use crate::wire::{
-    Approval, ApprovalKind, ApprovalStatus, ChatLine, ChatResponse, Event, RunMessage, RunStatus,
+    Approval, ApprovalKind, ApprovalStatus, ChatLine, ChatResponse, Event, Execution, RunMessage,
+    RunStatus,
 };
 
 /// Why an owner-requested retry of a failed resume did not happen
@@ -316,9 +318,17 @@ impl ApprovalService {
                 });
             }
         } else {
+            // IRIS's own line at the card's end, told once: not again on the owner's retry
+            // (the failed resume's commit told it), nor for an outcome the claim that made it
+            // unknown already told.
+            let told_before = snapshot.origin == JobOrigin::Retried
+                || matches!(plan.ledger, LedgerStep::MarkUnknown)
+                || matches!(row.execution, Execution::Unknown | Execution::Executing);
             let observation = match settled_observation(&row, &plan) {
                 Some((observation, told_text)) => {
-                    if let Some(text) = told_text {
+                    let text = told_text
+                        .or_else(|| (!told_before).then(|| end_line(&row, None)).flatten());
+                    if let Some(text) = text {
                         told_lines.push(told(&row.id, &text));
                     }
                     observation
@@ -329,6 +339,12 @@ impl ApprovalService {
                         .execute_claimed(&lease, &row, &preconditions, &ctx)
                         .await?;
                     row = after;
+                    let check = self
+                        .toolbox_for(row.requested_by.as_deref())
+                        .how_to_check(&row.tool);
+                    if let Some(text) = end_line(&row, check.as_deref()) {
+                        told_lines.push(told(&row.id, &text));
+                    }
                     observation
                 }
             };
@@ -341,7 +357,8 @@ impl ApprovalService {
         if let Some(placed) = &placed {
             place_result(&mut transcript, placed);
         }
-        let end = self.agent.run(ctx, transcript.clone(), effects, true).await;
+        let mut end = self.agent.run(ctx, transcript.clone(), effects, true).await;
+        super::overlap::annotate(self.store.as_ref(), &mut end).await;
         let change = TranscriptChange::between(&transcript, &end.transcript, placed);
         self.finish(&lease, &end, row, told_lines, None, (change, version))
             .await
@@ -486,9 +503,12 @@ fn answered_notice(row: &Approval, checkpoint: &crate::ports::Checkpoint) -> Str
         ApprovalStatus::Expired => "did not answer in time (it lapsed, nothing ran)".to_string(),
         ApprovalStatus::Pending => "has not answered".to_string(),
     };
-    format!(
-        "The owner {decision} the card \"{}\": your call `{}` (id {}), made for the request \"{}\". Its result is above, right after that call. Continue that request from its result.",
-        row.card.title, row.tool, checkpoint.pending_call.id, checkpoint.request
+    crate::agent::continue_notice(
+        &decision,
+        &row.card.title,
+        &row.tool,
+        &checkpoint.pending_call.id,
+        &checkpoint.request,
     )
 }
 

@@ -128,7 +128,8 @@ impl Turns {
             request: message.to_string(),
         };
         let transcript = self.agent.opening(read.messages.clone(), message);
-        let end = self.agent.run(ctx, transcript, Vec::new(), false).await;
+        let mut end = self.agent.run(ctx, transcript, Vec::new(), false).await;
+        super::overlap::annotate(self.store.as_ref(), &mut end).await;
         let change = TranscriptChange::between(&read.messages, &end.transcript, None);
         let owner = ChatLine {
             role: "owner".into(),

@@ -459,6 +459,19 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// [`StoreError`].
     async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError>;
 
+    /// The rows of `tool` a card may repeat or have been overtaken by
+    /// ([`crate::approvals::overlap`]): those still pending and not lapsed by the database's
+    /// clock, and those whose call executed with the answer given at or after `ran_since`.
+    /// Oldest first, at most 200 (the newest kept).
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when a listed row does not parse; [`StoreError::Backend`].
+    async fn related_cards(
+        &self,
+        tool: &str,
+        ran_since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<Approval>, StoreError>;
+
     /// One page of rows, newest first by `(created_at, id)`, matching every filter of `query`
     /// ([`crate::ports::listing`]); `next` is set when the page is full.
     ///

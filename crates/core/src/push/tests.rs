@@ -38,6 +38,7 @@ fn row(status: ApprovalStatus) -> Approval {
             undo_note: None,
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         run_id: "run".into(),
         context_summary: "trash it".into(),

@@ -287,6 +287,7 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             undo_note: Some("You can restore these from Trash for 30 days".to_owned()),
             undo_action: None,
             preview: Vec::new(),
+            overlaps: Vec::new(),
         },
         args,
         run_id: format!("run-{id}"),

@@ -203,6 +203,17 @@ pub async fn execute_skipping(
     execute(plugin, &json!({ "ids": kept }), conversation, held).await
 }
 
+/// The result's `summary`: "Moved 3 emails to Trash.", and how many were not moved.
+fn trash_summary(trashed: usize, not_moved: usize) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let moved = format!("Moved {trashed} email{} to Trash", plural(trashed));
+    match not_moved {
+        0 => format!("{moved}."),
+        1 => format!("{moved}; 1 email was not moved."),
+        n => format!("{moved}; {n} emails were not moved."),
+    }
+}
+
 fn item(id: &str, outcome: Value) -> ItemOutcome {
     ItemOutcome {
         item: id.to_string(),
@@ -351,6 +362,7 @@ pub async fn execute(
         .collect();
     Ok(ToolOutput {
         result: json!({
+            "summary": trash_summary(trashed, outcomes.len() - trashed),
             "trashed": trashed,
             "batch": batch,
             "undo": super::restore_email::NAME,
