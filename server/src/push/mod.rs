@@ -116,6 +116,7 @@ impl WebPush {
         let key = VapidKey::from_private(&private)?;
         let client = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
+            .dns_resolver(std::sync::Arc::new(PublicResolver))
             .build()
             .map_err(|e| anyhow::anyhow!("building the Web Push HTTP client: {e}"))?;
         Ok(WebPush {
@@ -253,4 +254,22 @@ pub fn spawn(state: AppState, push: Arc<WebPush>) {
             }
         }
     });
+}
+
+/// Resolves a push service's name and lets a push connect only when every address it resolves
+/// to is public ([`iris_core::push::admit_resolved`]): a subscription names its push service,
+/// and a name pointed at the machines around this one (or re-pointed after it was stored) must
+/// not make the server post there. Judged at each connection, on the addresses it then uses.
+struct PublicResolver;
+
+impl reqwest::dns::Resolve for PublicResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let admitted = iris_core::push::admit_resolved(&host, addrs)?;
+            Ok(Box::new(admitted.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }

@@ -97,6 +97,11 @@ impl PushEndpoint {
             "http" => return refuse("must use https (plain http only on this machine's loopback)"),
             _ => return refuse("must be an https URL"),
         };
+        if is_numeric_ipv4(host) {
+            return refuse(
+                "is an IPv4 address written as a number or in a shortened form (write it as four decimal parts)",
+            );
+        }
         if !is_loopback(host) && is_internal_address(host) {
             return refuse("is a private, link-local or unspecified address");
         }
@@ -144,28 +149,79 @@ pub fn host_of(authority: &str) -> &str {
     authority.split(':').next().unwrap_or_default()
 }
 
-/// Whether a host is an IP address of the machines around this one: private (RFC 1918, IPv6
-/// unique local), link-local (cloud metadata services live there), unspecified, broadcast or
-/// multicast. Names are not resolved here (a push service is always a public name).
+/// Whether a host is an IP address of the machines around this one ([`is_internal_ip`]). Names
+/// are not resolved here: [`admit_resolved`] judges what a name resolves to, when a push is sent.
 fn is_internal_address(host: &str) -> bool {
-    if let Ok(v4) = host.parse::<std::net::Ipv4Addr>() {
-        return v4.is_private()
-            || v4.is_link_local()
-            || v4.is_unspecified()
-            || v4.is_broadcast()
-            || v4.is_multicast()
-            || v4.is_loopback();
+    host.parse::<std::net::IpAddr>().is_ok_and(is_internal_ip)
+}
+
+/// Whether an address belongs to the machines around this one: private (RFC 1918, IPv6 unique
+/// local), link-local (cloud metadata services live there), loopback, unspecified, broadcast,
+/// multicast, or an IPv4-mapped IPv6 address (judged as what it maps). The one rule for push
+/// endpoints, written as literals or resolved from names.
+pub fn is_internal_ip(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_loopback()
+        }
+        std::net::IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_unspecified()
+                || v6.is_multicast()
+                || v6.is_loopback()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || v6.to_ipv4_mapped().is_some()
+        }
     }
-    if let Ok(v6) = host.parse::<std::net::Ipv6Addr>() {
-        let first = v6.segments()[0];
-        return v6.is_unspecified()
-            || v6.is_multicast()
-            || v6.is_loopback()
-            || (first & 0xfe00) == 0xfc00
-            || (first & 0xffc0) == 0xfe80
-            || v6.to_ipv4_mapped().is_some();
+}
+
+/// Whether `host` is an IPv4 address in a form other than four decimal parts: a URL parser
+/// (WHATWG) reads a host whose last label is a number (`2130706433`, `0x7f000001`, `127.1`,
+/// `0177.0.0.1`) as an IPv4 address, so such a host would reach an address the literal rule
+/// never saw.
+fn is_numeric_ipv4(host: &str) -> bool {
+    let trimmed = host.strip_suffix('.').unwrap_or(host);
+    let last = trimmed.rsplit('.').next().unwrap_or_default();
+    let numeric = !last.is_empty()
+        && (last.bytes().all(|b| b.is_ascii_digit())
+            || last
+                .strip_prefix("0x")
+                .or_else(|| last.strip_prefix("0X"))
+                .is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit())));
+    numeric && host.parse::<std::net::Ipv4Addr>().is_err()
+}
+
+/// The addresses a push to `host` may connect to, of those it resolved to: all of them when
+/// none is internal ([`is_internal_ip`]), or when `host` names this machine
+/// ([`is_loopback`]: the tests' push service) and they are loopback.
+///
+/// # Errors
+/// A sentence naming the host and the rule when it resolved to nothing, or to any internal
+/// address (a name must not lead the server to the machines around it).
+pub fn admit_resolved(
+    host: &str,
+    addrs: Vec<std::net::SocketAddr>,
+) -> Result<Vec<std::net::SocketAddr>, String> {
+    if addrs.is_empty() {
+        return Err(format!("the push service `{host}` resolved to no address"));
     }
-    false
+    let this_machine = is_loopback(host);
+    if let Some(bad) = addrs
+        .iter()
+        .find(|a| is_internal_ip(a.ip()) && !(this_machine && a.ip().is_loopback()))
+    {
+        return Err(format!(
+            "the push service `{host}` resolves to {}, a private, link-local or unspecified address; nothing was sent",
+            bad.ip()
+        ));
+    }
+    Ok(addrs)
 }
 
 /// Whether a host (from [`host_of`]) names this machine: `localhost`, `::1` or 127.0.0.0/8. The

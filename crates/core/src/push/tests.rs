@@ -106,6 +106,11 @@ fn only_https_or_loopback_http_endpoints() {
         ("https://0.0.0.0/push", "unspecified"),
         ("https://push.example.net/\u{202e}x", "ASCII"),
         ("https://pùsh.example.net/x", "ASCII"),
+        ("https://2130706433/push", "as a number"),
+        ("https://0x7f000001/push", "as a number"),
+        ("https://127.1/push", "as a number"),
+        ("https://0177.0.0.1/push", "as a number"),
+        ("https://push.0x10/push", "as a number"),
     ] {
         let err = PushEndpoint::parse(bad).unwrap_err().to_string();
         assert!(err.contains(why), "{bad}: {err}");
@@ -304,4 +309,39 @@ fn kinds_round_trip_their_stored_form() {
         assert_eq!(PushKind::parse(kind.as_str()), Some(kind));
     }
     assert_eq!(PushKind::parse("other"), None);
+}
+
+/// A name is judged by what it resolves to: any internal address refuses it, except loopback
+/// for a name of this machine (`localhost`, the tests' push service).
+#[test]
+fn a_name_that_resolves_to_an_internal_address_is_refused() {
+    let at = |ip: &str| std::net::SocketAddr::new(ip.parse().unwrap(), 443);
+    assert_eq!(
+        admit_resolved(
+            "push.example.net",
+            vec![at("93.184.216.34"), at("2606:2800::1")]
+        )
+        .unwrap()
+        .len(),
+        2
+    );
+    for (host, addrs) in [
+        (
+            "push.example.net",
+            vec![at("93.184.216.34"), at("10.0.0.7")],
+        ),
+        ("metadata.example", vec![at("169.254.169.254")]),
+        ("vm", vec![at("127.0.0.1")]),
+        ("v6.example", vec![at("::ffff:192.168.0.1")]),
+    ] {
+        let err = admit_resolved(host, addrs).unwrap_err();
+        assert!(
+            err.contains("private, link-local or unspecified"),
+            "{host}: {err}"
+        );
+        assert!(err.contains(host), "{err}");
+    }
+    assert!(admit_resolved("localhost", vec![at("127.0.0.1"), at("::1")]).is_ok());
+    assert!(admit_resolved("localhost", vec![at("10.0.0.1")]).is_err());
+    assert!(admit_resolved("push.example.net", Vec::new()).is_err());
 }
