@@ -16,8 +16,8 @@ use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::dialog::{part_view, ConfirmDialog};
 use crate::format::{
     approved_problem, card_parts, clip, exact_args, execution_sentence, format_time, lapse_notice,
-    outcome_problem, outcome_tone, overlap_notice, pretty_json, result_summary, status_label,
-    undo_sentence, who_and_where,
+    outcome_problem, outcome_tone, overlap_notice, pretty_json, result_summary, running_sentence,
+    status_label, undo_sentence, who_and_where,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -636,8 +636,19 @@ fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoVi
             let raw = result.map(|r| pretty_json(&r));
             let execution = approval.execution.as_str();
             let show_raw_inline = approval.execution == Execution::Executed && !summarised;
+            // Which server runs the job now, and since when (docs/liveness.md "who holds a
+            // running job").
+            let running = approval.running.clone().map(|job| {
+                let since = job.since;
+                view! {
+                    <p class="outcome-running" data-testid="outcome-running">
+                        {move || running_sentence(&job, since.map(|at| format_time(at, offset.get())).as_deref())}
+                    </p>
+                }
+            });
             view! {
                 <p class="outcome-exec" data-testid="outcome-execution" data-execution=execution>{sentence}</p>
+                {running}
                 {raw.map(|raw| {
                     if show_raw_inline {
                         view! { <pre class="outcome-result">{raw}</pre> }.into_any()

@@ -2,7 +2,9 @@
 //! times. No reactivity here, so they are easy to test.
 
 use chrono::{DateTime, FixedOffset, Utc};
-use iris_core::wire::{Approval, ApprovalStatus, Card, CardOverlap, Execution, OverlapState};
+use iris_core::wire::{
+    Approval, ApprovalStatus, Card, CardOverlap, Execution, OverlapState, RunningJob,
+};
 use serde_json::Value;
 
 /// The undo sentence: the plugin's own words when it gave some, else one built from the undo
@@ -136,6 +138,17 @@ pub fn overlap_notice(overlap: &CardOverlap, at: &str) -> String {
         (OverlapState::Ran, _) => format!(
             "The same call already ran at {at} (the card \"{title}\"): approving this does it again."
         ),
+    }
+}
+
+/// Who runs a decided card's job now ([`Approval::running`]), with `since` written by the
+/// surface: "Running on iris@vm:4711-1a2b3c4d since 3 Dec, 10:05." (no time for a job taken
+/// before it was recorded).
+pub fn running_sentence(job: &RunningJob, since: Option<&str>) -> String {
+    let holder = clip(&job.holder, 80);
+    match since {
+        Some(since) => format!("Running on {holder} since {since}."),
+        None => format!("Running on {holder}."),
     }
 }
 
@@ -490,6 +503,7 @@ mod tests {
             undo: None,
             passkey_required: false,
             requested_by: None,
+            running: None,
         };
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
         approval.execution = Execution::Executed;

@@ -34,10 +34,13 @@ test('the chat shows the resumed reply when the card is approved elsewhere', asy
   const last = lines.last();
   await expect(last).toContainText(reply);
   await expect(last).toHaveAttribute('data-role', 'assistant');
-  // Once, right after the halt message, and the card followed as well.
+  // Once, right after the halt message and IRIS's own line saying how the card ended, and
+  // the card followed as well.
   await expect(lines.filter({ hasText: reply })).toHaveCount(1);
-  await expect(lines).toHaveCount(before + 1);
+  await expect(lines).toHaveCount(before + 2);
   await expect(lines.nth(before - 1)).toContainText('I need your approval');
+  await expect(lines.nth(before)).toContainText('Approved "Trash');
+  await expect(lines.nth(before)).toContainText('to Trash.');
   await expect(card.getByTestId('outcome')).toContainText(`by ${name} via cli`);
   expect(
     await page.evaluate(() => (window as unknown as { irisNoReload?: boolean }).irisNoReload),

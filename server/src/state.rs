@@ -229,8 +229,11 @@ pub async fn build(
         Arc::new(store.clone()),
         Arc::new(agent),
         clock.clone(),
-        LeaseSettings::for_this_process(settings.lease_secs)
-            .with_execution_bounds(settings.execute_timeout_secs, settings.execute_grace_secs),
+        LeaseSettings {
+            owner: lease_owner(),
+            ..LeaseSettings::for_this_process(settings.lease_secs)
+        }
+        .with_execution_bounds(settings.execute_timeout_secs, settings.execute_grace_secs),
         jobs.clone(),
     )
     .with_escalation(EscalationSettings {
@@ -309,4 +312,24 @@ pub async fn build(
         passkeys,
         gateway,
     })
+}
+
+/// This server's name on the leases it holds, as the card says who runs a job:
+/// `iris@HOST:PID-XXXXXXXX` (the machine's host name, the process id, 8 random hex digits so
+/// a restarted process with a reused pid is another holder). Never a comma: the claim passes
+/// the busy holders as a comma-separated list.
+fn lease_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+                .take(64)
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    format!("iris@{host}:{}-{}", std::process::id(), &nonce[..8])
 }

@@ -375,13 +375,42 @@ async fn a_heartbeat_that_fails_once_is_retried_and_the_holder_keeps_its_job() {
     // Three leases (2 s each) with A holding: B sweeps every second and would take a lapsed
     // lease over, marking the call `unknown`.
     let watch_until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    let mut holder = None;
     while std::time::Instant::now() < watch_until {
         let row = b_client
             .get(&format!("/governance/approvals/{id}"), &token)
             .await;
         assert_eq!(row["execution"], "executing", "A kept its job: {row}");
+        // Every surface can say who runs it and since when: A, all along.
+        let running = &row["running"];
+        let name = running["holder"]
+            .as_str()
+            .expect("the job's holder")
+            .to_string();
+        assert!(name.starts_with("iris@"), "{row}");
+        assert!(
+            running["since"].is_string() && running["lease_until"].is_string(),
+            "{row}"
+        );
+        assert_eq!(holder.get_or_insert_with(|| name.clone()), &name, "{row}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    let shown = world
+        .command(&["approvals", "show", &id])
+        .env("IRIS_URL", &b.url)
+        .env("IRIS_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains(&format!("Running:   Running on {} since ", holder.unwrap())),
+        "{shown}"
+    );
     std::fs::write(&release, "go").unwrap();
     let row = b_client.wait_execution(&id, &token, "executed").await;
     assert!(row["resume_error"].is_null(), "{row}");

@@ -44,6 +44,7 @@ fn destructive() -> Approval {
         undo: None,
         passkey_required: false,
         requested_by: None,
+        running: None,
     }
 }
 

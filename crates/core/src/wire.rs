@@ -304,6 +304,26 @@ pub struct Approval {
     /// own assistant. An `agent` device reads only its own rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_by: Option<String>,
+    /// While the card's job runs (its call executing, or the run continuing after the
+    /// answer): which server holds it and since when (docs/liveness.md "who holds a running
+    /// job"). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<RunningJob>,
+}
+
+/// Who runs a decided card's job right now, as the card and `iris approvals show` say it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunningJob {
+    /// The server holding the job's lease (`iris@HOST:PID-…`).
+    pub holder: String,
+    /// When that server took the job; `None` for a job taken before this was recorded.
+    #[serde(default, deserialize_with = "rfc3339::deserialize_option")]
+    pub since: Option<DateTime<Utc>>,
+    /// Until when its lease lasts without a heartbeat; after that any server takes the job
+    /// over.
+    #[serde(default, deserialize_with = "rfc3339::deserialize_option")]
+    pub lease_until: Option<DateTime<Utc>>,
 }
 
 /// The key of an executed call's result under which the executor keeps the undo button's words

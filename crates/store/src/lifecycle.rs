@@ -174,7 +174,7 @@ impl Store {
             .timed(&format!(
                 "UPDATE resume_jobs SET claimed_from = state, state = 'running', \
                  lease_owner = $3, lease_epoch = lease_epoch + 1, lease_until = {{until}}, \
-                 updated_at = {{now}} WHERE approval_id = (SELECT approval_id FROM resume_jobs \
+                 claimed_at = {{now}}, updated_at = {{now}} WHERE approval_id = (SELECT approval_id FROM resume_jobs \
                  WHERE {condition} ORDER BY created_at, approval_id LIMIT 1{lock})",
                 lock = self.engine.claim_lock()
             ))

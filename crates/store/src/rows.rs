@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use iris_core::canonical::{call_hash, canonical_json};
 use iris_core::ports::{Device, NewApproval, Scope, StoreError, TelegramCard, TelegramView};
 use iris_core::wire::{
-    Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Execution, UndoRecord, UndoState,
+    Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Execution, RunningJob,
+    UndoRecord, UndoState,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -276,7 +277,8 @@ macro_rules! approval_columns {
          l.state AS execution, l.result AS result, \
          u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
-         u.result AS undo_result"
+         u.result AS undo_result, \
+         rj.lease_owner AS job_holder, rj.claimed_at AS job_since, rj.lease_until AS job_until"
     };
 }
 
@@ -284,7 +286,8 @@ macro_rules! approval_columns {
 macro_rules! approval_from {
     () => {
         "FROM approvals a LEFT JOIN ledger l ON l.approval_id = a.id \
-         LEFT JOIN undos u ON u.approval_id = a.id"
+         LEFT JOIN undos u ON u.approval_id = a.id \
+         LEFT JOIN resume_jobs rj ON rj.approval_id = a.id AND rj.state = 'running'"
     };
 }
 
@@ -350,8 +353,22 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         undo: undo_from_row(&c)?,
         passkey_required: c.flag("passkey_required")?,
         requested_by: c.opt_text("requested_by")?,
+        running: running_from_row(&c)?,
         id: c.id,
     })
+}
+
+/// The running job's columns of [`APPROVAL_SELECT`]; `None` when the job is not running (or
+/// the select does not join the jobs).
+fn running_from_row(c: &Cols<'_>) -> Result<Option<RunningJob>, StoreError> {
+    let Some(holder) = c.row.text_at("job_holder").ok().flatten() else {
+        return Ok(None);
+    };
+    Ok(Some(RunningJob {
+        holder,
+        since: c.opt_time("job_since")?,
+        lease_until: c.opt_time("job_until")?,
+    }))
 }
 
 /// The undo columns of [`APPROVAL_SELECT`]; `None` when no undo was asked for (or the select

@@ -171,6 +171,19 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         execution,
         approval.execution.as_str()
     );
+    if let Some(job) = &approval.running {
+        let lease = job
+            .lease_until
+            .map(|until| {
+                format!(
+                    " (its lease lasts until {}; then any server takes it over)",
+                    when(until)
+                )
+            })
+            .unwrap_or_default();
+        let sentence = app::format::running_sentence(job, job.since.map(when).as_deref());
+        let _ = writeln!(out, "Running:   {}{lease}", printable(&sentence));
+    }
     if let Some(result) = &approval.result {
         let summary = result_summary(result)
             .map(|s| format!("{} ", printable(&s)))
@@ -316,6 +329,7 @@ mod tests {
             undo: None,
             passkey_required: false,
             requested_by: None,
+            running: None,
         }
     }
 

@@ -286,6 +286,7 @@ mod tests {
             undo: None,
             passkey_required: false,
             requested_by: None,
+            running: None,
         }
     }
 

@@ -88,6 +88,7 @@ fn only_a_final_outcome_is_settled() {
         undo: None,
         passkey_required: false,
         requested_by: None,
+        running: None,
     };
     assert!(!settled(&row));
     row.status = ApprovalStatus::Approved;

@@ -142,6 +142,7 @@ impl NewApproval {
             undo: None,
             passkey_required: self.passkey_required,
             requested_by: self.requested_by.clone(),
+            running: None,
         }
     }
 }
