@@ -2,7 +2,8 @@
 //! first, then the newest page of answered ones, with an "Older cards" control that loads the
 //! next page (so the page stays small after a year of use). With an id, that card is
 //! highlighted and scrolled into view, or the page says plainly that no card has it. It
-//! refetches on every live event; pages loaded with "Older cards" stay.
+//! refetches on every live event; pages loaded with "Older cards" stay, and are loaded again
+//! over the same range, so a card that moved into it since shows there once.
 
 use std::time::Duration;
 
@@ -44,6 +45,13 @@ pub fn ActivityPage(
         focus.track();
         latest.set(None);
     });
+    // Pages loaded with "Older cards": their cards and the cursor after them.
+    let older = Older {
+        cards: RwSignal::new(Vec::new()),
+        cursor: RwSignal::new(None),
+        loading: RwSignal::new(false),
+        error: RwSignal::new(None),
+    };
     Effect::new(move |ran: Option<()>| {
         live.tick.track();
         poll.track();
@@ -51,7 +59,9 @@ pub fn ActivityPage(
             let focus = focus.get_untracked();
             leptos::task::spawn_local(async move {
                 if let Ok(snapshot) = activity_data(focus).await {
+                    let from = snapshot.older.clone();
                     latest.try_set(Some(snapshot));
+                    older.refresh(from);
                 }
             });
         }
@@ -144,14 +154,6 @@ pub fn ActivityPage(
         }
     });
 
-    // Pages loaded with "Older cards": their cards and the cursor after them.
-    let older = Older {
-        cards: RwSignal::new(Vec::new()),
-        cursor: RwSignal::new(None),
-        loading: RwSignal::new(false),
-        error: RwSignal::new(None),
-    };
-
     view! {
         <div class="activity">
             // Not a Transition: `first` never loads again (its key, the focus, is fixed for the
@@ -210,6 +212,48 @@ impl Older {
                 Err(e) => self.error.set(Some(e.to_string())),
             }
             self.loading.set(false);
+        });
+    }
+}
+
+impl Older {
+    /// Loads again, from `from` (the fresh first page's cursor), every answered card of the
+    /// range the loaded pages cover, and shows those instead: a card that entered that range
+    /// since (one answered elsewhere after it waited: its place is by when it was made) shows
+    /// there, and none shows twice (README: every row once while rows change). Skipped while a page loads; dropped when a page was loaded meanwhile (the next
+    /// refresh covers it) or a read fails (the cards shown stay).
+    fn refresh(self, from: Option<String>) {
+        let Some(boundary) = self
+            .cards
+            .with_untracked(|cards| cards.last().map(|a| (a.created_at, a.id.clone())))
+        else {
+            return;
+        };
+        if self.loading.get_untracked() {
+            return;
+        }
+        let cursor = self.cursor.get_untracked();
+        leptos::task::spawn_local(async move {
+            let mut cards = Vec::new();
+            let mut from = from;
+            while let Some(before) = from {
+                let Ok(page) = older_approvals(before).await else {
+                    return;
+                };
+                let reached = page
+                    .approvals
+                    .last()
+                    .is_none_or(|a| (a.created_at, a.id.clone()) <= boundary);
+                cards.extend(
+                    page.approvals
+                        .into_iter()
+                        .filter(|a| (a.created_at, a.id.clone()) >= boundary),
+                );
+                from = if reached { None } else { page.next };
+            }
+            if self.cursor.get_untracked() == cursor && !self.loading.get_untracked() {
+                self.cards.try_set(cards);
+            }
         });
     }
 }

@@ -94,7 +94,9 @@ test('approving runs exactly the call on the card and the chat follows up', asyn
 
   // A reload keeps the conversation and the answered card.
   await page.reload();
-  await expect(page.getByTestId('chat-line').filter({ hasText: 'emails to Trash' })).toHaveCount(1);
+  // The card's end once in IRIS's own words, and the model's reply once.
+  await expect(page.getByTestId('chat-line').filter({ hasText: 'Approved "Trash' })).toHaveCount(1);
+  await expect(page.getByTestId('chat-line').filter({ hasText: 'Done: I moved' })).toHaveCount(1);
   await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
 
   // Undo (restore_email: write, no approval) puts them back.

@@ -27,9 +27,14 @@ test('older answered cards load a page at a time; an unknown card says not found
     } while (before);
     return n;
   };
-  // Enough answered cards for two pages and a bit.
-  const needed = PAGE + 7 - (await answered());
-  for (let i = 0; i < needed; i++) {
+  // A card that waits while newer ones are answered: answered later (in another tab), its
+  // place is among the older pages, by when it was made.
+  const waiting = await request.post('/api/chat', { headers: auth, data: { message: REQUEST } });
+  expect(waiting.status()).toBe(200);
+  const { approval_id: late } = await waiting.json();
+  expect(late).toBeTruthy();
+  // Enough answered cards newer than it for a page and a bit.
+  for (let i = 0; i < PAGE + 7; i++) {
     const chat = await request.post('/api/chat', { headers: auth, data: { message: REQUEST } });
     expect(chat.status()).toBe(200);
     const { approval_id: id } = await chat.json();
@@ -62,6 +67,20 @@ test('older answered cards load a page at a time; an unknown card says not found
   await expect(cards).toHaveCount(Math.min(total, 2 * PAGE));
   const ids = await cards.evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
   expect(new Set(ids).size).toBe(ids.length);
+
+  // The waiting card answered in another tab leaves "Waiting" and shows once among the older
+  // cards loaded, in its place, without a reload.
+  await expect(page.getByTestId(`card-${late}`)).toBeVisible();
+  const shown = await cards.count();
+  const answeredLate = await request.post(`/governance/approvals/${late}/respond`, {
+    headers: auth,
+    data: { decision: 'reject', reason: 'answered in another tab' },
+  });
+  expect(answeredLate.status()).toBe(200);
+  await expect(list.getByTestId(`line-${late}`)).toHaveCount(1);
+  await expect(cards).toHaveCount(shown + 1);
+  const after = await cards.evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
+  expect(new Set(after).size).toBe(after.length);
 
   // A line says what happened and opens into its whole card in place.
   const first = cards.first();

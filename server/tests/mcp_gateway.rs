@@ -178,11 +178,10 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     iris.client().wait_execution(&id, &owner, "executed").await;
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
 
-    // Twenty retries read the recorded outcome; none writes again (the owner's later edit stays).
+    // The first repeat after the execution gets its result; twenty more are told it ran before
+    // (never the old result as new); none writes again (the owner's later edit stays).
     std::fs::write(&plan, "edited by the owner").unwrap();
-    let mut retries = write("v2");
-    retries["times"] = json!(20);
-    let done = one(&iris, &claude, retries).await;
+    let done = one(&iris, &claude, write("v2")).await;
     assert_eq!(done["isError"], false, "{done}");
     assert_eq!(done["meta"]["iris/status"], "executed", "{done}");
     assert_eq!(done["meta"]["iris/approval_id"], id.as_str());
@@ -193,6 +192,22 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
             .contains("Successfully wrote"),
         "{done}"
     );
+    let mut retries = write("v2");
+    retries["times"] = json!(20);
+    let repeated = one(&iris, &claude, retries).await;
+    assert_eq!(repeated["isError"], false, "{repeated}");
+    assert_eq!(
+        repeated["meta"]["iris/status"], "executed_before",
+        "{repeated}"
+    );
+    assert_eq!(repeated["meta"]["iris/approval_id"], id.as_str());
+    assert!(repeated["meta"]["iris/ran_at"].is_string(), "{repeated}");
+    let told = repeated["text"].as_str().unwrap();
+    assert!(
+        told.contains("already ran, once, at") && told.contains("\"iris/again\": true"),
+        "{told}"
+    );
+    assert!(!told.contains("Successfully wrote"), "{told}");
     assert_eq!(
         std::fs::read_to_string(&plan).unwrap(),
         "edited by the owner"
@@ -255,6 +270,68 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         .get("/governance/approvals?status=all", &cursor)
         .await;
     assert_eq!(theirs["approvals"].as_array().unwrap().len(), 0);
+}
+
+/// A write's card pins the file as it showed it: changed since, the approved write is refused
+/// and nothing is written; the agent is told, and asking `again` makes a new card against the
+/// file as it now is.
+#[tokio::test]
+async fn an_approved_write_to_a_file_changed_since_its_card_writes_nothing() {
+    let (world, notes) = world(1);
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    let iris = world.start();
+    let plan = notes.join("plan.md");
+    let held = one(&iris, &claude, write("v2")).await;
+    assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card = row(&iris, &owner, &id).await;
+    assert!(
+        card["card"]["preview"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("-v1")),
+        "{card}"
+    );
+
+    // The owner changes the file by hand, then approves the card that showed "v1".
+    std::fs::write(&plan, "changed by hand").unwrap();
+    let (status, body) = approve(&iris, &owner, &id).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let ended = iris.client().wait_execution(&id, &owner, "failed").await;
+    assert_eq!(ended["result"]["status"], "stale", "{ended}");
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "changed by hand");
+
+    let told = one(&iris, &claude, write("v2")).await;
+    assert_eq!(told["isError"], true, "{told}");
+    assert_eq!(told["meta"]["iris/status"], "failed", "{told}");
+    assert!(
+        told["text"]
+            .as_str()
+            .unwrap()
+            .contains("changed since the card showed it, so nothing was written"),
+        "{told}"
+    );
+
+    // Asking again makes a new card, against the file as it is now.
+    let mut again = write("v2");
+    again["again"] = json!(true);
+    let asked = one(&iris, &claude, again).await;
+    assert_eq!(asked["meta"]["iris/status"], "pending", "{asked}");
+    let new_id = asked["meta"]["iris/approval_id"].as_str().unwrap();
+    assert_ne!(new_id, id);
+    let card = row(&iris, &owner, new_id).await;
+    assert!(
+        card["card"]["preview"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("-changed by hand")),
+        "{card}"
+    );
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "changed by hand");
 }
 
 #[tokio::test]
@@ -342,8 +419,8 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
 }
 
 /// Approves a write and kills IRIS with SIGKILL at `failpoint`; restarts it. The file afterwards
-/// (the owner overwrites it after the restart, so a second write would show), and what 20
-/// retries are told.
+/// (the owner overwrites it after the restart, so a second write would show), and what the
+/// last of 20 retries is told.
 async fn killed_at(failpoint: &'static str) -> (String, Value) {
     let (world, notes) = world(1);
     let owner = world.add_device("owner", "control");
@@ -423,12 +500,13 @@ async fn a_sigkill_between_approval_and_execution_writes_exactly_once_after_the_
     let (files, told) = killed_at("after_decision").await;
     // Not written at the crash; written once, by the restarted server, with the pinned content.
     assert_eq!(files, "v1|v2|executed");
-    assert_eq!(told["meta"]["iris/status"], "executed", "{told}");
+    // The first of the 20 retries got the result; the last is told it ran before.
+    assert_eq!(told["meta"]["iris/status"], "executed_before", "{told}");
     assert!(
         told["text"]
             .as_str()
             .unwrap()
-            .contains("Successfully wrote"),
+            .contains("already ran, once, at"),
         "{told}"
     );
 }

@@ -102,6 +102,14 @@ async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
     iris.client().wait_execution(&id, &owner, "executed").await;
     let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
     assert_eq!(read["text"], "buy milk\n");
+    let first = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "buy milk"}}),
+    )
+    .await;
+    assert_eq!(first["text"], "Added: buy milk", "{first}");
     let again = one(
         &iris,
         "notes",
@@ -109,7 +117,7 @@ async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
         json!({"call": "append_note", "args": {"text": "buy milk"}, "times": 3}),
     )
     .await;
-    assert_eq!(again["text"], "Added: buy milk", "{again}");
+    assert_eq!(again["meta"]["iris/status"], "executed_before", "{again}");
     assert_eq!(notes_file(upstream_dir.path()), "buy milk\n");
     let _ = upstream.kill();
     let _ = upstream.wait();
@@ -254,11 +262,15 @@ async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
     a.client().wait_execution(&id, &owner, "executed").await;
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
     std::fs::write(&plan, "edited by the owner").unwrap();
+    // Its result is given once, whichever server is asked; then every repeat, on either, is
+    // told it ran before.
+    let first = one(&b, "files", &claude, write.clone()).await;
+    assert_eq!(first["meta"]["iris/status"], "executed", "{first}");
     let mut retries = write;
     retries["times"] = json!(5);
     for server in [&a, &b] {
         let done = one(server, "files", &claude, retries.clone()).await;
-        assert_eq!(done["meta"]["iris/status"], "executed", "{done}");
+        assert_eq!(done["meta"]["iris/status"], "executed_before", "{done}");
     }
     assert_eq!(
         std::fs::read_to_string(&plan).unwrap(),

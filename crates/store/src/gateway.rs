@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use iris_core::ports::{GatewayRequest, GatewayStore, GatewayWrite, NewApproval, StoreError};
 use iris_core::wire::Event;
 
-use crate::rows::{approval_from_row, live_device, ColumnRead, APPROVAL_SELECT};
+use crate::rows::{approval_from_row, live_device, Cols, ColumnRead, APPROVAL_SELECT};
 use crate::unit::{Stmt, WriteTx};
 use crate::{timestamp_text, Engine, Store};
 
@@ -140,5 +140,62 @@ impl GatewayStore for Store {
                 })))
             }
         }
+    }
+
+    async fn deliver_result(
+        &self,
+        approval_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError> {
+        // A nonce beside the time tells this delivery from an earlier one at the same instant.
+        let stamp = format!("{} {}", timestamp_text(at), uuid::Uuid::new_v4().simple());
+        let mut tx = self.begin_write().await?;
+        let read = async {
+            tx.exec(
+                Stmt::new(
+                    "INSERT INTO gateway_deliveries (approval_id, delivered_at) VALUES ($1, $2) \
+                     ON CONFLICT (approval_id) DO NOTHING",
+                )
+                .text(approval_id)
+                .text(&stamp),
+                "recording a gateway result's delivery",
+            )
+            .await?;
+            tx.fetch(
+                Stmt::new(
+                    "SELECT approval_id AS id, delivered_at FROM gateway_deliveries \
+                     WHERE approval_id = $1",
+                )
+                .text(approval_id),
+                "reading a gateway result's first delivery",
+            )
+            .await
+        }
+        .await;
+        let rows = match read {
+            Ok(rows) => rows,
+            Err(e) => {
+                tx.rollback().await;
+                return Err(e);
+            }
+        };
+        tx.commit().await?;
+        let Some(row) = rows.first() else {
+            return Err(StoreError::Backend(format!(
+                "the delivery of approval `{approval_id}` was not recorded"
+            )));
+        };
+        let stored = Cols::new(row, "gateway_deliveries", "id")?.text("delivered_at")?;
+        if stored == stamp {
+            return Ok(None);
+        }
+        let first = stored.split(' ').next().unwrap_or_default();
+        let first = chrono::DateTime::parse_from_rfc3339(first)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| StoreError::Corrupt {
+                id: format!("gateway_deliveries row {approval_id}"),
+                reason: format!("delivered_at `{stored}`: {e}"),
+            })?;
+        Ok(Some(first))
     }
 }

@@ -1,7 +1,8 @@
 //! The MCP gateway's unit on both engines: an agent's gated call is one row; the same call
 //! (same agent, same call hash) within the attach window attaches to it, also when many arrive
 //! at once on several connections; another agent, other arguments or an older card make a new
-//! row. An agent has at most its cap of cards waiting, also when its calls arrive at once.
+//! row. An agent has at most its cap of cards waiting, also when its calls arrive at once. An
+//! executed call's result is first given to its agent once.
 
 mod common;
 
@@ -218,8 +219,43 @@ async fn identical_calls_at_once_on_several_connections_make_one_row(engine: Eng
     assert_eq!(list(&db.store, None).await.unwrap().len(), 1);
 }
 
+/// A gateway result is first given once: the first delivery is told so, every later one (and
+/// all but one of several at once) gets the first's time; the database keeps the first.
+async fn a_result_is_first_given_once(engine: Engine) {
+    let db = open_with_agents(engine).await;
+    let store = &db.store;
+    let row = gateway_call("a", "claude", "v1", t0());
+    request(store, &row).await;
+    let first = t0() + Duration::minutes(5);
+    assert_eq!(store.deliver_result("a", first).await.unwrap(), None);
+    let later = store
+        .deliver_result("a", first + Duration::minutes(1))
+        .await
+        .unwrap();
+    assert_eq!(later, Some(first));
+    // Four at once on four connections: the first stays the first.
+    let mut at_once = Vec::new();
+    for _ in 0..4 {
+        let other = connect(&db.url, &db.clock).await;
+        at_once.push(tokio::spawn(async move {
+            other
+                .deliver_result("a", first + Duration::minutes(2))
+                .await
+        }));
+    }
+    for told in at_once {
+        assert_eq!(told.await.expect("task").unwrap(), Some(first));
+    }
+    let refused = refused(store, "UPDATE gateway_deliveries SET delivered_at = 'x'").await;
+    assert!(refused.contains("delivered once"), "{refused}");
+}
+
 macro_rules! suite {
     ($engine:expr) => {
+        #[tokio::test]
+        async fn a_result_is_first_given_once() {
+            super::a_result_is_first_given_once($engine).await;
+        }
         #[tokio::test]
         async fn the_same_call_attaches_within_a_day_and_nothing_else_does() {
             super::the_same_call_attaches_within_a_day_and_nothing_else_does($engine).await;

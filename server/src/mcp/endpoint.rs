@@ -32,6 +32,10 @@ pub struct AgentDevice(pub String);
 /// The `_meta` key of the reason an agent gives for a call (shown on the card, not hashed).
 pub const REASON_KEY: &str = "iris/reason";
 
+/// The `_meta` key an agent sets to `true` to ask the owner on a new card for a call that
+/// already has one (to do again a call that ran).
+pub const AGAIN_KEY: &str = "iris/again";
+
 /// How often a held call re-reads its row even without an event (a missed event never holds
 /// a call to its whole budget), and sends a progress notification.
 const RECHECK: Duration = Duration::from_secs(2);
@@ -99,17 +103,31 @@ impl Endpoint {
         }
     }
 
-    /// The tool result an agent gets for its gated call, from the row as it stands.
-    fn answer(&self, tool: &str, row: &Approval) -> CallToolResult {
-        let answer = GatewayAnswer::of(row);
+    /// The tool result an agent gets for its gated call, from the row as it stands: an
+    /// executed call's result once, then "it ran before" (the service's rule).
+    async fn answer(&self, tool: &str, row: &Approval) -> CallToolResult {
+        let answer = match self.state.service.gateway_answer(row).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::error!(approval = %row.id, error = %e, "recording a gateway result's delivery failed");
+                return refused(format!(
+                    "IRIS could not record that this result was given to you ({e}); call `{tool}` again with the same arguments. Nothing was run again."
+                ));
+            }
+        };
         let url = self.card_url(&row.id);
         let status = match &answer {
             GatewayAnswer::Waiting => "pending",
             GatewayAnswer::Executed(_) => "executed",
+            GatewayAnswer::ExecutedBefore { .. } => "executed_before",
             GatewayAnswer::Failed(_) => "failed",
             GatewayAnswer::Rejected(_) => "rejected",
             GatewayAnswer::Lapsed => "expired",
             GatewayAnswer::Unknown => "unknown",
+        };
+        let ran_before = match &answer {
+            GatewayAnswer::ExecutedBefore { ran_at } => Some(*ran_at),
+            _ => None,
         };
         let mut result = match answer {
             GatewayAnswer::Waiting => CallToolResult::success(vec![Content::text(format!(
@@ -121,6 +139,19 @@ impl Endpoint {
                 serde_json::from_value::<CallToolResult>(recorded["mcp"].clone()).unwrap_or_else(
                     |_| CallToolResult::success(vec![Content::text(recorded.to_string())]),
                 )
+            }
+            GatewayAnswer::ExecutedBefore { ran_at } => {
+                CallToolResult::success(vec![Content::text(format!(
+                    "This exact call already ran, once, at {} (the card “{}”, {url}), and its result was given to you then. It was not run again. To do it again, call `{tool}` with `_meta` \"{AGAIN_KEY}\": true: the owner gets a new card.",
+                    utc(ran_at),
+                    row.card.title
+                ))])
+            }
+            GatewayAnswer::Failed(recorded) if recorded["status"] == "stale" => {
+                CallToolResult::error(vec![Content::text(format!(
+                    "The owner approved this, but its target changed since the card showed it, so nothing was written ({}). Read it again; a call with new arguments asks the owner on a new card.",
+                    recorded["message"].as_str().unwrap_or("changed since the card was made")
+                ))])
             }
             GatewayAnswer::Failed(recorded) => CallToolResult::error(vec![Content::text(format!(
                 "The owner approved this, but it did not complete: {}. It will not be run again.",
@@ -141,6 +172,10 @@ impl Endpoint {
         meta.0.insert("iris/approval_id".into(), json!(row.id));
         meta.0.insert("iris/status".into(), json!(status));
         meta.0.insert("iris/url".into(), json!(url));
+        if let Some(ran_at) = ran_before {
+            meta.0
+                .insert("iris/ran_at".into(), json!(ran_at.to_rfc3339()));
+        }
         result.meta = Some(meta);
         result
     }
@@ -247,13 +282,19 @@ impl ServerHandler for Endpoint {
             }
             .into());
         }
-        let reason = request
-            .meta
+        let meta = |key: &str| {
+            request
+                .meta
+                .as_ref()
+                .and_then(|m| m.0 .0.get(key))
+                .or_else(|| context.meta.0 .0.get(key))
+                .cloned()
+        };
+        let reason = meta(REASON_KEY)
             .as_ref()
-            .and_then(|m| m.0 .0.get(REASON_KEY))
-            .or_else(|| context.meta.0 .0.get(REASON_KEY))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let again = meta(AGAIN_KEY) == Some(Value::Bool(true));
         let tool = gateway_tool(self.upstream.name(), &name);
         let requested = self
             .state
@@ -263,6 +304,7 @@ impl ServerHandler for Endpoint {
                 tool: &tool,
                 args: &args,
                 reason: reason.as_deref(),
+                again,
             })
             .await;
         let row = match requested {
@@ -276,6 +318,6 @@ impl ServerHandler for Endpoint {
             Err(e) => return Ok(refused(e.to_string()).into()),
         };
         let row = self.hold(row, &context).await;
-        Ok(self.answer(&name, &row).into())
+        Ok(self.answer(&name, &row).await.into())
     }
 }

@@ -140,25 +140,32 @@ impl UpstreamPlugin {
         self.session.read().await.close();
     }
 
-    /// The change a `write_file` (`content`) or `edit_file` (`edits`) call makes to `path`,
-    /// against the file as the upstream's `read_text_file` reads it now (a file it cannot read
-    /// counts as absent).
-    async fn file_preview(&self, args: &Value) -> Vec<String> {
-        let path = args["path"].as_str().unwrap_or_default();
-        // Absent (the server says ENOENT: a new file), unreadable (why), or its text.
-        let (before, unreadable) = match self.session().await {
+    /// The target file as the upstream's `read_text_file` reads it now: its text, absent (the
+    /// server says ENOENT: a new file), or unreadable (why).
+    async fn read_target(&self, path: &str) -> FileSeen {
+        match self.session().await {
             Ok(session) => match session.call("read_text_file", &json!({"path": path})).await {
-                Ok(read) if read["isError"] != json!(true) => (Some(result_text(&read)), None),
-                Ok(read) if result_text(&read).contains("ENOENT") => (None, None),
-                Ok(read) => (None, Some(result_text(&read))),
-                Err(e) => (None, Some(e.to_string())),
+                Ok(read) if read["isError"] != json!(true) => FileSeen::Text(result_text(&read)),
+                Ok(read) if result_text(&read).contains("ENOENT") => FileSeen::Absent,
+                Ok(read) => FileSeen::Unreadable(result_text(&read)),
+                Err(e) => FileSeen::Unreadable(e.to_string()),
             },
-            Err(e) => (None, Some(e.to_string())),
+            Err(e) => FileSeen::Unreadable(e.to_string()),
+        }
+    }
+
+    /// The change a `write_file` (`content`) or `edit_file` (`edits`) call makes to `path`,
+    /// against the file as `seen` (a file the upstream cannot read counts as absent).
+    fn file_preview(args: &Value, seen: &FileSeen) -> Vec<String> {
+        let path = args["path"].as_str().unwrap_or_default();
+        let before = match seen {
+            FileSeen::Text(text) => Some(text.as_str()),
+            FileSeen::Absent | FileSeen::Unreadable(_) => None,
         };
         if let Some(content) = args["content"].as_str() {
-            return match unreadable {
-                Some(why) => unreadable_preview(path, &why, content),
-                None => file_diff(path, before.as_deref(), content),
+            return match seen {
+                FileSeen::Unreadable(why) => unreadable_preview(path, why, content),
+                _ => file_diff(path, before, content),
             };
         }
         let edits: Vec<(String, String)> = args["edits"]
@@ -173,7 +180,7 @@ impl UpstreamPlugin {
                     .collect()
             })
             .unwrap_or_default();
-        edit_diff(path, before.as_deref(), &edits)
+        edit_diff(path, before, &edits)
     }
 
     /// The upstream's own name of gateway tool `tool` (`files.write_file` → `write_file`).
@@ -181,6 +188,32 @@ impl UpstreamPlugin {
         tool.strip_prefix(self.name())
             .and_then(|t| t.strip_prefix('.'))
             .ok_or_else(|| ToolError::UnknownTool(tool.to_owned()))
+    }
+}
+
+/// A previewed write's target as read through the upstream.
+enum FileSeen {
+    /// Its text.
+    Text(String),
+    /// No such file (a new one).
+    Absent,
+    /// It could not be read (why).
+    Unreadable(String),
+}
+
+impl FileSeen {
+    /// What a card pins of it: the SHA-256 of its text, that it is absent, or that it could
+    /// not be read (then still unreadable is as the owner saw it).
+    fn precondition(&self, path: &str) -> Value {
+        use sha2::Digest;
+        match self {
+            FileSeen::Text(text) => json!({
+                "path": path,
+                "sha256": hex::encode(sha2::Sha256::digest(text.as_bytes())),
+            }),
+            FileSeen::Absent => json!({"path": path, "absent": true}),
+            FileSeen::Unreadable(_) => json!({"path": path, "unreadable": true}),
+        }
     }
 }
 
@@ -277,9 +310,20 @@ impl Plugin for UpstreamPlugin {
             .iter()
             .map(|item| fill(&card.line, args, Some(item)))
             .collect();
-        let preview = match card.preview {
-            Some(Preview::FileDiff) => self.file_preview(args).await,
-            None => Vec::new(),
+        // A write against a file the card previews pins the file as the card showed it, on
+        // every item: just before it runs, the file is read again and the write refused
+        // ("changed since you saw it") when it differs (docs/liveness.md "gateway writes").
+        let (preview, preconditions) = match card.preview {
+            Some(Preview::FileDiff) => {
+                let path = args["path"].as_str().unwrap_or_default();
+                let seen = self.read_target(path).await;
+                let pinned = seen.precondition(path);
+                (
+                    Self::file_preview(args, &seen),
+                    vec![pinned; acted_on.len()],
+                )
+            }
+            None => (Vec::new(), Vec::new()),
         };
         Ok(Description {
             title: fill(&card.title, args, None),
@@ -287,8 +331,25 @@ impl Plugin for UpstreamPlugin {
             lines,
             items: acted_on,
             preview,
+            preconditions,
             ..Description::default()
         })
+    }
+
+    /// The target file is still as the card showed it (`{"path", "sha256"}`, `{"path",
+    /// "absent": true}` or `{"path", "unreadable": true}`), read again through the upstream.
+    async fn check_precondition(
+        &self,
+        _tool: &str,
+        _item: &str,
+        precondition: &Value,
+        _ctx: &CallContext,
+    ) -> bool {
+        let Some(path) = precondition["path"].as_str() else {
+            // Nothing pinned (not a previewed write): nothing to compare.
+            return precondition.is_null();
+        };
+        self.read_target(path).await.precondition(path) == *precondition
     }
 
     /// Calls the upstream with the pinned arguments: `{"status": "executed", "summary": TEXT,

@@ -6,7 +6,7 @@ IRIS's `/mcp/NAME` over streamable HTTP, or of `iris mcp NAME` over stdio.
 
 STEPS_JSON is a list of steps run in one session, in order:
     {"list": true}
-    {"call": TOOL, "args": {...}, "reason": "...", "progress": true, "times": N}
+    {"call": TOOL, "args": {...}, "reason": "...", "progress": true, "times": N, "again": true}
 Each step's answer is printed as one JSON line: for `list` the tool names; for `call` the
 result's `isError`, its text, its `_meta`, and how many progress notifications arrived (the
 last call's, when `times` repeats it).
@@ -32,6 +32,8 @@ async def run_steps(session, steps):
         meta = {}
         if step.get("reason"):
             meta["iris/reason"] = step["reason"]
+        if step.get("again"):
+            meta["iris/again"] = True
         for _ in range(step.get("times", 1)):
             progress = []
 

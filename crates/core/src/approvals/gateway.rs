@@ -3,7 +3,8 @@
 //! own agent's ([`DestructiveApprovalHook::pin`]: the card frozen from the manifest's template,
 //! the canonical arguments and their hash pinned). The same call again (same agent, tool and
 //! canonical arguments, within [`ATTACH_HOURS`] of the card) attaches to that row instead of
-//! making another card.
+//! making another card, unless the agent asks `again`; once the call ran, its result is given
+//! to the agent once, and later repeats are told it ran before ([`GatewayAnswer::ExecutedBefore`]).
 //!
 //! A gateway row has no run of IRIS's to resume: its job (written by the decision like any
 //! other) executes the pinned call on the upstream through the gateway's toolbox, under the same
@@ -58,6 +59,9 @@ pub struct AgentCall<'a> {
     pub args: &'a Value,
     /// The reason the agent gave (`_meta` `iris/reason`): shown on the card, never hashed.
     pub reason: Option<&'a str>,
+    /// Ask the owner on a new card even when the same call has one (`_meta` `iris/again`):
+    /// how an agent does again a call that already ran.
+    pub again: bool,
 }
 
 /// Why a gated call made no row.
@@ -99,8 +103,16 @@ pub enum GatewayError {
 pub enum GatewayAnswer {
     /// Pending, or approved and not yet executed.
     Waiting,
-    /// Executed once: the recorded result (the upstream's answer as the plugin kept it).
+    /// Executed once: the recorded result (the upstream's answer as the plugin kept it), given
+    /// to the agent the first time it asks after the execution.
     Executed(Value),
+    /// Executed once, and its result already given to the agent: a later repeat of the same
+    /// call is told when it ran (`ran_at`, the answer that let it run), never the old result as
+    /// new ([`ApprovalService::gateway_answer`]).
+    ExecutedBefore {
+        /// When the owner's answer let it run (it ran right after).
+        ran_at: chrono::DateTime<chrono::Utc>,
+    },
     /// Approved, but the call failed or was not run: the recorded result.
     Failed(Value),
     /// The owner rejected it, with the reason given ("no reason given" when none).
@@ -141,6 +153,30 @@ impl GatewayAnswer {
 }
 
 impl ApprovalService {
+    /// What the requesting agent is told about its gateway row `row` now: [`GatewayAnswer::of`],
+    /// with an executed call's result given once (docs/liveness.md "gateway writes"): the first
+    /// time it is asked for after the execution it is [`GatewayAnswer::Executed`]; every later
+    /// time [`GatewayAnswer::ExecutedBefore`].
+    ///
+    /// # Errors
+    /// [`StoreError`] when the delivery cannot be recorded (the result is then not given).
+    pub async fn gateway_answer(&self, row: &Approval) -> Result<GatewayAnswer, StoreError> {
+        let answer = GatewayAnswer::of(row);
+        let (GatewayAnswer::Executed(_), Some(gateway)) = (&answer, &self.gateway) else {
+            return Ok(answer);
+        };
+        match gateway
+            .store
+            .deliver_result(&row.id, self.clock.now())
+            .await?
+        {
+            None => Ok(answer),
+            Some(_) => Ok(GatewayAnswer::ExecutedBefore {
+                ran_at: row.responded_at.unwrap_or(row.created_at),
+            }),
+        }
+    }
+
     /// Runs the MCP gateway's rows with `gateway` (none by default: then every gateway row's
     /// job is refused by strict restore, its tool being declared by no manifest here).
     pub fn with_gateway(mut self, gateway: GatewaySettings) -> ApprovalService {
@@ -215,7 +251,12 @@ impl ApprovalService {
             .pin(&pending, Some(call.agent))
             .await
             .map_err(GatewayError::Refused)?;
-        let since = row.created_at - chrono::Duration::hours(ATTACH_HOURS);
+        // `again`: a new card, whatever card the same call has.
+        let since = if call.again {
+            row.created_at
+        } else {
+            row.created_at - chrono::Duration::hours(ATTACH_HOURS)
+        };
         let events = [Event::ApprovalRequested(row.pending_view())];
         match gateway
             .store

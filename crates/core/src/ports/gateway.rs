@@ -50,4 +50,17 @@ pub trait GatewayStore: Send + Sync {
         max_waiting: u32,
         events: &[Event],
     ) -> Result<GatewayWrite, StoreError>;
+
+    /// Records that the result of gateway row `approval_id`'s executed call is being given to
+    /// its agent at `at`, unless it was before: `None` when this is the first delivery (the
+    /// agent gets the result), `Some(first)` with when it was first given (the agent is told
+    /// `executed_before`). Two deliveries at once: one is first. Written once, never changed.
+    ///
+    /// # Errors
+    /// [`StoreError`]; when it fails the agent is not given the result as new.
+    async fn deliver_result(
+        &self,
+        approval_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<DateTime<Utc>>, StoreError>;
 }
