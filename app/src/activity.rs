@@ -354,6 +354,14 @@ fn activity_view(
             {move || none_answered.get().then(|| view! {
                 <p class="empty">"Nothing answered yet."</p>
             }.into_any())}
+            {move || {
+                let actions = current.with(|d| d.actions.clone());
+                (!actions.is_empty()).then(|| view! {
+                    <ul class="action-lines" data-testid="action-lines" aria-label="Done without a card">
+                        {actions.into_iter().map(|entry| view! { <ActionLine entry/> }).collect_view()}
+                    </ul>
+                }.into_any())
+            }}
             <div class="card-list" data-testid="answered-list">{list.clone()(answered)}{list(older_cards)}</div>
             <div class="older">
                 {move || has_older.get().then(|| view! {
@@ -378,6 +386,32 @@ fn activity_view(
         </section>
     }
     .into_any()
+}
+
+/// One write that ran without a card, as the owner asked (its audit entry, kind `action`): what
+/// it did in the tool's own words (which say how to undo it), and when.
+#[component]
+fn ActionLine(entry: iris_core::wire::AuditEntry) -> impl IntoView {
+    let offset = crate::live::clock_offset();
+    let at = entry.at;
+    let summary = entry
+        .result
+        .get("summary")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            let tool = entry.result.get("tool").and_then(serde_json::Value::as_str);
+            format!("Ran {}.", tool.unwrap_or("a tool"))
+        });
+    view! {
+        <li class="action-line" data-testid="action-line">
+            <span class="badge badge-acts">"Without a card, as you asked"</span>
+            " "
+            <span class="action-summary">{summary}</span>
+            " "
+            <time class="action-time" datetime=at.to_rfc3339()>{move || crate::format::format_time(at, offset.get())}</time>
+        </li>
+    }
 }
 
 /// Scrolls the card with this approval id to the middle of the screen (browser only).

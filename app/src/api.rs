@@ -30,6 +30,10 @@ pub struct ActivitySnapshot {
     pub answered: Vec<Approval>,
     /// The cursor of the next older page ([`older_approvals`]), or `None` when this is all.
     pub older: Option<String>,
+    /// The newest writes that ran without a card (`trash_category`), newest first: each a
+    /// line of the history with how to undo it.
+    #[serde(default)]
+    pub actions: Vec<iris_core::wire::AuditEntry>,
     /// The `/activity/:id` id when no card has it.
     pub missing: Option<String>,
     /// Why the card's own form answer for the `/activity/:id` card was refused, read from
@@ -139,6 +143,7 @@ pub async fn activity_data(
         pending,
         answered: page.approvals,
         older: page.next,
+        actions: backend.actions().await.map_err(AppError::Backend)?,
         missing: None,
         refused: None,
         push_off: backend.push_off(),

@@ -59,6 +59,8 @@ pub trait AppBackend: Send + Sync + 'static {
     async fn conversation(&self, id: &str) -> Result<Conversation, String>;
     /// The audit entries of one approval, oldest first.
     async fn audit(&self, approval_id: &str) -> Result<Vec<AuditEntry>, String>;
+    /// The newest writes that ran without a card (at most 20), newest first.
+    async fn actions(&self) -> Result<Vec<AuditEntry>, String>;
     /// Why Web Push is off on this server (the sentence `GET /api/push/key` answers 404 with),
     /// or `None` when it is on: the page then never asks for the key only to be told no.
     fn push_off(&self) -> Option<String>;

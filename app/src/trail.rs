@@ -83,6 +83,10 @@ pub fn trail_text(entry: &AuditEntry, lines: &[String], items: &[String]) -> Str
         },
         AuditKind::Lapse => "Lapsed unanswered; nothing was changed".to_owned(),
         AuditKind::Undo => undo_text(entry, lines, items),
+        AuditKind::Action => match field("summary") {
+            Some(summary) => format!("Without a card, as you asked: {summary}"),
+            None => "Ran without a card, as you asked".to_owned(),
+        },
     }
 }
 
@@ -211,7 +215,8 @@ mod tests {
     fn entry(kind: AuditKind, item: Option<&str>, result: serde_json::Value) -> AuditEntry {
         AuditEntry {
             id: 1,
-            approval_id: "a".into(),
+            approval_id: Some("a".into()),
+            run_id: None,
             kind,
             item: item.map(str::to_owned),
             result,

@@ -39,6 +39,15 @@ test('a category clean-up moves the week promos without a card and undo brings t
   await expect(lastAssistantLine(page)).toContainText(
     `Restored ${WEEK_PROMOS.length} emails from Trash to where they were.`,
   );
+
+  // Activity's history has a line for the clean-up: it ran without a card, as asked, and says
+  // how to undo it.
+  await page.reload();
+  const action = page.getByTestId('action-line').first();
+  await expect(action).toContainText('Without a card, as you asked');
+  await expect(action).toContainText(`Moved ${WEEK_PROMOS.length} emails`);
+  await expect(action).toContainText('undo that');
+  await shotBothWidths(page, () => page.getByTestId('action-lines'), 'cleanup-action-line');
   expect(problems).toEqual([]);
 });
 

@@ -69,7 +69,7 @@ test('older answered cards load a page at a time; an unknown card says not found
   expect(new Set(ids).size).toBe(ids.length);
 
   // The waiting card answered in another tab leaves "Waiting" and shows once among the older
-  // cards loaded, in its place, without a reload.
+  // cards loaded, in its place, without a reload (before, it vanished until a reload).
   await expect(page.getByTestId(`card-${late}`)).toBeVisible();
   const shown = await cards.count();
   const answeredLate = await request.post(`/governance/approvals/${late}/respond`, {
@@ -77,8 +77,12 @@ test('older answered cards load a page at a time; an unknown card says not found
     data: { decision: 'reject', reason: 'answered in another tab' },
   });
   expect(answeredLate.status()).toBe(200);
-  await expect(list.getByTestId(`line-${late}`)).toHaveCount(1);
-  await expect(cards).toHaveCount(shown + 1);
+  // Shown waiting on this page, it stays open in full once answered.
+  const lateCard = list.getByTestId(`card-${late}`);
+  await expect(lateCard).toHaveCount(1);
+  await expect(lateCard).toHaveAttribute('data-status', 'rejected');
+  await expect(page.getByTestId('pending-list').getByTestId(`card-${late}`)).toHaveCount(0);
+  await expect(cards).toHaveCount(shown);
   const after = await cards.evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
   expect(new Set(after).size).toBe(after.length);
 

@@ -177,6 +177,7 @@ async fn main() {
                     transcript_version: 0,
                     lines: vec![],
                     events: vec![],
+                    actions: Vec::new(),
                     halt: Some(HaltRecord {
                         approval,
                         checkpoint,

@@ -648,6 +648,7 @@ async fn event_delay(url: &str, rounds: usize) {
             transcript_version: 0,
             lines: vec![],
             events: vec![Event::ApprovalRequested(row.pending_view())],
+            actions: Vec::new(),
             halt: Some(HaltRecord {
                 approval: row,
                 checkpoint,

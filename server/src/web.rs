@@ -186,6 +186,11 @@ impl AppBackend for WebBackend {
             .map_err(text)
     }
 
+    async fn actions(&self) -> Result<Vec<AuditEntry>, String> {
+        let limit = iris_core::ports::PageLimit::parse(ACTIONS_SHOWN).map_err(text)?;
+        self.state.store.actions(limit).await.map_err(text)
+    }
+
     fn push_off(&self) -> Option<String> {
         self.state
             .push
@@ -469,3 +474,6 @@ pub async fn same_site_bounce(req: Request, next: Next) -> Response {
     }
     next.run(req).await
 }
+
+/// How many writes without a card Activity lists (the newest).
+const ACTIONS_SHOWN: &str = "20";

@@ -476,3 +476,52 @@ async fn rejecting_one_of_two_waiting_cards_says_nothing_changed() {
     );
     assert_eq!(snapshot(&world.maildir), before, "nothing moved");
 }
+
+/// A write that runs without a card, as its manifest allows (mail's `trash_category`), is
+/// audited: kind `action`, no approval, its run's id, what it did and the tool that undoes it;
+/// `GET /api/audit` lists it with the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_without_a_card_is_audited_with_its_run() {
+    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let token = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let (status, done) = client
+        .post(
+            "/api/chat",
+            Some(&token),
+            json!({"message": "delete my promo emails from this week"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {done}");
+    assert_eq!(done["status"], "done", "{done}");
+    assert!(done["approval_id"].is_null(), "no card: {done}");
+    let audit = client.get("/api/audit?limit=200", &token).await;
+    let actions: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "action")
+        .collect();
+    assert_eq!(actions.len(), 1, "{audit}");
+    let action = actions[0];
+    assert!(action["approval_id"].is_null(), "{action}");
+    assert_eq!(action["run_id"], done["run_id"], "{action}");
+    assert_eq!(action["actor"], "iris");
+    assert_eq!(action["undo_available"], true);
+    assert_eq!(action["result"]["tool"], "trash_category");
+    assert_eq!(action["result"]["undo"], "restore_email");
+    assert_eq!(action["result"]["conversation_id"], done["conversation_id"]);
+    let summary = action["result"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Moved ") && summary.contains("undo that"),
+        "{summary}"
+    );
+    assert_eq!(
+        done["reply"].as_str().unwrap(),
+        summary,
+        "the audit says what the owner was told"
+    );
+}

@@ -573,6 +573,21 @@ impl ApprovalStore for Store {
         rows.iter().map(approval_from_row).collect()
     }
 
+    async fn actions(
+        &self,
+        limit: iris_core::ports::PageLimit,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, approval_id, run_id, kind, item, result, undo_available, actor, surface, \
+             at FROM audit_log WHERE kind = 'action' ORDER BY id DESC LIMIT $1",
+        )
+        .bind(i64::from(limit.get()))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend("reading the writes without a card"))?;
+        rows.iter().map(audit_from_row).collect()
+    }
+
     async fn related_cards(
         &self,
         tool: &str,
@@ -587,7 +602,7 @@ impl ApprovalStore for Store {
 
     async fn audit(&self, approval_id: Option<&str>) -> Result<Vec<AuditEntry>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, approval_id, kind, item, result, undo_available, actor, surface, \
+            "SELECT id, approval_id, run_id, kind, item, result, undo_available, actor, surface, \
              at FROM audit_log WHERE ($1 IS NULL OR approval_id = $1) ORDER BY id",
         )
         .bind(approval_id)
@@ -604,7 +619,7 @@ impl ApprovalStore for Store {
     ) -> Result<(Vec<AuditEntry>, Option<i64>), StoreError> {
         let n = i64::from(limit.get());
         let rows = sqlx::query(
-            "SELECT id, approval_id, kind, item, result, undo_available, actor, surface, \
+            "SELECT id, approval_id, run_id, kind, item, result, undo_available, actor, surface, \
              at FROM audit_log WHERE ($1 IS NULL OR id < $1) ORDER BY id DESC LIMIT $2",
         )
         .bind(before)

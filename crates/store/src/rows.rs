@@ -408,7 +408,8 @@ pub(crate) fn audit_from_row(row: &AnyRow) -> Result<AuditEntry, StoreError> {
         .ok_or_else(|| c.corrupt("kind", format!("unknown kind `{kind_text}`")))?;
     Ok(AuditEntry {
         id,
-        approval_id: c.text("approval_id")?,
+        approval_id: c.opt_text("approval_id")?,
+        run_id: c.opt_text("run_id")?,
         kind,
         item: c.opt_text("item")?,
         result: c.json("result")?,

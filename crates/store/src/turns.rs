@@ -2,7 +2,9 @@
 //! (`commit_turn`, `finish_job`, the gateway's request): the row with its request terms, the
 //! checkpoint and its link, the transcript, the lines the owner sees.
 
-use iris_core::ports::{card_search_text, HaltRecord, NewApproval, StoreError, TurnCommit};
+use iris_core::ports::{
+    card_search_text, ActionRecord, HaltRecord, NewApproval, StoreError, TurnCommit,
+};
 use iris_core::wire::ChatLine;
 
 use crate::rows::{check_new_approval, live_device, to_json};
@@ -48,7 +50,43 @@ impl Store {
                 }
             })?;
         self.write_lines(tx, &turn.conversation_id, &turn.lines)
-            .await
+            .await?;
+        self.write_actions(tx, &turn.actions).await
+    }
+
+    /// The audit entries (kind `action`, no approval) of writes that ran without a card,
+    /// stamped with the store's time (docs/liveness.md "writes without a card").
+    async fn write_actions(
+        &self,
+        tx: &mut WriteTx,
+        actions: &[ActionRecord],
+    ) -> Result<(), StoreError> {
+        for action in actions {
+            let mut result = action.result.clone();
+            if let Some(object) = result.as_object_mut() {
+                object.insert("tool".into(), serde_json::json!(action.tool));
+                object.insert(
+                    "conversation_id".into(),
+                    serde_json::json!(action.conversation_id),
+                );
+                if let Some(undo) = &action.undo_tool {
+                    object.insert("undo".into(), serde_json::json!(undo));
+                }
+            }
+            tx.exec(
+                self.timed(
+                    "INSERT INTO audit_log (approval_id, run_id, kind, item, result, \
+                     undo_available, actor, surface, at) \
+                     VALUES (NULL, $2, 'action', NULL, $3, $4, 'iris', NULL, {now})",
+                )
+                .text(&action.run_id)
+                .text(&to_json(&result, "an action's result")?)
+                .flag(action.undo_tool.is_some()),
+                "auditing a write without a card",
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// Appends `lines` to a conversation, in order, in one statement.

@@ -108,6 +108,7 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
         transcript: checkpoint("a1").messages,
         transcript_version: 0,
         lines: vec![line("asked"), line("waiting")],
+        actions: Vec::new(),
         halt: Some(HaltRecord {
             approval: row.clone(),
             checkpoint: checkpoint("a1"),
@@ -816,6 +817,7 @@ async fn a_resumed_turn_and_its_lines_land_with_the_job_end(engine: Engine) {
                 approval_status: None,
             }],
             halt: None,
+            actions: Vec::new(),
             events: Vec::new(),
         }),
         ..done()

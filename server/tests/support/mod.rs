@@ -880,6 +880,7 @@ pub async fn seed_card(
             transcript_version: 0,
             lines: vec![],
             events: vec![],
+            actions: Vec::new(),
             halt: Some(HaltRecord {
                 approval,
                 checkpoint,

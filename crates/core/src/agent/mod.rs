@@ -23,7 +23,7 @@ use crate::hooks::{
 use crate::manifest::ToolSpec;
 use crate::model::{Message, Model, ToolCall};
 use crate::plugin::{CallContext, ItemOutcome};
-use crate::ports::{Checkpoint, Clock, NewApproval};
+use crate::ports::{ActionRecord, Checkpoint, Clock, NewApproval};
 use crate::toolbox::Toolbox;
 use crate::wire::{ApprovalKind, Card, ChatResponse, Effect, RunStatus};
 
@@ -91,6 +91,10 @@ pub struct RunEnd {
     /// ran in this run, with its per-item outcomes: what the service links to the cards whose
     /// executed items it reversed (DESIGN §9 "Undo from the card").
     pub undo_runs: Vec<UndoRun>,
+    /// Every write that ran without a card because its manifest allows it (a write with a
+    /// `reply_undo`, e.g. mail's `trash_category`): audited with the run's id when the run's
+    /// end is written (docs/liveness.md "writes without a card").
+    pub actions: Vec<ActionRecord>,
     /// Whether the run continued a paused one.
     pub resumed: bool,
     /// Why the model could not be reached, when that ended the run (a resume that ends so is
@@ -146,6 +150,7 @@ pub struct UndoRun {
 struct RunLog {
     effects: Vec<Effect>,
     undo_runs: Vec<UndoRun>,
+    actions: Vec<ActionRecord>,
 }
 
 /// What the loop does with one call.
@@ -260,6 +265,7 @@ impl Agent {
         let mut effects = RunLog {
             effects,
             undo_runs: Vec::new(),
+            actions: Vec::new(),
         };
         let end = |transcript, status, reply, halt, log: RunLog, model_error| RunEnd {
             ctx: ctx.clone(),
@@ -269,6 +275,7 @@ impl Agent {
             halt,
             effects: log.effects,
             undo_runs: log.undo_runs,
+            actions: log.actions,
             resumed,
             model_error,
         };
@@ -490,6 +497,15 @@ impl Agent {
         let observation = match plugin.execute(&spec.name, &args, ctx).await {
             Ok(out) => {
                 let observation = as_object(out.result);
+                if let Some(undo) = &spec.reply_undo {
+                    log.actions.push(ActionRecord {
+                        run_id: ctx.run_id.clone(),
+                        tool: spec.name.clone(),
+                        conversation_id: ctx.conversation_id.clone(),
+                        result: observation.clone(),
+                        undo_tool: Some(undo.clone()),
+                    });
+                }
                 if !out.items.is_empty() && self.toolbox.registry().is_undo_tool(&spec.name) {
                     log.undo_runs.push(UndoRun {
                         tool: spec.name.clone(),

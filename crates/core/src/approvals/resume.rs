@@ -545,6 +545,7 @@ fn stay_stopped(
         halt: None,
         effects,
         undo_runs: Vec::new(),
+        actions: Vec::new(),
         resumed: true,
         model_error: None,
     }

@@ -193,6 +193,7 @@ pub(crate) fn turn_commit(
         transcript_version,
         lines,
         halt,
+        actions: end.actions.clone(),
         events,
     }
 }

@@ -54,8 +54,28 @@ pub struct TurnCommit {
     pub lines: Vec<ChatLine>,
     /// The card the turn halted on, if it did.
     pub halt: Option<HaltRecord>,
+    /// Writes that ran in the turn without a card, each audited (kind `action`) in the same
+    /// commit.
+    pub actions: Vec<ActionRecord>,
     /// Events to publish when (and only when) the commit lands.
     pub events: Vec<Event>,
+}
+
+/// A write that ran without a card because its manifest allows it (a write with a
+/// `reply_undo`), as its audit entry records it: kind `action`, no approval, stamped by the
+/// store's clock when the turn's commit lands (docs/liveness.md "writes without a card").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionRecord {
+    /// The run it ran in.
+    pub run_id: String,
+    /// The tool (canonical name).
+    pub tool: String,
+    /// The conversation of the run (where "undo that" reverses it).
+    pub conversation_id: String,
+    /// What the tool returned (a JSON object; mail's has its `summary`).
+    pub result: Value,
+    /// The tool "undo that" runs to reverse it, if the manifest names one.
+    pub undo_tool: Option<String>,
 }
 
 /// A decision to store (respond or expire): the compare-and-set from `pending`, its audit
@@ -458,6 +478,13 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// # Errors
     /// [`StoreError`].
     async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<Approval>, StoreError>;
+
+    /// The newest `limit` audit entries of writes that ran without a card (kind `action`),
+    /// newest first: what Activity lists beside the cards.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when an entry does not parse; [`StoreError::Backend`].
+    async fn actions(&self, limit: crate::ports::PageLimit) -> Result<Vec<AuditEntry>, StoreError>;
 
     /// The rows of `tool` a card may repeat or have been overtaken by
     /// ([`crate::approvals::overlap`]): those still pending and not lapsed by the database's

@@ -21,10 +21,15 @@ pub enum AuditKind {
     Lapse,
     /// The card's undo: one entry when asked for (item `None`), then one per item undone.
     Undo,
+    /// A write the owner asked for that ran without a card, as its manifest allows (a
+    /// `confirm: never` write with a `reply_undo`, e.g. mail's `trash_category`): named by its
+    /// run (`run_id`), not by a row.
+    Action,
 }
 
 impl AuditKind {
-    /// The wire and stored spelling (`decision`, `execution`, `denial`, `lapse`, `undo`), as
+    /// The wire and stored spelling (`decision`, `execution`, `denial`, `lapse`, `undo`,
+    /// `action`), as
     /// serde writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -33,6 +38,7 @@ impl AuditKind {
             AuditKind::Denial => "denial",
             AuditKind::Lapse => "lapse",
             AuditKind::Undo => "undo",
+            AuditKind::Action => "action",
         }
     }
 
@@ -44,6 +50,7 @@ impl AuditKind {
             "denial" => Some(AuditKind::Denial),
             "lapse" => Some(AuditKind::Lapse),
             "undo" => Some(AuditKind::Undo),
+            "action" => Some(AuditKind::Action),
             _ => None,
         }
     }
@@ -55,8 +62,11 @@ impl AuditKind {
 pub struct AuditEntry {
     /// Monotonic id.
     pub id: i64,
-    /// The approval this entry concerns.
-    pub approval_id: String,
+    /// The approval this entry concerns; `null` for an [`AuditKind::Action`] (no card).
+    pub approval_id: Option<String>,
+    /// The run of an [`AuditKind::Action`]; absent for entries about a row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// What happened.
     pub kind: AuditKind,
     /// The item executed (execution entries), else `None`.

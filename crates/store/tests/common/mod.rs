@@ -202,6 +202,7 @@ pub async fn insert(store: &Store, row: &NewApproval) -> Result<(), StoreError> 
             transcript: checkpoint(&row.id).messages,
             transcript_version: read.version,
             lines: Vec::new(),
+            actions: Vec::new(),
             halt: Some(HaltRecord {
                 approval: row.clone(),
                 checkpoint: checkpoint(&row.id),
