@@ -557,28 +557,42 @@ async fn an_undo_from_the_chat_shows_on_the_cards_it_reversed() {
         vec![json!({"paths": ["a", "z"]})]
     );
 
-    // The first card says what came back, for its item that the chat's undo acted on.
+    // The first card notes the item the chat's undo acted on; its own undo stays for the rest
+    // (a card's undo is consumed only for the items actually restored).
     let row = w.store.approval(&first).await.unwrap().unwrap();
-    let undo = row.undo.clone().expect("the card shows the chat's undo");
-    assert_eq!(undo.state, UndoState::Done);
-    assert_eq!(undo.items, vec!["a"]);
-    assert_eq!(undo.by, "owner-phone");
-    assert!(!row.undo_offered(w.clock.now()));
-    let items: Vec<Option<String>> = w
+    assert!(row.undo.is_none(), "{:?}", row.undo);
+    assert!(row.undo_offered(w.clock.now()));
+    let noted: Vec<(Option<String>, String)> = w
         .undo_entries(&first)
         .await
         .into_iter()
-        .map(|e| e.item)
+        .map(|e| (e.item, e.actor))
         .collect();
-    assert_eq!(items, vec![None, Some("a".into()), None]);
-    // Its button is gone: a tap is 409, and nothing runs again.
+    assert_eq!(noted, vec![(Some("a".into()), "owner-phone".into())]);
+    // Its undo then restores only what is left, once.
+    let undone = w.service.undo(&first, &owner).await.unwrap();
+    assert_eq!(undone.undo.expect("the card's own undo").items, vec!["b"]);
+    assert_eq!(
+        w.files.runs_of("restore_files"),
+        vec![json!({"paths": ["a", "z"]}), json!({"paths": ["b"]})]
+    );
     assert!(matches!(
         w.service.undo(&first, &owner).await,
         Err(UndoError::AlreadyUndone(_))
     ));
-    // The second card was not touched by it and still offers its own undo.
+
+    // A chat undo of all that is left of a card is that card's undo: it shows there and its
+    // button is gone.
+    w.service.chat(&owner, None, "restore c").await.unwrap();
     let other = w.store.approval(&second).await.unwrap().unwrap();
-    assert!(other.undo.is_none());
-    assert!(other.undo_offered(w.clock.now()));
-    assert_eq!(w.files.runs_of("restore_files").len(), 1);
+    let undo = other.undo.clone().expect("the card shows the chat's undo");
+    assert_eq!(undo.state, UndoState::Done);
+    assert_eq!(undo.items, vec!["c"]);
+    assert_eq!(undo.by, "owner-phone");
+    assert!(!other.undo_offered(w.clock.now()));
+    assert!(matches!(
+        w.service.undo(&second, &owner).await,
+        Err(UndoError::AlreadyUndone(_))
+    ));
+    assert_eq!(w.files.runs_of("restore_files").len(), 3);
 }

@@ -5,7 +5,8 @@
 //! `running` (also for the sweep's `unknown`).
 
 use async_trait::async_trait;
-use iris_core::ports::{StoreError, UndoClaim, UndoOutcome, UndoStore};
+use iris_core::ports::{NewAuditEntry, StoreError, UndoClaim, UndoOutcome, UndoStore};
+use iris_core::wire::Event;
 
 use crate::rows::{backend, to_json};
 use crate::unit::Stmt;
@@ -68,6 +69,44 @@ impl UndoStore for Store {
         let landed = crate::writes::finish_cas(tx, written).await?;
         if landed {
             self.deliver(&outcome.events);
+        }
+        Ok(landed)
+    }
+
+    async fn note_undone(
+        &self,
+        approval_id: &str,
+        audit: &[NewAuditEntry],
+        events: &[Event],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        // Only while the card has no undo of its own. (On PostgreSQL a card undo claimed at
+        // the same instant may still land: its run then finds these items back already and
+        // says so; nothing runs twice on a card.)
+        let own = tx
+            .fetch(
+                Stmt::new("SELECT approval_id AS id FROM undos WHERE approval_id = $1")
+                    .text(approval_id),
+                "checking that a card has no undo of its own",
+            )
+            .await;
+        let written = match own {
+            Err(e) => Err(e),
+            Ok(rows) if !rows.is_empty() => {
+                tx.rollback().await;
+                return Ok(false);
+            }
+            Ok(_) => {
+                async {
+                    self.write_audit(&mut tx, audit).await?;
+                    self.stage_events(&mut tx, events).await
+                }
+                .await
+            }
+        };
+        let landed = crate::writes::finish_cas(tx, written).await?;
+        if landed {
+            self.deliver(events);
         }
         Ok(landed)
     }

@@ -342,6 +342,24 @@ impl ApprovalService {
                 if items.is_empty() {
                     continue;
                 }
+                // A card's undo is consumed only for the items the chat's undo acted on
+                // (docs/liveness.md "undo that"): when some of its items are left, each one
+                // acted on is noted on the card and its own undo stays for the rest.
+                if items.len() < call.items.len() {
+                    let at = self.clock.now();
+                    let audit = items
+                        .iter()
+                        .map(|o| {
+                            let mut outcome = o.outcome.clone();
+                            outcome[NOTED_VIA] = json!(run.tool);
+                            undo_entry(&row, actor, Some(o.item.clone()), outcome, at)
+                        })
+                        .collect::<Vec<_>>();
+                    self.store
+                        .note_undone(&row.id, &audit, &[Event::ApprovalResponded(row.clone())])
+                        .await?;
+                    continue;
+                }
                 let names = items.iter().map(|o| o.item.clone()).collect();
                 let (claim, after) = self.claim_for(&row, actor, &run.tool, &run.args, names);
                 if self.store.claim_undo(&claim).await? {
@@ -360,14 +378,21 @@ impl ApprovalService {
         Ok(())
     }
 
-    /// The plugin's undo of an executed `row`, from its execution's audit entries.
+    /// The plugin's undo of an executed `row`, from its execution's audit entries, without the
+    /// items an undo from the chat already acted on (noted on the card, one entry each).
     async fn undo_call(&self, row: &Approval) -> Result<Option<UndoCall>, StoreError> {
-        let outcomes: Vec<ItemOutcome> = self
-            .store
-            .audit(Some(&row.id))
-            .await?
+        let entries = self.store.audit(Some(&row.id)).await?;
+        // Only the notes of a chat's undo (`via` its tool): the card's own undo entries are
+        // its one undo, which `undo` refuses to run again whatever its items.
+        let undone: Vec<String> = entries
+            .iter()
+            .filter(|e| e.kind == AuditKind::Undo && e.result.get(NOTED_VIA).is_some())
+            .filter_map(|e| e.item.clone())
+            .collect();
+        let outcomes: Vec<ItemOutcome> = entries
             .into_iter()
             .filter(|e| e.kind == AuditKind::Execution)
+            .filter(|e| e.item.as_ref().is_none_or(|item| !undone.contains(item)))
             .filter_map(|e| {
                 e.item.map(|item| ItemOutcome {
                     item,
@@ -415,6 +440,10 @@ impl ApprovalService {
         Ok(lapsed)
     }
 }
+
+/// The key of a chat undo's note on a card's item (the undo tool that acted on it): such an
+/// item is left out of the card's own undo.
+const NOTED_VIA: &str = "via";
 
 /// A planned undo: the tool, its plugin, its arguments and the call the plugin built.
 struct PlannedUndo {

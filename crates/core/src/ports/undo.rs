@@ -82,6 +82,20 @@ pub trait UndoStore: Send + Sync {
     /// [`StoreError::Backend`]: nothing was written.
     async fn record_undo(&self, outcome: &UndoOutcome) -> Result<bool, StoreError>;
 
+    /// Notes on approval `approval_id` that an undo from the chat acted on some of its items
+    /// (`audit`: one [`crate::wire::AuditKind::Undo`] entry per item), with `events`, in one
+    /// commit, while the card has no undo of its own: its undo stays for the other items.
+    /// `Ok(false)` when it has one (nothing written).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`]: nothing was written.
+    async fn note_undone(
+        &self,
+        approval_id: &str,
+        audit: &[NewAuditEntry],
+        events: &[Event],
+    ) -> Result<bool, StoreError>;
+
     /// The approval ids of `running` undos whose lease passed by the store's time source
     /// (their server stopped while they ran), oldest first.
     ///
