@@ -8,6 +8,8 @@
 //!   continues once (without a restart; before, the job stayed `running` under the server's
 //!   own lease for ever);
 //! - the job's end fails once: retried, the reply arrives;
+//! - the outcome unit and the job's end each land but lose their answer once: the retry's
+//!   missed compare-and-set re-plans from what is stored and the run goes on, no takeover;
 //! - the outcome never commits: the job is ended `failed` in a fresh unit, the ledger
 //!   `unknown`, the card says why, and the owner's retry continues the run without running the
 //!   call again;
@@ -116,28 +118,53 @@ async fn finished_replies(client: &Client, token: &str, conversation: &str) -> V
         .collect()
 }
 
+/// The conversation's "Finished" replies, once there is one (30 s at most).
+async fn continued_replies(client: &Client, token: &str, conversation: &str) -> Vec<String> {
+    eventually("the continued run's reply", || async move {
+        let replies = finished_replies(client, token, conversation).await;
+        (!replies.is_empty()).then_some(replies)
+    })
+    .await
+}
+
 /// One store unit fails once on the way; the card still ends, without a restart, and the run
 /// continues exactly once.
 async fn a_unit_that_fails_once_is_retried(unit: &str, postgres: bool) {
     let (world, model, _db) = scene(postgres).await;
+    let mut env = FAST.to_vec();
+    env.push(("IRIS_FAILPOINT_FAIL_ONCE", unit));
+    the_run_goes_on_once(
+        &world,
+        &model,
+        &env,
+        &[format!("failpoint failed once: {unit}")],
+    )
+    .await;
+}
+
+/// Starts the server with `env`, asks for a card and approves it, waits for each of `lines` on
+/// the server's stderr, in order, and checks the card ended `executed` with its job, the run
+/// continued once and the mail moved once.
+async fn the_run_goes_on_once(
+    world: &World,
+    model: &ModelServer,
+    env: &[(&str, &str)],
+    lines: &[String],
+) {
     let before = contents(&world.maildir);
     let token = world.add_device("phone", "control");
-    let (server, rx) = start(&world, &[("IRIS_FAILPOINT_FAIL_ONCE", unit)]);
+    let (server, mut rx) = world.start_watched(env);
     let client = server.client();
     let (id, conversation, n) = ask(&client, &token).await;
     approve(&client, &token, &id).await;
-    let _rx = wait_for_line(rx, format!("failpoint failed once: {unit}")).await;
+    for line in lines {
+        rx = wait_for_line(rx, line.clone()).await;
+    }
+    let replies = continued_replies(&client, &token, &conversation).await;
+    assert_eq!(replies, ["Finished."]);
     let row = client.wait_execution(&id, &token, "executed").await;
     assert!(row["resume_error"].is_null(), "{row}");
-    let replies = eventually("the continued run's reply", || {
-        let (client, token, conversation) = (&client, &token, &conversation);
-        async move {
-            let replies = finished_replies(client, token, conversation).await;
-            (!replies.is_empty()).then_some(replies)
-        }
-    })
-    .await;
-    assert_eq!(replies, ["Finished."]);
+    assert!(row["running"].is_null(), "the job ended: {row}");
     assert_eq!(trashed(&world.maildir), n, "moved once");
     assert_eq!(
         contents(&world.maildir),
@@ -165,6 +192,34 @@ async fn a_job_end_that_fails_once_is_retried_and_the_reply_arrives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_end_that_fails_once_is_retried_and_the_reply_arrives_on_postgres() {
     a_unit_that_fails_once_is_retried("finish_job", true).await;
+}
+
+/// The outcome unit and then the job's end each commit and lose their answer once (the
+/// connection drops between the commit and its reply). The retry's compare-and-set misses (the
+/// first try landed), re-plans from what is stored, finds its own outcome and its own end, and
+/// the run goes on at once: the reply arrives within a lease of two minutes, with no takeover
+/// (before, the missed compare-and-set read as a lost lease and the job sat `running` under the
+/// server's own lease until it lapsed).
+async fn a_unit_whose_answer_was_lost_is_not_taken_for_a_lost_lease(postgres: bool) {
+    let (world, model, _db) = scene(postgres).await;
+    let env = [
+        ("IRIS_SWEEP_SECS", "1"),
+        ("IRIS_LEASE_SECS", "120"),
+        ("IRIS_FAILPOINT_LOSE_ONCE", "record_outcome,finish_job"),
+    ];
+    let lines = ["record_outcome", "finish_job"]
+        .map(|unit| format!("failpoint lost its answer once: {unit}"));
+    the_run_goes_on_once(&world, &model, &env, &lines).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_whose_answer_was_lost_re_plans_and_the_run_goes_on() {
+    a_unit_whose_answer_was_lost_is_not_taken_for_a_lost_lease(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_whose_answer_was_lost_re_plans_and_the_run_goes_on_on_postgres() {
+    a_unit_whose_answer_was_lost_is_not_taken_for_a_lost_lease(true).await;
 }
 
 /// The outcome never commits (it fails more often than the retries within a lease): the job
@@ -414,14 +469,7 @@ async fn a_heartbeat_that_fails_once_is_retried_and_the_holder_keeps_its_job() {
     std::fs::write(&release, "go").unwrap();
     let row = b_client.wait_execution(&id, &token, "executed").await;
     assert!(row["resume_error"].is_null(), "{row}");
-    let replies = eventually("the continued run's reply", || {
-        let (client, token, conversation) = (&client, &token, &conversation);
-        async move {
-            let replies = finished_replies(client, token, conversation).await;
-            (!replies.is_empty()).then_some(replies)
-        }
-    })
-    .await;
+    let replies = continued_replies(&client, &token, &conversation).await;
     assert_eq!(replies, ["Finished."]);
     assert_eq!(trashed(&world.maildir), n);
     assert_eq!(contents(&world.maildir), before);

@@ -2,7 +2,7 @@
 //! where a test can stop the process to prove that a pinned call is never repeated after a
 //! crash.
 //!
-//! **Test-only.** Three kinds, each an environment variable read only in debug builds
+//! **Test-only.** Four kinds, each an environment variable read only in debug builds
 //! (`cfg(debug_assertions)`); in a release build every function here compiles to nothing and the
 //! variables are ignored:
 //!
@@ -16,6 +16,10 @@
 //!   runs it fails before writing anything, as a dropped connection would
 //!   (`failpoint failed once: UNIT` on stderr); later runs succeed. The unit names are
 //!   [`FAIL_UNITS`].
+//! - `IRIS_FAILPOINT_LOSE_ONCE=UNIT[,UNIT…]` (a lost answer): the first time the named store
+//!   unit runs it commits and then fails, as a connection dropped between the commit and its
+//!   answer would (`failpoint lost its answer once: UNIT` on stderr), so the caller retries a
+//!   unit that already landed. The unit names are [`FAIL_UNITS`].
 //!
 //! The points, in execution order:
 //! - [`AFTER_DECISION`]: the decision is stored, the resume not yet started (respond path);
@@ -55,29 +59,62 @@ pub const DECISION_READ: &str = "decision_read";
 pub fn fail_once(unit: &str) -> bool {
     #[cfg(debug_assertions)]
     {
-        use std::sync::Mutex;
-        static LEFT: std::sync::OnceLock<Mutex<Vec<String>>> = std::sync::OnceLock::new();
-        let left = LEFT.get_or_init(|| {
-            Mutex::new(
-                std::env::var("IRIS_FAILPOINT_FAIL_ONCE")
-                    .unwrap_or_default()
-                    .split(',')
-                    .map(|u| u.trim().to_string())
-                    .filter(|u| !u.is_empty())
-                    .collect(),
-            )
-        });
-        let mut left = left
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(i) = left.iter().position(|u| u == unit) {
-            left.remove(i);
+        static LEFT: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> =
+            std::sync::OnceLock::new();
+        if take_once(&LEFT, "IRIS_FAILPOINT_FAIL_ONCE", unit) {
             eprintln!("failpoint failed once: {unit}");
             return true;
         }
     }
     let _ = unit;
     false
+}
+
+/// Whether the store unit `unit`, which has just committed, must report a failure this time
+/// (`IRIS_FAILPOINT_LOSE_ONCE` names it and it has not yet): its answer is lost. Always `false`
+/// in release builds.
+pub fn lose_once(unit: &str) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        static LEFT: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> =
+            std::sync::OnceLock::new();
+        if take_once(&LEFT, "IRIS_FAILPOINT_LOSE_ONCE", unit) {
+            eprintln!("failpoint lost its answer once: {unit}");
+            return true;
+        }
+    }
+    let _ = unit;
+    false
+}
+
+/// Removes `unit` from the list the setting `variable` names (read once into `left`): whether
+/// it was there.
+#[cfg(debug_assertions)]
+fn take_once(
+    left: &std::sync::OnceLock<std::sync::Mutex<Vec<String>>>,
+    variable: &str,
+    unit: &str,
+) -> bool {
+    let left = left.get_or_init(|| {
+        std::sync::Mutex::new(
+            std::env::var(variable)
+                .unwrap_or_default()
+                .split(',')
+                .map(|u| u.trim().to_string())
+                .filter(|u| !u.is_empty())
+                .collect(),
+        )
+    });
+    let mut left = left
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match left.iter().position(|u| u == unit) {
+        Some(i) => {
+            left.remove(i);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Whether `IRIS_FAILPOINT_PAUSE` names `name` (debug builds only). The caller then awaits

@@ -1,12 +1,13 @@
 //! The units that end a resume job other than by its run's own end (docs/liveness.md): the
 //! lease confirmed right before a side effect, a run that failed for good ended `failed`, a
-//! poison job (its claim refused by the database's rules) ended in a unit of its own; and the
-//! test failpoint that makes a unit fail once.
+//! poison job (its claim refused by the database's rules) ended in a unit of its own; the reads
+//! that re-plan a missed compare-and-set; and the test failpoints that make a unit fail once or
+//! lose its answer once.
 
-use iris_core::ports::{Lease, NewAuditEntry, StoreError};
+use iris_core::ports::{JobEnd, Lease, NewAuditEntry, StoreError};
 use iris_core::wire::Event;
 
-use crate::rows::{approval_from_row, APPROVAL_SELECT};
+use crate::rows::{approval_from_row, backend, APPROVAL_SELECT};
 use crate::unit::{is_assertion, Stmt, WriteTx};
 use crate::writes::finish_cas;
 use crate::Store;
@@ -35,6 +36,68 @@ impl Store {
             )
             .await;
         finish_cas(tx, confirmed).await
+    }
+
+    /// Whether the ledger entry of `lease`'s approval holds `state` with `result` while the job
+    /// is still `running` under `lease` (owner and epoch): an outcome unit of this holder
+    /// landed, though its answer may have been lost (docs/liveness.md "a missed
+    /// compare-and-set").
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the read fails; [`StoreError::Corrupt`] for a stored result
+    /// that is not JSON.
+    pub(crate) async fn outcome_landed(
+        &self,
+        lease: &Lease,
+        state: &str,
+        result: &serde_json::Value,
+    ) -> Result<bool, StoreError> {
+        let stored: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT l.state, l.result FROM ledger l JOIN resume_jobs j \
+             ON j.approval_id = l.approval_id WHERE l.approval_id = $1 \
+             AND j.lease_epoch = $2 AND j.lease_owner = $3 AND j.state = 'running'",
+        )
+        .bind(&lease.approval_id)
+        .bind(lease.epoch)
+        .bind(&lease.owner)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend("reading a ledger outcome"))?;
+        let Some((stored_state, stored_result)) = stored else {
+            return Ok(false);
+        };
+        let stored_result = stored_result
+            .map(|text| serde_json::from_str::<serde_json::Value>(&text))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt {
+                id: lease.approval_id.clone(),
+                reason: format!("its ledger result is not JSON: {e}"),
+            })?;
+        Ok(stored_state == state && stored_result.as_ref() == Some(result))
+    }
+
+    /// Whether `lease`'s job is ended `end` at `lease`'s epoch by `lease`'s owner: a job end of
+    /// this holder landed, though its answer may have been lost.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the read fails.
+    pub(crate) async fn job_ended_by(
+        &self,
+        lease: &Lease,
+        end: JobEnd,
+    ) -> Result<bool, StoreError> {
+        let ended: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM resume_jobs WHERE approval_id = $1 AND lease_epoch = $2 \
+             AND lease_owner = $3 AND state = $4",
+        )
+        .bind(&lease.approval_id)
+        .bind(lease.epoch)
+        .bind(&lease.owner)
+        .bind(end.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend("reading a resume job's end"))?;
+        Ok(ended.is_some())
     }
 
     /// [`iris_core::ports::ApprovalStore::abandon_job`]'s unit.
@@ -216,6 +279,18 @@ impl Store {
             }
         }
     }
+}
+
+/// Fails with a connection reset after the commit when the test failpoint
+/// `IRIS_FAILPOINT_LOSE_ONCE` names `unit` and it has not lost an answer yet (debug builds only;
+/// [`iris_core::failpoint::lose_once`]): the unit landed, its caller is told it failed.
+pub(crate) fn failpoint_lost_answer(unit: &str) -> Result<(), StoreError> {
+    if iris_core::failpoint::lose_once(unit) {
+        return Err(StoreError::Backend(format!(
+            "{unit}: the connection was reset before the commit's answer (failpoint)"
+        )));
+    }
+    Ok(())
 }
 
 /// Fails with a reset connection when the test failpoint `IRIS_FAILPOINT_FAIL_ONCE` names `unit`

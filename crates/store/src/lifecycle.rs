@@ -17,7 +17,7 @@ use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
-use crate::job_end::failpoint_unit;
+use crate::job_end::{failpoint_lost_answer, failpoint_unit};
 use crate::rows::{
     approval_from_row, audit_from_row, backend, is_refusal, live_device, to_json, Cols, ColumnRead,
     Record, APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT, REQUESTER_REVOKED,
@@ -462,8 +462,16 @@ impl ApprovalStore for Store {
         }
         .await;
         if !finish_cas(tx, written).await? {
+            // A missed compare-and-set re-plans from what is stored (docs/liveness.md "a
+            // missed compare-and-set"): an earlier try of this very unit may have landed with
+            // its answer lost, and then there is nothing left to write.
+            if self.outcome_landed(lease, state, &outcome.result).await? {
+                self.deliver(&outcome.events);
+                return Ok(());
+            }
             return Err(StoreError::LeaseLost(lease.approval_id.clone()));
         }
+        failpoint_lost_answer("record_outcome")?;
         self.deliver(&outcome.events);
         Ok(())
     }
@@ -506,8 +514,15 @@ impl ApprovalStore for Store {
         }
         .await;
         if !finish_cas(tx, written).await? {
+            // Re-planned from what is stored, as an outcome's (docs/liveness.md "a missed
+            // compare-and-set"): this holder's earlier try ended the job, its answer lost.
+            if self.job_ended_by(lease, finish.end).await? {
+                self.deliver(&events);
+                return Ok(());
+            }
             return Err(StoreError::LeaseLost(lease.approval_id.clone()));
         }
+        failpoint_lost_answer("finish_job")?;
         self.deliver(&events);
         Ok(())
     }

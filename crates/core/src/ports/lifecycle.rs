@@ -436,10 +436,13 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// Writes a pinned call's outcome: ledger `executing` → `executed`/`failed`/`unknown`, the
     /// audit entries, in one commit fenced by the lease's epoch by compare-and-set on the job
     /// row, which it locks (a lapsed lease nobody took over still lands; a taken-over one never).
+    /// `Ok` also when the compare-and-set misses because this very outcome is already stored
+    /// under this lease (an earlier try landed, its answer lost: docs/liveness.md "a missed
+    /// compare-and-set re-plans").
     ///
     /// # Errors
-    /// [`StoreError::LeaseLost`] when the lease was taken over or the ledger entry is no longer
-    /// `executing` (a taker marked it `unknown`): nothing was written.
+    /// [`StoreError::LeaseLost`] when the lease was taken over or the ledger entry holds
+    /// anything else (a taker marked it `unknown`): nothing was written.
     async fn record_outcome(
         &self,
         lease: &Lease,
@@ -448,7 +451,8 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// Ends a job in one commit fenced by the lease: the resumed turn, the job's end, the row's
-    /// `resume_error`.
+    /// `resume_error`. `Ok` also when this holder already ended the job so at its epoch (an
+    /// earlier try landed, its answer lost).
     ///
     /// # Errors
     /// [`StoreError::LeaseLost`] when the lease was taken over: nothing was written.
