@@ -17,7 +17,7 @@ use iris_core::approvals::{
 };
 use iris_core::hooks::DestructiveApprovalHook;
 use iris_core::plugin::Plugin;
-use iris_core::ports::{Clock, Device, DeviceStore, Scope, SystemClock};
+use iris_core::ports::{Clock, DatabaseClock, Device, DeviceStore, Scope};
 use iris_core::toolbox::Toolbox;
 use iris_email::{AccountConfig, AccountKind, EmailPlugin, Outbox};
 use iris_store::{Store, StoreOptions, Synchronous};
@@ -60,6 +60,9 @@ pub struct AppState {
     pub push: Option<Arc<crate::push::WebPush>>,
     /// Passkeys: the relying party (or why they are off) and `IRIS_PASSKEY_REQUIRED`.
     pub passkeys: Arc<crate::passkeys::Passkeys>,
+    /// This server's clock: the database's, as last aligned (every sweep re-aligns it); every
+    /// stamp the service writes comes from it.
+    pub clock: Arc<DatabaseClock>,
     /// The MCP gateway's upstreams (`[[mcp.upstreams]]`), `None` when there are none.
     pub gateway: Option<Arc<crate::mcp::Gateway>>,
 }
@@ -193,7 +196,13 @@ pub async fn build(
         demo,
     )?;
 
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    // Stamps in the database's time, whatever this machine's clock says (docs/liveness.md
+    // "truthful records"); re-aligned on every sweep.
+    let database_clock = Arc::new(DatabaseClock::new(iris_core::failpoint::wall_clock()));
+    if let Err(error) = database_clock.align(&store).await {
+        tracing::warn!(%error, "reading the database's clock failed; stamping with this machine's until the next sweep");
+    }
+    let clock: Arc<dyn Clock> = database_clock.clone();
     let email = Arc::new(email);
     let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
     let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
@@ -311,6 +320,7 @@ pub async fn build(
         push,
         passkeys,
         gateway,
+        clock: database_clock,
     })
 }
 

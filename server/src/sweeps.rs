@@ -64,10 +64,13 @@ pub async fn drain(state: &AppState) {
     }
 }
 
-/// One expiry sweep: expires every lapsed row (each then has a resume job), rejects the cards of
+/// One expiry sweep: aligns this server's clock to the database's, expires every lapsed row (each then has a resume job), rejects the cards of
 /// revoked devices, marks undos whose
 /// server stopped while they ran `unknown` (never run again), and prunes the event log.
 pub async fn sweep_once(state: &AppState) {
+    if let Err(error) = state.clock.align(&state.store).await {
+        tracing::warn!(%error, "reading the database's clock failed; the last offset stays");
+    }
     match state.service.expire_lapsed().await {
         Ok(rows) => {
             for row in rows {

@@ -4,7 +4,8 @@
 //! every page carries the headers that keep it from being framed, sniffed or leaking its
 //! address; the whole audit log comes in pages, newest first. A card says what it repeats, an
 //! overtaken card names the card that did its work, and each card's end gets IRIS's own line
-//! in the chat, whatever the model then says.
+//! in the chat, whatever the model then says. A server whose clock runs ahead stamps in the
+//! database's time.
 
 mod support;
 
@@ -320,10 +321,19 @@ async fn lines_once(
 }
 
 /// Two cards waiting in one conversation for the same mail, on SQLite or PostgreSQL.
-async fn two_cards_for_the_same_mail(postgres: bool) {
-    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+/// The model playing `script`, a world with the demo mailbox, on SQLite or on a fresh
+/// PostgreSQL database (kept while the guard lives).
+async fn demo_world(
+    script: &str,
+    postgres: bool,
+) -> (
+    ModelServer,
+    World,
+    Option<iris_store::testing::DropDatabase>,
+) {
+    let model = ModelServer::start(script).await;
     let mut world = World::new(&model.base_url);
-    let _guard = if postgres {
+    let guard = if postgres {
         let (url, guard) = iris_store::testing::fresh_postgres_database().await;
         world.database_url = url;
         Some(guard)
@@ -331,6 +341,11 @@ async fn two_cards_for_the_same_mail(postgres: bool) {
         None
     };
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    (model, world, guard)
+}
+
+async fn two_cards_for_the_same_mail(postgres: bool) {
+    let (_model, world, _guard) = demo_world(iris_core::scripted::DEMO_SCRIPT, postgres).await;
     let token = world.add_device("phone", "control");
     let server = world.start();
     let client = server.client();
@@ -524,4 +539,77 @@ async fn a_write_without_a_card_is_audited_with_its_run() {
         summary,
         "the audit says what the owner was told"
     );
+}
+
+/// A server whose own clock runs two hours ahead of the database's stamps in the database's
+/// time: the card's `created_at` and `expires_at` (so its life is the setting's, not two hours
+/// more), the answer's `responded_at` and the audit entries' times all sit at the test's (and
+/// the database's) now, within a minute. Before, every one of them was two hours ahead, and the
+/// card lived two hours longer on every server that read it.
+async fn a_server_with_a_fast_clock_stamps_in_database_time(postgres: bool) {
+    let (_model, world, _guard) = demo_world(TRASH_SCRIPT, postgres).await;
+    let token = world.add_device("phone", "control");
+    let (server, _rx) = world.start_watched(&[
+        ("IRIS_FAILPOINT_CLOCK_SKEW_SECS", "7200"),
+        ("IRIS_DESTRUCTIVE_TTL_SECS", "600"),
+    ]);
+    let client = server.client();
+    let (status, halted) = client
+        .post(
+            "/api/chat",
+            Some(&token),
+            json!({"message": "trash the promo emails from this week"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let (status, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&token),
+            json!({"decision": "reject", "reason": "not now"}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &token)
+        .await;
+    let at = |v: &Value| -> chrono::DateTime<chrono::Utc> {
+        v.as_str()
+            .unwrap_or_else(|| panic!("a time: {v}"))
+            .parse()
+            .unwrap()
+    };
+    let near_now = |what: &str, t: chrono::DateTime<chrono::Utc>| {
+        let off = (t - chrono::Utc::now()).num_seconds().abs();
+        assert!(
+            off < 60,
+            "{what} is {off} s away from the database's now: {t}"
+        );
+    };
+    near_now("created_at", at(&row["created_at"]));
+    near_now("responded_at", at(&row["responded_at"]));
+    assert_eq!(
+        (at(&row["expires_at"]) - at(&row["created_at"])).num_seconds(),
+        600,
+        "{row}"
+    );
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &token)
+        .await;
+    let entries = audit["entries"].as_array().expect("audit entries");
+    assert!(!entries.is_empty(), "{audit}");
+    for entry in entries {
+        near_now("an audit entry", at(&entry["at"]));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_clock_runs_ahead_stamps_in_the_database_time() {
+    a_server_with_a_fast_clock_stamps_in_database_time(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_clock_runs_ahead_stamps_in_the_database_time_on_postgres() {
+    a_server_with_a_fast_clock_stamps_in_database_time(true).await;
 }

@@ -2,7 +2,8 @@
 //! where a test can stop the process to prove that a pinned call is never repeated after a
 //! crash.
 //!
-//! **Test-only.** Four kinds, each an environment variable read only in debug builds
+//! **Test-only.** Four kinds, and a skewed wall clock (`IRIS_FAILPOINT_CLOCK_SKEW_SECS`,
+//! [`wall_clock`]), each an environment variable read only in debug builds
 //! (`cfg(debug_assertions)`); in a release build every function here compiles to nothing and the
 //! variables are ignored:
 //!
@@ -114,6 +115,34 @@ fn take_once(
             true
         }
         None => false,
+    }
+}
+
+/// The wall clock a server starts from: the system's, moved by `IRIS_FAILPOINT_CLOCK_SKEW_SECS`
+/// seconds in debug builds (a test's machine whose clock runs ahead or behind the database's);
+/// always the system's in release builds.
+pub fn wall_clock() -> std::sync::Arc<dyn crate::ports::Clock> {
+    #[cfg(debug_assertions)]
+    {
+        if let Some(secs) = std::env::var("IRIS_FAILPOINT_CLOCK_SKEW_SECS")
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+        {
+            eprintln!("failpoint skews the wall clock: {secs} s");
+            return std::sync::Arc::new(SkewedClock(chrono::Duration::seconds(secs)));
+        }
+    }
+    std::sync::Arc::new(crate::ports::SystemClock)
+}
+
+/// The system clock moved by a fixed amount (test-only, [`wall_clock`]).
+#[cfg(debug_assertions)]
+struct SkewedClock(chrono::Duration);
+
+#[cfg(debug_assertions)]
+impl crate::ports::Clock for SkewedClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now() + self.0
     }
 }
 

@@ -295,7 +295,8 @@ impl ApprovalStore for Store {
                 self.timed(&format!(
                     "SELECT {APPROVAL_COLUMNS}, CASE WHEN a.expires_at <= {{now}} THEN 1 ELSE 0 \
                      END AS lapsed_now, CASE WHEN {REQUESTER_REVOKED} THEN 1 ELSE 0 END \
-                     AS requester_revoked {APPROVAL_FROM} WHERE a.id = $2{lock}"
+                     AS requester_revoked, {{now}} AS unit_now {APPROVAL_FROM} \
+                     WHERE a.id = $2{lock}"
                 ))
                 .text(approval_id),
                 "reading an approval row",
@@ -316,14 +317,16 @@ impl ApprovalStore for Store {
             None => Ok(None),
             Some(id) => self.read_ceremony(&mut tx, id).await,
         };
-        let read = match (approval_from_row(&row), ceremony) {
-            (Ok(approval), Ok(ceremony)) => DecisionRead {
+        let now = crate::rows::Cols::new(&row, "approvals", "id").and_then(|c| c.time("unit_now"));
+        let read = match (approval_from_row(&row), ceremony, now) {
+            (Ok(approval), Ok(ceremony), Ok(now)) => DecisionRead {
                 approval,
                 lapsed: row.int_at("lapsed_now").ok().flatten() == Some(1),
+                now,
                 requester_revoked: row.int_at("requester_revoked").ok().flatten() == Some(1),
                 ceremony,
             },
-            (Err(e), _) | (_, Err(e)) => {
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 tx.rollback().await;
                 return Err(e);
             }
@@ -525,6 +528,20 @@ impl ApprovalStore for Store {
         failpoint_lost_answer("finish_job")?;
         self.deliver(&events);
         Ok(())
+    }
+
+    async fn database_now(&self) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
+        let text: String = sqlx::query_scalar(&format!("SELECT {}", self.now_sql()))
+            .bind(self.now_param())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend("reading the database's clock"))?;
+        chrono::DateTime::parse_from_rfc3339(&text)
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .map_err(|e| StoreError::Corrupt {
+                id: "now".into(),
+                reason: format!("the database's clock read `{text}`, not an RFC 3339 time: {e}"),
+            })
     }
 
     async fn lapsed(&self) -> Result<Vec<String>, StoreError> {

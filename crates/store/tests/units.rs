@@ -369,6 +369,17 @@ async fn a_lapsed_lease_is_taken_over_and_the_old_holder_writes_nothing(engine: 
     assert!(message.contains("resumes exactly once"), "{message}");
 }
 
+/// How many `execution` audit entries approval `a1` has.
+async fn execution_entries(store: &Store) -> usize {
+    store
+        .audit(Some("a1"))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == AuditKind::Execution)
+        .count()
+}
+
 async fn an_outcome_is_written_once_with_its_audit_under_the_lease(engine: Engine) {
     let db = engine.open().await;
     let store = db.store.clone();
@@ -383,19 +394,30 @@ async fn an_outcome_is_written_once_with_its_audit_under_the_lease(engine: Engin
     let row = store.approval("a1").await.unwrap().unwrap();
     assert_eq!(row.execution, Execution::Executed);
     assert_eq!(row.result, Some(outcome().result));
-    let executions = store
-        .audit(Some("a1"))
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.kind == AuditKind::Execution)
-        .count();
+    let executions = execution_entries(&store).await;
     assert_eq!(executions, 1);
-    // The outcome is written once: a second one is refused and changes nothing.
-    assert!(store
+    // The outcome is written once. The same outcome again under the same lease (a retry whose
+    // first try landed, its answer lost) re-plans from what is stored: acknowledged, nothing
+    // written again. Another outcome is refused and changes nothing.
+    store
         .record_outcome(&job.lease, LEASE, &outcome())
         .await
-        .is_err());
+        .expect("the same outcome, already stored, is acknowledged");
+    let other = OutcomeRecord {
+        outcome: Outcome::Failed,
+        result: json!({"status": "failed"}),
+        ..outcome()
+    };
+    assert!(matches!(
+        store.record_outcome(&job.lease, LEASE, &other).await,
+        Err(StoreError::LeaseLost(_))
+    ));
+    let executions_now = execution_entries(&store).await;
+    assert_eq!(executions_now, 1, "nothing written again");
+    assert_eq!(
+        store.approval("a1").await.unwrap().unwrap().result,
+        Some(outcome().result)
+    );
     let message = refused(
         &store,
         "UPDATE ledger SET state = 'failed' WHERE approval_id = 'a1'",

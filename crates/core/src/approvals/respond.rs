@@ -102,9 +102,11 @@ impl ApprovalService {
         let reason = reason
             .map(|r| r.trim().to_string())
             .filter(|r| !r.is_empty());
-        let at = self.clock.now();
         let refused: Mutex<Option<PasskeyRefusal>> = Mutex::new(None);
         let plan = |read: &DecisionRead| {
+            // Every stamp of the unit is the database's time, read once with the row
+            // (docs/liveness.md "truthful records").
+            let at = read.now;
             if read.lapsed {
                 return self.expiry(&read.approval, at);
             }
@@ -258,12 +260,11 @@ impl ApprovalService {
     pub async fn reject_revoked(&self) -> Result<Vec<Approval>, StoreError> {
         let mut rejected = Vec::new();
         for id in self.store.revoked_requests().await? {
-            let at = self.clock.now();
             let plan = |read: &DecisionRead| {
                 if read.lapsed {
-                    self.expiry(&read.approval, at)
+                    self.expiry(&read.approval, read.now)
                 } else if read.requester_revoked {
-                    self.revocation(&read.approval, at)
+                    self.revocation(&read.approval, read.now)
                 } else {
                     None
                 }
@@ -286,10 +287,9 @@ impl ApprovalService {
     /// # Errors
     /// [`StoreError`].
     pub async fn expire(&self, id: &str) -> Result<Option<Approval>, StoreError> {
-        let at = self.clock.now();
         let plan = |read: &DecisionRead| {
             if read.lapsed {
-                self.expiry(&read.approval, at)
+                self.expiry(&read.approval, read.now)
             } else {
                 None
             }

@@ -106,6 +106,9 @@ pub struct DecisionRead {
     pub approval: Approval,
     /// Whether it has lapsed by the store's time source (`expires_at` at or before now).
     pub lapsed: bool,
+    /// The unit's time by the store's time source (the database's clock in production), read
+    /// once with the row: the decision's `responded_at` and its audit entry's `at`.
+    pub now: chrono::DateTime<chrono::Utc>,
     /// Whether the device that requested it (through the gateway) is revoked, read in the same
     /// unit: such a card can never be approved (docs/liveness.md "revoked devices").
     pub requester_revoked: bool,
@@ -457,6 +460,15 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// # Errors
     /// [`StoreError::LeaseLost`] when the lease was taken over: nothing was written.
     async fn finish_job(&self, lease: &Lease, finish: &JobFinish) -> Result<(), StoreError>;
+
+    /// "Now" by the store's time source: the database's clock in production (every server of
+    /// one database reads the same one), the test's clock in tests. [`super::DatabaseClock`]
+    /// aligns a server's stamps to it.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database cannot be reached; [`StoreError::Corrupt`] when
+    /// its answer is not an RFC 3339 time.
+    async fn database_now(&self) -> Result<chrono::DateTime<chrono::Utc>, StoreError>;
 
     /// Ids of pending rows that have lapsed by the store's time source, oldest expiry first.
     ///

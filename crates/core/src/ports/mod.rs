@@ -33,7 +33,7 @@ pub mod push;
 pub mod telegram;
 pub mod undo;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, DatabaseClock, ManualClock, SystemClock};
 pub use devices::{Device, DeviceStore, PairingStore, Scope};
 pub use gateway::{GatewayRequest, GatewayStore, GatewayWrite};
 pub use lifecycle::*;
