@@ -504,6 +504,7 @@ mod tests {
             passkey_required: false,
             requested_by: None,
             running: None,
+            undo_left: None,
         };
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
         approval.execution = Execution::Executed;

@@ -569,6 +569,9 @@ async fn an_undo_from_the_chat_shows_on_the_cards_it_reversed() {
         .map(|e| (e.item, e.actor))
         .collect();
     assert_eq!(noted, vec![(Some("a".into()), "owner-phone".into())]);
+    // Its button names what is left, not what ran ("Restore 2 files" before the chat's undo).
+    assert_eq!(row.undo_left.as_deref(), Some("Restore 1 files"));
+    assert_eq!(row.undo_label(), "Restore 1 files");
     // Its undo then restores only what is left, once.
     let undone = w.service.undo(&first, &owner).await.unwrap();
     assert_eq!(undone.undo.expect("the card's own undo").items, vec!["b"]);

@@ -45,6 +45,7 @@ fn destructive() -> Approval {
         passkey_required: false,
         requested_by: None,
         running: None,
+        undo_left: None,
     }
 }
 

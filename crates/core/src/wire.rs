@@ -243,6 +243,11 @@ pub struct Approval {
     /// job"). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<RunningJob>,
+    /// The undo button's words for the items still to undo ("Restore 3 emails") once an undo
+    /// from the chat acted on some of this card's items (docs/liveness.md "undo that"); absent
+    /// until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_left: Option<String>,
 }
 
 /// The key of an executed call's result under which the executor keeps the undo button's words
@@ -272,9 +277,13 @@ impl Approval {
         Some(from + chrono::Duration::days(i64::from(days)))
     }
 
-    /// The undo button's words: those the execution recorded for what actually ran (its
+    /// The undo button's words: for what is left when an undo from the chat acted on some
+    /// items (`undo_left`), else those the execution recorded for what actually ran (its
     /// result's [`UNDO_ACTION`]), else the card's `undo_action`, else "Undo".
     pub fn undo_label(&self) -> String {
+        if let Some(left) = &self.undo_left {
+            return left.clone();
+        }
         self.result
             .as_ref()
             .and_then(|r| r.get(UNDO_ACTION))

@@ -273,7 +273,7 @@ macro_rules! approval_columns {
     () => {
         "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
          a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
-         a.resume_error, a.preconditions, a.passkey_required, a.requested_by, \
+         a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
          l.state AS execution, l.result AS result, \
          u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
@@ -354,6 +354,7 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         passkey_required: c.flag("passkey_required")?,
         requested_by: c.opt_text("requested_by")?,
         running: running_from_row(&c)?,
+        undo_left: c.opt_text("undo_left")?,
         id: c.id,
     })
 }

@@ -77,6 +77,7 @@ impl UndoStore for Store {
         &self,
         approval_id: &str,
         audit: &[NewAuditEntry],
+        undo_left: Option<&str>,
         events: &[Event],
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
@@ -99,6 +100,13 @@ impl UndoStore for Store {
             Ok(_) => {
                 async {
                     self.write_audit(&mut tx, audit).await?;
+                    tx.exec(
+                        Stmt::new("UPDATE approvals SET undo_left = $1 WHERE id = $2")
+                            .opt_text(undo_left)
+                            .text(approval_id),
+                        "recording what a card's undo has left",
+                    )
+                    .await?;
                     self.stage_events(&mut tx, events).await
                 }
                 .await

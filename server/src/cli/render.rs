@@ -330,6 +330,7 @@ mod tests {
             passkey_required: false,
             requested_by: None,
             running: None,
+            undo_left: None,
         }
     }
 

@@ -89,6 +89,7 @@ fn only_a_final_outcome_is_settled() {
         passkey_required: false,
         requested_by: None,
         running: None,
+        undo_left: None,
     };
     assert!(!settled(&row));
     row.status = ApprovalStatus::Approved;

@@ -330,7 +330,8 @@ impl ApprovalService {
             };
             let page = self.store.approval_page(&query).await?;
             for row in page.approvals.into_iter().filter(|r| r.undo_offered(now)) {
-                let Some(call) = self.undo_call(&row).await? else {
+                let outcomes = self.undoable_outcomes(&row).await?;
+                let Some(call) = self.plugin_undo_call(&row, &outcomes) else {
                     continue;
                 };
                 let items: Vec<ItemOutcome> = run
@@ -355,8 +356,27 @@ impl ApprovalService {
                             undo_entry(&row, actor, Some(o.item.clone()), outcome, at)
                         })
                         .collect::<Vec<_>>();
+                    // The button then names what is left ("Restore 3 emails"), not what ran.
+                    let left: Vec<ItemOutcome> = outcomes
+                        .iter()
+                        .filter(|o| !items.iter().any(|done| done.item == o.item))
+                        .cloned()
+                        .collect();
+                    let undo_left = self
+                        .plugin_undo_call(&row, &left)
+                        .and_then(|call| call.action)
+                        .or_else(|| Some(row.undo_label()));
+                    let after = Approval {
+                        undo_left: undo_left.clone(),
+                        ..row.clone()
+                    };
                     self.store
-                        .note_undone(&row.id, &audit, &[Event::ApprovalResponded(row.clone())])
+                        .note_undone(
+                            &row.id,
+                            &audit,
+                            undo_left.as_deref(),
+                            &[Event::ApprovalResponded(after)],
+                        )
                         .await?;
                     continue;
                 }
@@ -381,6 +401,12 @@ impl ApprovalService {
     /// The plugin's undo of an executed `row`, from its execution's audit entries, without the
     /// items an undo from the chat already acted on (noted on the card, one entry each).
     async fn undo_call(&self, row: &Approval) -> Result<Option<UndoCall>, StoreError> {
+        let outcomes = self.undoable_outcomes(row).await?;
+        Ok(self.plugin_undo_call(row, &outcomes))
+    }
+
+    /// The execution's item outcomes of `row` that no undo from the chat acted on yet.
+    async fn undoable_outcomes(&self, row: &Approval) -> Result<Vec<ItemOutcome>, StoreError> {
         let entries = self.store.audit(Some(&row.id)).await?;
         // Only the notes of a chat's undo (`via` its tool): the card's own undo entries are
         // its one undo, which `undo` refuses to run again whatever its items.
@@ -389,7 +415,7 @@ impl ApprovalService {
             .filter(|e| e.kind == AuditKind::Undo && e.result.get(NOTED_VIA).is_some())
             .filter_map(|e| e.item.clone())
             .collect();
-        let outcomes: Vec<ItemOutcome> = entries
+        Ok(entries
             .into_iter()
             .filter(|e| e.kind == AuditKind::Execution)
             .filter(|e| e.item.as_ref().is_none_or(|item| !undone.contains(item)))
@@ -399,13 +425,17 @@ impl ApprovalService {
                     outcome: e.result,
                 })
             })
-            .collect();
+            .collect())
+    }
+
+    /// The plugin's undo of `row`'s tool for `outcomes`.
+    fn plugin_undo_call(&self, row: &Approval, outcomes: &[ItemOutcome]) -> Option<UndoCall> {
         let toolbox = self.agent.toolbox();
-        Ok(toolbox
+        toolbox
             .registry()
             .get(&row.tool)
             .and_then(|spec| toolbox.plugin(spec))
-            .and_then(|p| p.undo_call(&row.tool, &outcomes)))
+            .and_then(|p| p.undo_call(&row.tool, outcomes))
     }
 
     /// Records every undo whose server stopped while it ran (its lease passed) as `unknown`,

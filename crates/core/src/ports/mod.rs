@@ -143,6 +143,7 @@ impl NewApproval {
             passkey_required: self.passkey_required,
             requested_by: self.requested_by.clone(),
             running: None,
+            undo_left: None,
         }
     }
 }

@@ -84,8 +84,9 @@ pub trait UndoStore: Send + Sync {
 
     /// Notes on approval `approval_id` that an undo from the chat acted on some of its items
     /// (`audit`: one [`crate::wire::AuditKind::Undo`] entry per item), with `events`, in one
-    /// commit, while the card has no undo of its own: its undo stays for the other items.
-    /// `Ok(false)` when it has one (nothing written).
+    /// commit, while the card has no undo of its own: its undo stays for the other items, and
+    /// `undo_left` (the button's words for them, e.g. "Restore 3 emails") becomes the row's
+    /// `undo_left`. `Ok(false)` when it has one (nothing written).
     ///
     /// # Errors
     /// [`StoreError::Backend`]: nothing was written.
@@ -93,6 +94,7 @@ pub trait UndoStore: Send + Sync {
         &self,
         approval_id: &str,
         audit: &[NewAuditEntry],
+        undo_left: Option<&str>,
         events: &[Event],
     ) -> Result<bool, StoreError>;
 
