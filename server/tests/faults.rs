@@ -8,9 +8,13 @@
 //!   each, in every server process started);
 //! - a busy mail lock (the harness holds it for a few seconds; PostgreSQL);
 //! - a dropped client (an answer whose connection is cut as soon as it is sent);
-//! - a concurrent chat turn in the card's conversation.
+//! - a concurrent chat turn in the card's conversation;
+//! - a hung upstream: every fourth card is an MCP agent's pinned write through the gateway
+//!   (the official Python SDK's client and a notes server made with its server, one per IRIS
+//!   process), and a third of those are calls the upstream never answers.
 //!
-//! Then it checks every card: `executed_twice` (a call that moved its mail more than once),
+//! Then it checks every card: `executed_twice` (a call that moved its mail, or wrote its note,
+//! more than once),
 //! `stalled` (a decided card not ended within lease + execute timeout + 10 s of its decision),
 //! `lost` (a card that disappeared, or whose accepted answer was not recorded), `wrong_story`
 //! (the card and the mailbox disagree: executed but not moved exactly once, not run but moved,
@@ -145,6 +149,39 @@ impl Fleet {
         panic!("no server answered {path}");
     }
 
+    /// An agent's pinned write of the note `text` through server `start` (or the next that
+    /// answers), held past the gateway's hold window: the card's approval id. `None` when no
+    /// server made a card. A retry after a server died attaches to the same card (the same
+    /// call by the same agent).
+    async fn gateway_card(&self, start: usize, token: &str, text: &str) -> Option<String> {
+        let steps = json!([{"call": "append_note", "args": {"text": text}}]);
+        for attempt in 0..20 {
+            let i = (start + attempt) % self.servers.len();
+            let Some(url) = self.url(i).await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let out = tokio::process::Command::new("python3")
+                .arg(support::mcp::script("agent.py"))
+                .args(["http", &format!("{url}/mcp/notes"), token])
+                .arg(steps.to_string())
+                .output()
+                .await
+                .expect("python3 runs");
+            let answer = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok());
+            if let Some(id) = answer
+                .as_ref()
+                .and_then(|a| a["meta"]["iris/approval_id"].as_str())
+            {
+                return Some(id.to_owned());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        None
+    }
+
     /// GETs a card through server `i` (or the next that answers).
     async fn card(&self, start: usize, id: &str, token: &str) -> Option<Value> {
         let http = reqwest::Client::new();
@@ -214,10 +251,25 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
             EXECUTE_TIMEOUT_SECS.to_string(),
         ),
     ];
+    world.env.push(("IRIS_MCP_HOLD_SECS".into(), "1".into()));
+    // The notes upstream, one stdio process per IRIS server, all on one folder.
+    let notes = world.dir.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(
+        world.dir.path().join("iris.toml"),
+        format!(
+            "[[mcp.upstreams]]\nname = \"notes\"\ncommand = [\"python3\", {:?}, \"stdio\", {:?}]\nmanifest = {:?}\n",
+            support::mcp::script("notes_server.py").display().to_string(),
+            notes.display().to_string(),
+            support::mcp::script("notes.yaml").display().to_string(),
+        ),
+    )
+    .unwrap();
     for n in 0..cards {
         offer(&world.maildir, n);
     }
     let token = world.add_device("phone", "control");
+    let agent = world.add_device("goose", "agent");
     let fleet = Arc::new(Fleet {
         servers: (0..servers)
             .map(|_| Mutex::new(Some(Fleet::start(&world))))
@@ -280,6 +332,7 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
     // answers' clients drop their connection at once, and a fifth of the cards get another chat
     // turn in their conversation right after the answer.
     let mut dice = Dice(seed);
+    let mut hung: Vec<usize> = Vec::new();
     let decided: Arc<Mutex<Decided>> = Arc::default();
     let mut lost = 0usize;
     // Every decided card is watched from its decision on, concurrently with the run, so its
@@ -337,20 +390,38 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
     };
     for n in 0..cards {
         let start = n % servers;
-        let (status, halted) = fleet
-            .post(
-                start,
-                "/api/chat",
-                &token,
-                &json!({"message": format!("trash offer x{n:04}x")}),
-            )
-            .await;
-        if status != StatusCode::OK || halted["status"] != "awaiting_approval" {
-            eprintln!("card {n}: no card ({status}): {halted}");
-            lost += 1;
-            continue;
-        }
-        let id = halted["approval_id"].as_str().unwrap().to_string();
+        // Every fourth card an agent's pinned write through the gateway (a third of them hang
+        // upstream); the others the owner's mail clean-up in a conversation of its own.
+        let (id, conversation) = if n % 4 == 3 {
+            let hang = dice.below(3) == 0;
+            if hang {
+                tally.injected.fetch_add(1, Ordering::SeqCst);
+                hung.push(n);
+            }
+            let text = format!("{} x{n:04}x", if hang { "hang" } else { "note" });
+            let Some(id) = fleet.gateway_card(start, &agent, &text).await else {
+                eprintln!("card {n}: no gateway card");
+                lost += 1;
+                continue;
+            };
+            (id, None)
+        } else {
+            let (status, halted) = fleet
+                .post(
+                    start,
+                    "/api/chat",
+                    &token,
+                    &json!({"message": format!("trash offer x{n:04}x")}),
+                )
+                .await;
+            if status != StatusCode::OK || halted["status"] != "awaiting_approval" {
+                eprintln!("card {n}: no card ({status}): {halted}");
+                lost += 1;
+                continue;
+            }
+            let id = halted["approval_id"].as_str().unwrap().to_string();
+            (id, Some(halted["conversation_id"].clone()))
+        };
         let approve = dice.below(10) < 7;
         let decision = if approve { "approve" } else { "reject" };
         if dice.below(5) == 0 {
@@ -384,13 +455,9 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
             .lock()
             .await
             .insert(id.clone(), (approve, Instant::now(), n));
-        if dice.below(5) == 0 {
+        if let Some(conversation) = conversation.filter(|_| dice.below(5) == 0) {
             tally.injected.fetch_add(1, Ordering::SeqCst);
-            let (fleet, token, conversation) = (
-                fleet.clone(),
-                token.clone(),
-                halted["conversation_id"].clone(),
-            );
+            let (fleet, token) = (fleet.clone(), token.clone());
             tokio::spawn(async move {
                 let _ = fleet
                     .post(
@@ -431,11 +498,17 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
         .filter(|(k, _)| k.starts_with(".Trash/"))
         .map(|(_, v)| String::from_utf8_lossy(v).to_string())
         .collect();
+    // The notes written: one line per executed gateway card (a hung call writes none).
+    let written = std::fs::read_to_string(notes.join("notes.txt")).unwrap_or_default();
     let (mut executed_twice, mut stalled, mut wrong_story) = (0usize, 0usize, 0usize);
     let mut times: Vec<f64> = Vec::new();
     for (id, (approve, _, n)) in &decided {
         let code = format!("x{n:04}x");
-        let moved = trash.iter().filter(|m| m.contains(&code)).count();
+        let moved = if n % 4 == 3 {
+            written.lines().filter(|l| l.contains(&code)).count()
+        } else {
+            trash.iter().filter(|m| m.contains(&code)).count()
+        };
         if moved > 1 {
             executed_twice += 1;
         }
@@ -470,6 +543,23 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
             wrong_story += 1;
         }
     }
+    // How the calls the upstream never answered ended (approved ones: `unknown` at the
+    // execute deadline, or `failed` when they never started).
+    let mut hung_ends: BTreeMap<String, usize> = BTreeMap::new();
+    for (id, (_, _, n)) in &decided {
+        if hung.contains(n) {
+            let row = ends.get(id).and_then(|(_, row)| row.as_ref());
+            let end = row.map_or("not ended".to_string(), |r| {
+                format!(
+                    "{}/{}",
+                    r["status"].as_str().unwrap_or("?"),
+                    r["execution"].as_str().unwrap_or("-")
+                )
+            });
+            *hung_ends.entry(end).or_default() += 1;
+        }
+    }
+    eprintln!("hung upstream calls, by end: {hung_ends:?}");
     times.sort_by(f64::total_cmp);
     let p99 = times
         .get(((times.len() as f64) * 0.99).ceil() as usize - 1)

@@ -210,13 +210,8 @@ async fn an_upstream_that_never_answers_is_unknown_at_the_execute_deadline() {
     );
     let told = one(&iris, "notes", &goose, hang).await;
     assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
-    // The next approved call runs as usual (on a fresh notes server: the hung one may block
-    // its own loop, so it is stopped and the gateway starts another at the next call).
-    for pid in notes_server_pids(&notes) {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid])
-            .status();
-    }
+    // The next approved call runs as usual: the job's worker is free, and so is the gateway's
+    // connection to the upstream (the hung call still waits there, unanswered).
     let held = one(
         &iris,
         "notes",

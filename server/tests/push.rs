@@ -16,7 +16,7 @@ mod support;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use support::push::PushService;
-use support::{eventually, Client, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use support::{eventually, wait_for_line, Client, ModelServer, World, CATEGORY_TRASH_SCRIPT};
 
 const REQUEST: &str = "trash the promo emails from this week";
 const SUBJECT: &str = "mailto:owner@example.org";
@@ -554,4 +554,49 @@ async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("IRIS_VAPID_SUBJECT"), "{stderr}");
+}
+
+/// A push service named by a host name that resolves inside the network is never posted to:
+/// the push client's resolver judges what the name resolves to at each connection
+/// (`iris_core::push::admit_resolved`). The name here is this machine's own host name, which
+/// resolves to an internal address (loopback or the machine's private one) but is not
+/// `localhost`, so the subscription passes the static checks and the refusal can only come
+/// from the resolver: the server says so, and nothing reaches the push service. (Without the
+/// resolver wired into the client, the push is attempted and fails at TLS instead.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_service_whose_name_resolves_inside_the_network_is_not_posted_to() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(!iris_core::push::is_loopback(&host), "{host}");
+    let resolved: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+        .await
+        .unwrap()
+        .collect();
+    assert!(
+        resolved
+            .iter()
+            .any(|a| iris_core::push::is_internal_ip(a.ip())),
+        "this test needs the machine's name to resolve inside the network: {host} → {resolved:?}"
+    );
+    let push = PushService::start().await;
+    let (world, phone, _tablet) = world(None).await;
+    let (server, rx) = world.start_watched(&[]);
+    let client = server.client();
+    learn_key(&push, &client, &phone).await;
+    let mut subscription = push.browser("inside").subscription();
+    let endpoint = subscription["endpoint"].as_str().unwrap().to_owned();
+    let port = endpoint
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    subscription["endpoint"] = json!(format!("https://{host}:{port}/push/inside"));
+    subscribe(&client, &phone, subscription).await;
+
+    halt(&client, &phone).await;
+    let _rx = wait_for_line(rx, format!("the push service `{host}` resolves to")).await;
+    assert!(push.received().is_empty(), "{:?}", push.received());
 }

@@ -4,14 +4,15 @@
     notes_server.py stdio DIR
     notes_server.py http PORT DIR        (streamable HTTP at http://127.0.0.1:PORT/mcp)
 
-`append_note` writes one line to DIR/notes.txt. With the text "hang" it first writes
-DIR/hanging (so a test knows the call arrived) and then never answers: a test kills the server
-while the call is in flight.
+`append_note` writes one line to DIR/notes.txt. With a text that starts with "hang" it first
+writes DIR/hanging (so a test knows the call arrived) and then never answers that call (a hung
+upstream); the server goes on answering other calls.
 """
 
 import sys
-import time
 from pathlib import Path
+
+import anyio
 
 from mcp.server.mcpserver import MCPServer
 
@@ -27,12 +28,11 @@ def read_notes() -> str:
 
 
 @server.tool()
-def append_note(text: str) -> str:
+async def append_note(text: str) -> str:
     """Adds one line to the notes."""
-    if text == "hang":
-        (folder / "hanging").write_text("yes")
-        while True:
-            time.sleep(1)
+    if text.startswith("hang"):
+        (folder / "hanging").write_text(text)
+        await anyio.sleep_forever()
     with open(folder / "notes.txt", "a") as notes:
         notes.write(text + "\n")
     return f"Added: {text}"
