@@ -152,7 +152,11 @@ impl LifecycleModel {
             "requested_by": "agent",
         }))
         .expect("the modelled row is a wire approval");
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-05T00:30:00Z")
+            .expect("a time")
+            .with_timezone(&chrono::Utc);
         let snapshot = JobSnapshot {
+            now: at,
             approval_id: row.id.clone(),
             origin: if taken_over {
                 JobOrigin::TakenOver
@@ -166,10 +170,7 @@ impl LifecycleModel {
             transcript: Ok(Vec::new()),
             transcript_version: 0,
         };
-        let at = chrono::DateTime::parse_from_rfc3339("2026-12-05T00:30:00Z")
-            .expect("a time")
-            .with_timezone(&chrono::Utc);
-        plan_claim(&self.toolbox, &snapshot, at, 900)
+        plan_claim(&self.toolbox, &snapshot, 900)
     }
 
     /// The claim's commit: server `s` leases card `c`'s job at the next epoch and applies the

@@ -26,9 +26,10 @@ use crate::unit::{Stmt, WriteTx};
 use crate::writes::finish_cas;
 use crate::{timestamp_text, Engine, Store};
 
-/// The columns a claim reads: the job, the row with its ledger entry, the checkpoint and the
-/// conversation's transcript, joined.
-const SNAPSHOT_SELECT: &str = "SELECT j.approval_id AS job_id, j.lease_epoch AS job_epoch, \
+/// The columns a claim reads: the unit's time (`{now}`, the time source at `$1`), the job, the
+/// row with its ledger entry, the checkpoint and the conversation's transcript, joined.
+const SNAPSHOT_SELECT: &str =
+    "SELECT {now} AS unit_now, j.approval_id AS job_id, j.lease_epoch AS job_epoch, \
      j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
      a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
      a.reason, a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
@@ -190,8 +191,8 @@ impl Store {
         tx.exec(take, "leasing a resume job").await?;
         let rows = tx
             .fetch(
-                Stmt::new(format!(
-                    "{SNAPSHOT_SELECT} WHERE j.lease_owner = $1 AND j.state = 'running'"
+                self.timed(&format!(
+                    "{SNAPSHOT_SELECT} WHERE j.lease_owner = $2 AND j.state = 'running'"
                 ))
                 .text(owner),
                 "reading a claimed job",
@@ -246,7 +247,9 @@ fn snapshot(row: &Record, origin: JobOrigin) -> Result<JobSnapshot, StoreError> 
         .map_err(|e| e.to_string()),
     };
     let transcript_version = row.int_at("conv_version").unwrap_or(None).unwrap_or(0);
+    let now = Cols::new(row, "resume_jobs", "job_id")?.time("unit_now")?;
     Ok(JobSnapshot {
+        now,
         approval_id,
         origin,
         approval,

@@ -27,14 +27,10 @@ use crate::wire::{
     Approval, ApprovalKind, ApprovalStatus, AuditKind, ChatLine, Event, Execution, RunMessage,
 };
 
-/// The claim's plan for `snapshot` at the instant `at` (which also stamps audit entries); an
+/// The claim's plan for `snapshot` at its unit's time `snapshot.now` (which also stamps audit entries); an
 /// approved call is started only up to `grace_secs` seconds after its card's expiry.
-pub fn plan_claim(
-    toolbox: &Toolbox,
-    snapshot: &JobSnapshot,
-    at: chrono::DateTime<chrono::Utc>,
-    grace_secs: u64,
-) -> ClaimPlan {
+pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) -> ClaimPlan {
+    let at = snapshot.now;
     let mut plan = ClaimPlan::lease_only();
     let row = match &snapshot.approval {
         Ok(row) => row,

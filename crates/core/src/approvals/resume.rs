@@ -108,7 +108,6 @@ impl ApprovalService {
     }
 
     async fn claim_and_run(&self, pick: JobPick<'_>) -> Result<Option<JobReport>, StoreError> {
-        let clock = self.clock.clone();
         let grace = self.leases.execute_grace_secs;
         let plan = move |snapshot: &JobSnapshot| {
             let requested_by = snapshot
@@ -116,12 +115,7 @@ impl ApprovalService {
                 .as_ref()
                 .ok()
                 .and_then(|row| row.requested_by.as_deref());
-            plan_claim(
-                &self.toolbox_for(requested_by),
-                snapshot,
-                clock.now(),
-                grace,
-            )
+            plan_claim(&self.toolbox_for(requested_by), snapshot, grace)
         };
         let busy = self.busy_leases();
         let Some(job) = self

@@ -182,6 +182,9 @@ pub struct JobSnapshot {
     pub transcript: Result<Vec<Message>, String>,
     /// That transcript's version (0 when the conversation has no row).
     pub transcript_version: i64,
+    /// The claim's time by the store's time source (the database's clock in production), read
+    /// once in its unit: the start-by check judges the approved call by it.
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 /// A conversation's transcript as stored, with its version: every write checks the version it
