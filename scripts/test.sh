@@ -47,6 +47,8 @@ skip() {
 }
 
 step "format" cargo fmt --all -- --check || true
+# Every module is named in its crate's map (the crate doc docs/ARCHITECTURE.md relies on).
+step "crate maps" python3 "$here/check-maps.py" || true
 step "clippy (server side)" \
   cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
 # The browser half as cargo-leptos builds it (every page) and as each per-page wasm

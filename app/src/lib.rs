@@ -6,7 +6,11 @@
 //!   address names ([`page`]).
 //! - [`activity`] is the Activity page: pending cards first, then answered ones.
 //! - [`banner`] is the new-card banner every page shows on `approval.requested`.
-//! - [`card`] is the approval card, its confirm dialog and its outcome.
+//! - [`card`] is the approval card and its outcome; [`dialog`] the confirm dialog it opens
+//!   before an approval; [`trail`] its audit trail ("What happened"); [`undo`] its undo.
+//! - [`history`] is one answered card as a line of Activity's history.
+//! - [`passkeys`] is the Devices page's passkeys and the approve-with-passkey step.
+//! - [`error`] is [`AppError`](error::AppError), the one error every server function returns.
 //! - [`card_form`] is the card's own HTML form: answering before the page's wasm has arrived.
 //! - [`chat`] is the chat box that asks the assistant and links to the cards it halts on.
 //! - [`api`] holds the server functions the pages call; [`backend`] the trait the server

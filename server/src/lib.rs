@@ -2,7 +2,8 @@
 //! [`Settings`] ([`AppState`]: the store, the email plugin, the agent, the approvals service),
 //! [`app`] is its router (the JSON API, the pairing pages, the web app, with sessions, CSRF, a
 //! request id and a trace span on every request), and [`spawn_background`] starts what runs
-//! beside the routes (job workers, sweeps, mail sync, the event listener, Telegram). `main.rs`
+//! beside the routes (job workers, sweeps, mail sync, the event listener, Telegram, the Web
+//! Push sender). `main.rs`
 //! is a thin binary over [`run`]; tests build the router in process and call it with
 //! `tower::ServiceExt::oneshot`.
 //!
@@ -14,7 +15,14 @@
 //!   site's caching rules;
 //! - `telegram/`: the Telegram surface; `cli/`: the CLI;
 //! - `push/`: Web Push (the routes, the VAPID key, the sender);
-//! - `sweeps.rs`: the background work; `model.rs`: the model adapters.
+//! - `sweeps.rs`: the background work; `model.rs`: the model adapters;
+//! - `state.rs`: [`AppState`] and [`build`]; `config.rs`: the settings (`iris.toml`, `IRIS_*`);
+//!   `email_accounts.rs`: an `[[email.accounts]]` setting as the email plugin's account;
+//! - `card_form.rs`: the card's own HTML form (answering before the page's wasm arrived);
+//!   `headers.rs`: the security headers every response carries;
+//! - `mcp/`: the MCP gateway (IRIS in front of other MCP servers, ADR-0121); `passkeys/`: the
+//!   passkey routes and `iris audit verify` (ADR-0118 decision 4);
+//! - `single_server.rs`: one server per SQLite file.
 
 pub mod api;
 pub mod api_routes;

@@ -7,6 +7,13 @@
 //! service, which owns the whole lifecycle every surface goes through: request, respond,
 //! expire, execute, resume, retry, recover ([`approvals`]).
 //!
+//! Beside them: escalation, the judge of what a card needs beyond the owner's answer
+//! ([`escalation`]); the MCP gateway's upstream manifests ([`mcp`]); pairing a browser as a
+//! device ([`pairing`]); passkeys bound to the call ([`passkey`], ADR-0118 decision 4); Web
+//! Push's messages, keys and addresses ([`push`]); the scripted model of the demo and the tests
+//! ([`scripted`]); and the test-only failpoints, compiled to nothing in release builds
+//! ([`failpoint`], docs/liveness.md "faults the tests inject").
+//!
 //! Storage, models and plugins sit behind the traits of [`ports`], [`model`] and [`plugin`];
 //! `crates/store` implements storage with sqlx, `server/` wires everything.
 //!

@@ -20,6 +20,9 @@
 //! - **one story**: no surface is told two different outcomes of one call;
 //! - **undo once**: an undo runs at most once, and only after the call executed.
 //!
+//! The state and its actions are in `state.rs`; the checker's properties and the model's
+//! transitions here.
+//!
 //! [`Fence::Removed`] is the lifecycle without the lease fence around the outcome (the claim
 //! that takes a job over reads the ledger in one step and commits in another, and the old
 //! holder's outcome can land in between, as a non-locking check let it on PostgreSQL): the

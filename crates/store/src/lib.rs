@@ -1,9 +1,10 @@
 //! IRIS approvals storage: the core's storage traits ([`iris_core::ports`]) on SQLite and
 //! PostgreSQL, written once (DESIGN §6).
 //!
-//! One way to reach both engines: [`Store`] holds one sqlx `AnyPool`, and every statement is
-//! written once with `$N` placeholders; the few spellings that differ come from [`Engine`]. The
-//! layout:
+//! Every statement is written once with `$N` placeholders; the few spellings that differ come
+//! from [`Engine`] (`engine.rs`). Reads go through one sqlx `AnyPool` on both engines; every
+//! write goes through a unit of work (`unit.rs`: one transaction, on SQLite the one rusqlite
+//! connection that is the file's only writer, on PostgreSQL a sqlx transaction). The layout:
 //!
 //! - [`connect`](Store::connect) (`open.rs`): the engine by the url's scheme, migrations
 //!   (`migrations/sqlite/`, `migrations/postgres/`), SQLite's durability setting;
@@ -20,7 +21,13 @@
 //! - `listing.rs`: a page of approvals (cursor, filters, search), each filter on its index;
 //! - `locks.rs`: named locks held across servers (PostgreSQL advisory locks);
 //! - `checkpoint.rs`: SQLite's WAL checkpoints in the background, off the commit path;
-//! - `rows.rs`: decoding rows, where a bad row is [`StoreError::Corrupt`] naming it.
+//! - `turns.rs`: a turn's writes and a new card's (the row, its checkpoint, the transcript
+//!   written only over the version read, the lines, the audit of writes without a card);
+//! - `undo.rs`: the card's undo, its claim and its outcome ([`iris_core::ports::UndoStore`]);
+//! - `gateway.rs`: the MCP gateway's unit (the row of an agent's call, its result given once);
+//! - `passkeys.rs`: passkeys and their ceremonies, and their part of a decision's unit;
+//! - `rows.rs`: decoding rows, where a bad row is [`StoreError::Corrupt`] naming it;
+//! - [`testing`]: fresh PostgreSQL databases for other crates' tests (feature `testing`).
 //!
 //! Both schemas enforce the approval row's invariants in the database itself (DESIGN §6):
 //! request terms are immutable, the response is written once, a ledger claim must match the

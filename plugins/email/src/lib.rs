@@ -12,7 +12,10 @@
 //!   `migrations/postgres/0002_email.sql`, run by [`iris_store::Store::connect`]) holds the
 //!   synced headers searches and cards read, and the trashed ledger restore uses;
 //!   [`EmailPlugin::sync`] brings it in line with the mailboxes, incrementally where the
-//!   provider reports folder marks (IMAP; table `email_sync_state`, migration 0012).
+//!   provider reports folder marks (IMAP; table `email_sync_state`, migration 0012). The code:
+//!   `store/` (the local store's reads and writes), `sync.rs` (one account's sync),
+//!   `sync_state.rs` (the folder marks), [`parse`] (a raw RFC 5322 message into the header
+//!   facts the store keeps).
 //! - [`outbox`] is where `send_email` hands mail (SMTP, or the demo outbox).
 //! - [`id`] is the email id rule; [`category`] the triage rules, category paths and synonyms
 //!   (`selection.rs` turns an owner's word into the messages it covers); [`demo`] writes the demo
