@@ -31,15 +31,12 @@ pub(crate) fn backend(doing: &'static str) -> impl Fn(sqlx::Error) -> StoreError
     }
 }
 
-/// What a statement the database's own rules refused (a trigger, a constraint) says at the end
-/// of its error, so a unit can tell a refusal (it will be refused again: a poison job) from a
-/// fault that may pass (a dropped connection). See [`is_refusal`].
-pub(crate) const REFUSED: &str = "(refused by the database's rules)";
-
-/// `message` as a [`StoreError::Backend`], marked [`REFUSED`] when `refused`.
+/// `message` as a [`StoreError::Refused`] when the database's own rules refused the statement
+/// (it will be refused again: a poison job), else as a [`StoreError::Backend`] (a fault that
+/// may pass, such as a dropped connection). See [`is_refusal`].
 pub(crate) fn refusal_marked(message: String, refused: bool) -> StoreError {
     if refused {
-        StoreError::Backend(format!("{message} {REFUSED}"))
+        StoreError::Refused(format!("{message} (refused by the database's rules)"))
     } else {
         StoreError::Backend(message)
     }
@@ -47,7 +44,7 @@ pub(crate) fn refusal_marked(message: String, refused: bool) -> StoreError {
 
 /// Whether `error` is a statement the database's rules refused (it would be refused again).
 pub(crate) fn is_refusal(error: &StoreError) -> bool {
-    matches!(error, StoreError::Backend(m) if m.ends_with(REFUSED))
+    matches!(error, StoreError::Refused(_))
 }
 
 /// Encodes a value as JSON text for a column.
@@ -486,13 +483,13 @@ pub(crate) fn telegram_card_from_row(row: &AnyRow) -> Result<TelegramCard, Store
 /// what is hashed is what executes (DESIGN §8).
 pub(crate) fn check_new_approval(row: &NewApproval) -> Result<(), StoreError> {
     if canonical_json(&row.args) != row.args_canonical {
-        return Err(StoreError::Backend(format!(
+        return Err(StoreError::Refused(format!(
             "approval `{}`: args_canonical is not the canonical JSON of args (DESIGN §2 canonical JSON)",
             row.id
         )));
     }
     if call_hash(&row.tool, &row.args) != row.call_hash {
-        return Err(StoreError::Backend(format!(
+        return Err(StoreError::Refused(format!(
             "approval `{}`: call_hash does not cover tool `{}` and its canonical arguments (DESIGN §2)",
             row.id, row.tool
         )));

@@ -312,14 +312,10 @@ impl Store {
     }
 }
 
-/// What a failed assertion ([`WriteTx::exec_cas`]) says, and how the unit's error is told
-/// apart from others.
-pub(crate) const ASSERTION: &str = "iris_unit_assertion";
-
-/// Whether `error` is a unit's failed assertion: its compare-and-set changed nothing, and
-/// nothing after it was written.
+/// Whether `error` is a unit's failed assertion ([`StoreError::Unchanged`]): its
+/// compare-and-set changed nothing, and nothing after it was written.
 pub(crate) fn is_assertion(error: &StoreError) -> bool {
-    matches!(error, StoreError::Backend(m) if m.contains(ASSERTION))
+    matches!(error, StoreError::Unchanged(_))
 }
 
 impl WriteTx {
@@ -352,7 +348,7 @@ impl WriteTx {
         if changed {
             Ok(())
         } else {
-            Err(StoreError::Backend(format!("{doing}: {ASSERTION}")))
+            Err(StoreError::Unchanged(doing.to_string()))
         }
     }
 

@@ -89,7 +89,7 @@ async fn the_database_refuses_bad_records(store: Store) {
     // Same id twice.
     assert!(matches!(
         store.record(&good).await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Refused(_))
     ));
     // Off records nothing.
     let mut off = record("off", "c", 0, EscalationMode::Off);

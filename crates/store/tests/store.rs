@@ -242,13 +242,13 @@ async fn insert_refuses_args_that_are_not_what_is_hashed(engine: Engine) {
     request.args_canonical = r#"{"ids":["m2"]}"#.to_owned();
     assert!(matches!(
         insert(&store, &request).await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Refused(_))
     ));
     let mut request = trash_request("a2", &["m1"]);
     request.call_hash = call_hash("restore_email", &request.args);
     assert!(matches!(
         insert(&store, &request).await,
-        Err(StoreError::Backend(_))
+        Err(StoreError::Refused(_))
     ));
     assert!(store.approval("a1").await.expect("get").is_none());
     assert!(store.approval("a2").await.expect("get").is_none());

@@ -72,6 +72,16 @@ pub enum StoreError {
     /// written: the writer re-reads and applies its change again.
     #[error("the transcript of conversation `{0}` changed since it was read; nothing was written")]
     TranscriptMoved(String),
+    /// A unit's compare-and-set changed nothing: the row had moved on before it (another
+    /// writer won, or the rule it checks no longer held). Nothing after it was written. Its
+    /// text names what the unit was doing. Never retried as it is: the caller re-reads.
+    #[error("{0}: nothing changed, the row had moved on; nothing was written")]
+    Unchanged(String),
+    /// The store's rules or the database's own (a trigger, a constraint) refused a write: it
+    /// would be refused again, so it is never retried (a poison job ends on it). Nothing was
+    /// written. Its text names the write and the rule.
+    #[error("storage refused: {0}")]
+    Refused(String),
 }
 
 /// The request terms of a new approval row; immutable once written (DESIGN §2 "approval row").

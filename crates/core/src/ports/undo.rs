@@ -70,8 +70,8 @@ pub trait UndoStore: Send + Sync {
     /// the approval already has an undo (nothing written).
     ///
     /// # Errors
-    /// [`StoreError::Backend`] when the database refuses it (the row is not approved with its
-    /// call executed) or fails: nothing was written.
+    /// [`StoreError::Refused`] when the database refuses it (the row is not approved with its
+    /// call executed), [`StoreError::Backend`] when it fails: nothing was written.
     async fn claim_undo(&self, claim: &UndoClaim) -> Result<bool, StoreError>;
 
     /// Writes `outcome` by compare-and-set from `running`, with its audit entries, in one
