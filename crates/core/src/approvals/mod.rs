@@ -78,6 +78,37 @@ pub struct Actor {
     pub surface: String,
 }
 
+impl Actor {
+    /// The one control-scope check (DESIGN §2 "device, scope"): `Ok` when this actor's device
+    /// may change state; else [`NotControl`] naming the device and `action` ("answer
+    /// approvals", "undo a card"). Every operation of the service that changes state asks it
+    /// first; a surface maps the refusal to its own "not allowed" (HTTP 403).
+    ///
+    /// # Errors
+    /// [`NotControl`] for a device of any other scope.
+    pub fn require_control(&self, action: &'static str) -> Result<(), NotControl> {
+        if self.scope == Scope::Control {
+            Ok(())
+        } else {
+            Err(NotControl {
+                device: self.name.clone(),
+                action,
+            })
+        }
+    }
+}
+
+/// A device without control scope asked for what only a control device may do
+/// ([`Actor::require_control`]); nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("device `{device}` has read scope; only a control device may {action}")]
+pub struct NotControl {
+    /// The device's name.
+    pub device: String,
+    /// What it asked to do, as the sentence says it ("answer approvals").
+    pub action: &'static str,
+}
+
 /// What the service needs from the runtime it lives in (the server's tokio): waking the job
 /// worker and the heartbeat's pace. The service never spawns anything itself.
 pub trait JobRuntime: Send + Sync {

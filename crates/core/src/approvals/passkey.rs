@@ -12,7 +12,7 @@ use super::{Actor, ApprovalService, RespondError};
 use crate::passkey::{
     Assertion, Ceremony, CeremonyPurpose, PasskeyCheck, PasskeyRefusal, PasskeyUse, CEREMONY_SECS,
 };
-use crate::ports::{DecisionRead, PasskeyStore, Scope, StoreError};
+use crate::ports::{DecisionRead, PasskeyStore, StoreError};
 use crate::wire::ApprovalStatus;
 
 /// What the service needs to ask for and check passkeys: the cryptography and the storage of
@@ -96,9 +96,7 @@ impl ApprovalService {
         id: &str,
         actor: &Actor,
     ) -> Result<PasskeyChallenge, RespondError> {
-        if actor.scope != Scope::Control {
-            return Err(RespondError::Forbidden(actor.name.clone()));
-        }
+        actor.require_control("answer approvals")?;
         let row = self
             .store
             .approval(id)

@@ -9,17 +9,15 @@ use serde_json::{json, Value};
 use super::{Actor, ApprovalService};
 use crate::approval::can_move;
 use crate::passkey::{Assertion, PasskeyRefusal};
-use crate::ports::{
-    Decided, DecisionCommit, DecisionRead, NewAuditEntry, Response, Scope, StoreError,
-};
+use crate::ports::{Decided, DecisionCommit, DecisionRead, NewAuditEntry, Response, StoreError};
 use crate::wire::{Approval, ApprovalStatus, AuditKind, Decision, Event};
 
 /// Why an answer was not stored. Each maps to one HTTP status in the server.
 #[derive(Debug, thiserror::Error)]
 pub enum RespondError {
     /// A read device tried to answer (403).
-    #[error("device `{0}` has read scope; only a control device may answer approvals")]
-    Forbidden(String),
+    #[error(transparent)]
+    Forbidden(#[from] super::NotControl),
     /// No such row (404).
     #[error("approval `{0}` does not exist")]
     NotFound(String),
@@ -92,9 +90,7 @@ impl ApprovalService {
         actor: &Actor,
         passkey: Option<&Assertion>,
     ) -> Result<Approval, RespondError> {
-        if actor.scope != Scope::Control {
-            return Err(RespondError::Forbidden(actor.name.clone()));
-        }
+        actor.require_control("answer approvals")?;
         let status = match decision {
             Decision::Approve => ApprovalStatus::Approved,
             Decision::Reject => ApprovalStatus::Rejected,

@@ -17,7 +17,7 @@ use crate::model::Message;
 use crate::plugin::CallContext;
 use crate::ports::{
     ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep, SavedRun,
-    Scope, StoreError,
+    StoreError,
 };
 use crate::wire::{
     Approval, ApprovalKind, ApprovalStatus, ChatLine, ChatResponse, Event, Execution, RunMessage,
@@ -29,8 +29,8 @@ use crate::wire::{
 #[derive(Debug, thiserror::Error)]
 pub enum RetryError {
     /// A read device asked (403).
-    #[error("device `{0}` has read scope; only a control device may retry a resume")]
-    Forbidden(String),
+    #[error(transparent)]
+    Forbidden(#[from] super::NotControl),
     /// No such approval (404).
     #[error("approval `{0}` does not exist")]
     NotFound(String),
@@ -84,9 +84,7 @@ impl ApprovalService {
         approval_id: &str,
         actor: &Actor,
     ) -> Result<(Approval, ChatResponse), RetryError> {
-        if actor.scope != Scope::Control {
-            return Err(RetryError::Forbidden(actor.name.clone()));
-        }
+        actor.require_control("retry a resume")?;
         let row = self
             .store
             .approval(approval_id)

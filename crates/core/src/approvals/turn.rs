@@ -12,7 +12,7 @@ use super::{Actor, ApprovalService};
 use crate::agent::{Agent, RunEnd, TranscriptChange, UndoRun};
 use crate::escalation::{Escalator, FinishedTurn, TurnRunner};
 use crate::plugin::CallContext;
-use crate::ports::{ApprovalStore, HaltRecord, Scope, StoreError, StoredTranscript, TurnCommit};
+use crate::ports::{ApprovalStore, HaltRecord, StoreError, StoredTranscript, TurnCommit};
 use crate::wire::{ChatLine, ChatResponse, Event};
 
 pub use crate::wire::MAX_MESSAGE_CHARS;
@@ -68,8 +68,8 @@ pub fn conversation_id(id: &str) -> Result<&str, String> {
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
     /// A read device tried to chat (403).
-    #[error("device `{0}` has read scope; only a control device may chat")]
-    Forbidden(String),
+    #[error(transparent)]
+    Forbidden(#[from] super::NotControl),
     /// The message is empty or too long (400); nothing was done.
     #[error("{0}")]
     Invalid(String),
@@ -251,9 +251,7 @@ impl ApprovalService {
         conversation_id: Option<String>,
         message: &str,
     ) -> Result<ChatResponse, ChatError> {
-        if actor.scope != Scope::Control {
-            return Err(ChatError::Forbidden(actor.name.clone()));
-        }
+        actor.require_control("chat")?;
         let message = chat_message(message).map_err(ChatError::Invalid)?;
         if let Some(id) = &conversation_id {
             self::conversation_id(id).map_err(ChatError::Invalid)?;

@@ -35,8 +35,8 @@ use crate::wire::{Approval, ApprovalStatus, AuditKind, Event, Execution, UndoRec
 #[derive(Debug, thiserror::Error)]
 pub enum UndoError {
     /// A device without control scope asked (403).
-    #[error("device `{0}` has read scope; only a control device may undo a card")]
-    Forbidden(String),
+    #[error(transparent)]
+    Forbidden(#[from] super::NotControl),
     /// No such row (404).
     #[error("approval `{0}` does not exist")]
     NotFound(String),
@@ -82,9 +82,7 @@ impl ApprovalService {
     /// [`UndoError::Forbidden`] without control scope, `NotFound`, `AlreadyUndone` (who,
     /// where, when), `NothingToUndo`, `WindowClosed`, `Store` (nothing ran).
     pub async fn undo(&self, id: &str, actor: &Actor) -> Result<Approval, UndoError> {
-        if actor.scope != Scope::Control {
-            return Err(UndoError::Forbidden(actor.name.clone()));
-        }
+        actor.require_control("undo a card")?;
         let row = self
             .store
             .approval(id)
