@@ -204,6 +204,22 @@ async fn crash_at(failpoint: &str, world: World, model: ModelServer) {
         assert_eq!(reply, "Finished (unknown).");
         let row = client.get(&format!("/governance/approvals/{id}")).await;
         assert_eq!(row["execution"], "unknown", "{row}");
+        // The card itself says how to check it (the mail plugin's words), not only the chat.
+        let message = row["result"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("look in Trash"), "{row}");
+        // Its undo says the same: unknown is not "did not run".
+        let undo = client
+            .http
+            .post(format!("{}/governance/approvals/{id}/undo", client.url))
+            .bearer_auth(&client.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(undo.status(), reqwest::StatusCode::CONFLICT);
+        let body: Value = undo.json().await.unwrap();
+        let said = body.to_string();
+        assert!(said.contains("not known whether"), "{said}");
+        assert!(said.contains("look in Trash"), "{said}");
     } else {
         assert_eq!(told, 0, "{all:?}");
         assert_ne!(reply, "Finished (unknown).");

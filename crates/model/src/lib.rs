@@ -229,7 +229,7 @@ impl LifecycleModel {
                 card.ledger = Ledger::Failed;
                 Phase::Written
             }
-            LedgerStep::MarkUnknown => {
+            LedgerStep::MarkUnknown { .. } => {
                 if card.ledger == Ledger::Executing {
                     card.ledger = Ledger::Unknown;
                 }

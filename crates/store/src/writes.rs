@@ -150,12 +150,13 @@ impl Store {
                 )
                 .await?;
             }
-            LedgerStep::MarkUnknown => {
+            LedgerStep::MarkUnknown { result } => {
                 tx.exec(
                     Stmt::new(
-                        "UPDATE ledger SET state = 'unknown' \
-                         WHERE approval_id = $1 AND state = 'executing'",
+                        "UPDATE ledger SET state = 'unknown', result = $1 \
+                         WHERE approval_id = $2 AND state = 'executing'",
                     )
+                    .text(&to_json(result, "a ledger result")?)
                     .text(approval_id),
                     "marking an interrupted execution unknown",
                 )

@@ -307,16 +307,21 @@ async fn a_lapsed_lease_is_taken_over_and_the_old_holder_writes_nothing(engine: 
         assert_eq!(s.origin, JobOrigin::TakenOver);
         assert_eq!(s.approval.as_ref().unwrap().execution, Execution::Executing);
         ClaimPlan {
-            ledger: LedgerStep::MarkUnknown,
+            ledger: LedgerStep::MarkUnknown {
+                result: serde_json::json!({"status": "unknown", "message": "look in Trash"}),
+            },
             ..ClaimPlan::lease_only()
         }
     })
     .await
     .expect("b takes over");
     assert_eq!(b.lease.epoch, 2);
+    let taken = store.approval("a1").await.unwrap().unwrap();
+    assert_eq!(taken.execution, Execution::Unknown);
+    // The card says how to check it: the takeover's result is stored with the state.
     assert_eq!(
-        store.approval("a1").await.unwrap().unwrap().execution,
-        Execution::Unknown
+        taken.result,
+        Some(serde_json::json!({"status": "unknown", "message": "look in Trash"}))
     );
 
     // Every write of A's is fenced off now: heartbeat, outcome, end.

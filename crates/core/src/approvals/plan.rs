@@ -92,9 +92,15 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
     }
     if row.execution == Execution::Executing {
         let check = toolbox.how_to_check(&row.tool);
-        plan.ledger = LedgerStep::MarkUnknown;
+        // The card says how to check it, as an outcome that timed out does (docs/liveness.md
+        // "truthful records").
+        let result = json!({"status": "unknown", "message": unknown_outcome(check.as_deref())});
+        plan.ledger = LedgerStep::MarkUnknown {
+            result: result.clone(),
+        };
         let mut after = row.clone();
         after.execution = Execution::Unknown;
+        after.result = Some(result);
         plan.events.push(Event::ApprovalResponded(after));
         // Told once, in the commit that makes it unknown: the audit entry and the chat's line
         // land with the ledger's change or not at all, so no retry or retake tells it again.
@@ -354,7 +360,8 @@ pub(crate) fn settled_observation(
             }
             // The claim that made it unknown told the owner in its own commit; a retry or a
             // retake says nothing more.
-            (LedgerStep::MarkUnknown, _) | (_, Execution::Unknown | Execution::Executing) => (
+            (LedgerStep::MarkUnknown { .. }, _)
+            | (_, Execution::Unknown | Execution::Executing) => (
                 json!({"status": "unknown", "message": UNKNOWN_OUTCOME}),
                 None,
             ),

@@ -314,7 +314,7 @@ impl ApprovalService {
             // (the failed resume's commit told it), nor for an outcome the claim that made it
             // unknown already told.
             let told_before = snapshot.origin == JobOrigin::Retried
-                || matches!(plan.ledger, LedgerStep::MarkUnknown)
+                || matches!(plan.ledger, LedgerStep::MarkUnknown { .. })
                 || matches!(row.execution, Execution::Unknown | Execution::Executing);
             let observation = match settled_observation(&row, &plan) {
                 Some((observation, told_text)) => {

@@ -128,6 +128,19 @@ impl ApprovalService {
                 "This card still waits for an answer: its call has not run, so there is nothing to undo yet.".into(),
             ));
         }
+        if row.status == ApprovalStatus::Approved && row.execution == Execution::Unknown {
+            // Unknown is not "did not run" (docs/liveness.md "truthful records"): say how to
+            // check, and where what it may have done can be put back.
+            let check = self
+                .agent
+                .toolbox()
+                .how_to_check(&row.tool)
+                .map(|check| format!(" To check: {check}."))
+                .unwrap_or_default();
+            return Err(nothing(format!(
+                "It is not known whether this card's call ran, so the card cannot undo it.{check} Saying \"undo that\" in the card's conversation restores what it did, if it did anything."
+            )));
+        }
         if row.status != ApprovalStatus::Approved || row.execution != Execution::Executed {
             return Err(nothing(
                 "This card's call did not run, so there is nothing to undo.".into(),

@@ -222,8 +222,12 @@ pub enum LedgerStep {
         result: Value,
     },
     /// A taker found `executing` with no outcome: the previous holder may or may not have run
-    /// it. Mark it `unknown`; it is never run again.
-    MarkUnknown,
+    /// it. Mark it `unknown` with `result` (`{"status": "unknown", "message": …}`, saying how
+    /// to check it where the plugin says how); it is never run again.
+    MarkUnknown {
+        /// The ledger's result: what the card says of the outcome.
+        result: Value,
+    },
 }
 
 /// How a job ends.
