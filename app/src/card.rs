@@ -15,7 +15,8 @@ use crate::backend::Viewer;
 use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::dialog::{part_view, ConfirmDialog};
 use crate::format::{
-    card_parts, clip, exact_args, format_time, outcome_tone, overlap_notice, undo_sentence,
+    card_parts, clip, exact_args, format_time, outcome_tone, overlap_line_text, overlap_lines,
+    undo_sentence,
 };
 use crate::live::{clock_offset, is_live, Live};
 
@@ -317,14 +318,14 @@ pub fn ApprovalCard(
     // approves, so the same change is not approved twice (docs/liveness.md "a card says what
     // it repeats").
     let overlaps = (pending && !card.overlaps.is_empty()).then(|| {
-        let notices = card.overlaps.clone();
+        let lines = overlap_lines(&card.overlaps);
         view! {
             <ul class="card-overlaps" data-testid="card-overlaps" role="note">
-                {notices
+                {lines
                     .into_iter()
-                    .map(|o| {
-                        let at = o.at;
-                        view! { <li>{move || overlap_notice(&o, &format_time(at, offset.get()))}</li> }
+                    .map(|line| {
+                        let at = line.overlap.at;
+                        view! { <li>{move || overlap_line_text(&line, &format_time(at, offset.get()))}</li> }
                     })
                     .collect_view()}
             </ul>

@@ -118,8 +118,8 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         None => {}
     }
     if approval.status == ApprovalStatus::Pending {
-        for overlap in &card.overlaps {
-            let notice = app::format::overlap_notice(overlap, &when(overlap.at));
+        for line in app::format::overlap_lines(&card.overlaps) {
+            let notice = app::format::overlap_line_text(&line, &when(line.overlap.at));
             let _ = writeln!(out, "Note: {}", printable(&notice));
         }
     }

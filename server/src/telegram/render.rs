@@ -6,8 +6,8 @@
 //! Wording follows the web card (`app::format`), so every surface says the same thing.
 
 use app::format::{
-    clip, execution_sentence, format_time, lapse_notice, overlap_notice, status_label,
-    undo_sentence, who_and_where,
+    clip, execution_sentence, format_time, lapse_notice, overlap_line_text, overlap_lines,
+    status_label, undo_sentence, who_and_where,
 };
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
 
@@ -105,8 +105,8 @@ fn body(approval: &Approval) -> String {
         text.push('\n');
     }
     if approval.status == ApprovalStatus::Pending {
-        for overlap in &card.overlaps {
-            let notice = overlap_notice(overlap, &format_time(overlap.at, None));
+        for line in overlap_lines(&card.overlaps) {
+            let notice = overlap_line_text(&line, &format_time(line.overlap.at, None));
             text.push_str(&format!("\n⚠️ {}\n", escape(&clip(&notice, SHORT_CHARS))));
         }
     }

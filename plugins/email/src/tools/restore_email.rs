@@ -82,7 +82,7 @@ async fn last_action_plan(plugin: &EmailPlugin, conversation: &str) -> Result<Pl
     }
     match store.last_action(conversation).await.map_err(store_err)? {
         None => Ok(nothing(
-            "Nothing to restore: nothing was trashed in this conversation.".into(),
+            "Nothing to restore: nothing was trashed in this conversation. A card's own Undo (on Activity) restores what that card moved, whichever conversation it came from.".into(),
         )),
         Some(Action::Send { summary, at }) => Ok(nothing(format!(
             "Nothing to restore: the last thing done in this conversation was sending {summary} ({}), and a sent email cannot be unsent. Nothing older was restored; name the emails to restore them.",
