@@ -259,18 +259,12 @@ pub(crate) fn refuse_cross_site(
     parts: &Parts,
     state: &AppState,
 ) -> Result<(), ApiError> {
-    if authed.presented == Presented::Session
-        && !auth::same_origin(
-            &parts.method,
-            &parts.headers,
-            state.public_origin.as_deref(),
-        )
-    {
-        return Err(ApiError::Forbidden(
-            "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)".into(),
-        ));
-    }
-    Ok(())
+    auth::refuse_cross_site(
+        &parts.method,
+        &parts.headers,
+        state.public_origin.as_deref(),
+        authed.presented == Presented::Session,
+    )
 }
 
 /// Parses a JSON object body. Only an object with distinct keys is accepted: serde would also

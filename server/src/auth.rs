@@ -209,6 +209,28 @@ pub fn actor_for(device: &Device, presented: Presented, headers: &HeaderMap) -> 
     }
 }
 
+/// The CSRF decision, its one owner: a state-changing request that the browser's session cookie
+/// authenticates (`by_cookie`; a bearer token is never at risk) must come from this site
+/// ([`same_origin`]). Every surface that takes cookie-authenticated changes asks it: the JSON
+/// API (`api::refuse_cross_site`) and the web app's server functions (`web::csrf_guard`); the
+/// pairing page checks [`same_origin`] itself, to answer with a page.
+///
+/// # Errors
+/// [`crate::error::ApiError::Forbidden`] with the one sentence every such refusal carries.
+pub fn refuse_cross_site(
+    method: &Method,
+    headers: &HeaderMap,
+    public_origin: Option<&str>,
+    by_cookie: bool,
+) -> Result<(), crate::error::ApiError> {
+    if by_cookie && !same_origin(method, headers, public_origin) {
+        return Err(crate::error::ApiError::Forbidden(
+            "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// CSRF rule for cookie-authenticated state changes: the `Origin` (or, without it, the
 /// `Referer`) must be this server's own `Host`. Bearer requests are not at risk (browsers do not
 /// attach them by themselves). Safe methods pass.
@@ -303,6 +325,30 @@ mod tests {
             &h,
             Some("https://other.example.org")
         ));
+    }
+
+    #[test]
+    fn only_a_cookie_authenticated_change_from_another_site_is_refused_with_one_sentence() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:3000"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
+        let refused = refuse_cross_site(&Method::POST, &h, None, true).unwrap_err();
+        assert!(matches!(refused, crate::error::ApiError::Forbidden(_)));
+        assert_eq!(
+            refused.to_string(),
+            "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)"
+        );
+        // A bearer token is never attached by a browser on its own; a read is no change.
+        assert!(refuse_cross_site(&Method::POST, &h, None, false).is_ok());
+        assert!(refuse_cross_site(&Method::GET, &h, None, true).is_ok());
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:3000"),
+        );
+        assert!(refuse_cross_site(&Method::POST, &h, None, true).is_ok());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use app::backend::{AppBackend, Viewer};
 use axum::extract::{Request, State};
-use axum::http::{request::Parts, Method, StatusCode};
+use axum::http::{request::Parts, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -365,15 +365,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 /// is refused with 403 before anything runs.
 pub async fn csrf_guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let is_ui_post = req.method() == Method::POST && req.uri().path().starts_with("/ui/");
-    if is_ui_post
-        && auth::bearer_token(req.headers()).is_none()
-        && !auth::same_origin(req.method(), req.headers(), state.public_origin.as_deref())
-    {
-        return (
-            StatusCode::FORBIDDEN,
-            "cross-site request refused: a cookie-authenticated change must come from this site (CSRF)",
-        )
-            .into_response();
+    if is_ui_post {
+        if let Err(refused) = auth::refuse_cross_site(
+            req.method(),
+            req.headers(),
+            state.public_origin.as_deref(),
+            auth::bearer_token(req.headers()).is_none(),
+        ) {
+            return refused.into_response();
+        }
     }
     next.run(req).await
 }
