@@ -2,10 +2,11 @@
 //! times. No reactivity here, so they are easy to test.
 
 use chrono::{DateTime, FixedOffset, Utc};
-use iris_core::wire::{
-    Approval, ApprovalStatus, Card, CardOverlap, Execution, OverlapState, RunningJob,
-};
+use iris_core::wire::{Approval, ApprovalStatus, Card, Execution, RunningJob};
 use serde_json::Value;
+
+mod overlap;
+pub use overlap::{overlap_line_text, overlap_lines, overlap_notice, OverlapLine};
 
 /// The undo sentence: the plugin's own words when it gave some, else one built from the undo
 /// tool and window; `None` when nothing can undo this.
@@ -122,74 +123,6 @@ pub fn lapse_notice(when: &str) -> String {
     format!("This request lapsed at {when} without an answer, so nothing was done.")
 }
 
-/// One line of what a card says about the cards it repeats: `overlap` as the line names it and,
-/// for the runs of the same call, how many runs it stands for (`runs`, at least 1; `overlap`
-/// is then the latest).
-#[derive(Debug, Clone, PartialEq)]
-pub struct OverlapLine {
-    /// The card the line names.
-    pub overlap: CardOverlap,
-    /// How many runs of the same call the line counts (1 for a waiting card).
-    pub runs: usize,
-}
-
-/// The lines a card's overlaps ([`Card::overlaps`]) are said in, the same on every surface:
-/// each waiting card on a line of its own, in the given order, then every run of the same call
-/// in the last hour as one line naming the latest (a call asked for again and again would
-/// otherwise bury the card under one line per run).
-pub fn overlap_lines(overlaps: &[CardOverlap]) -> Vec<OverlapLine> {
-    let mut lines: Vec<OverlapLine> = overlaps
-        .iter()
-        .filter(|o| o.state == OverlapState::Waiting)
-        .map(|o| OverlapLine {
-            overlap: o.clone(),
-            runs: 1,
-        })
-        .collect();
-    let ran: Vec<&CardOverlap> = overlaps
-        .iter()
-        .filter(|o| o.state == OverlapState::Ran)
-        .collect();
-    if let Some(latest) = ran.iter().max_by_key(|o| o.at) {
-        lines.push(OverlapLine {
-            overlap: (*latest).clone(),
-            runs: ran.len(),
-        });
-    }
-    lines
-}
-
-/// The words of one [`OverlapLine`], with `at` (its card's time) written by the surface.
-pub fn overlap_line_text(line: &OverlapLine, at: &str) -> String {
-    if line.runs > 1 {
-        let title = clip(&line.overlap.title, 80);
-        return format!(
-            "The same call already ran {} times in the last hour, last at {at} (the card \"{title}\"): approving this does it again.",
-            line.runs
-        );
-    }
-    overlap_notice(&line.overlap, at)
-}
-
-/// What a card says about another card it repeats ([`Card::overlaps`]), in plain words, with
-/// `at` written by the surface (its [`format_time`]): so nobody approves the same change
-/// twice, or approves one that another card will already have done.
-pub fn overlap_notice(overlap: &CardOverlap, at: &str) -> String {
-    let title = clip(&overlap.title, 80);
-    match (overlap.state, overlap.same_call) {
-        (OverlapState::Waiting, true) => format!(
-            "The same call is also on the card \"{title}\", waiting since {at}: approving both would do it twice."
-        ),
-        (OverlapState::Waiting, false) => format!(
-            "{} also on the card \"{title}\", waiting since {at}.",
-            count_with_verb(overlap.shared_items as usize, "item is", "items are")
-        ),
-        (OverlapState::Ran, _) => format!(
-            "The same call already ran at {at} (the card \"{title}\"): approving this does it again."
-        ),
-    }
-}
-
 /// Who runs a decided card's job now ([`Approval::running`]), with `since` written by the
 /// surface: "Running on iris@vm:4711-1a2b3c4d since 3 Dec, 10:05." (no time for a job taken
 /// before it was recorded).
@@ -198,15 +131,6 @@ pub fn running_sentence(job: &RunningJob, since: Option<&str>) -> String {
     match since {
         Some(since) => format!("Running on {holder} since {since}."),
         None => format!("Running on {holder}."),
-    }
-}
-
-/// "1 of these items is" / "3 of these items are".
-fn count_with_verb(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 of these {one}")
-    } else {
-        format!("{n} of these {many}")
     }
 }
 
@@ -680,49 +604,5 @@ mod tests {
                 CardPart::Line("Black Friday".into())
             ]
         );
-    }
-
-    fn overlap(id: &str, state: OverlapState, minute: u32) -> CardOverlap {
-        use chrono::TimeZone;
-        CardOverlap {
-            approval_id: id.into(),
-            title: format!("Trash 5 emails ({id})"),
-            state,
-            at: Utc.with_ymd_and_hms(2026, 12, 5, 12, minute, 0).unwrap(),
-            same_call: true,
-            shared_items: 5,
-        }
-    }
-
-    #[test]
-    fn runs_of_the_same_call_are_one_line_naming_the_latest_and_waiting_cards_one_each() {
-        let overlaps = vec![
-            overlap("r1", OverlapState::Ran, 44),
-            overlap("w1", OverlapState::Waiting, 50),
-            overlap("r2", OverlapState::Ran, 48),
-            overlap("r3", OverlapState::Ran, 46),
-            overlap("w2", OverlapState::Waiting, 51),
-        ];
-        let lines = overlap_lines(&overlaps);
-        let named: Vec<(&str, usize)> = lines
-            .iter()
-            .map(|l| (l.overlap.approval_id.as_str(), l.runs))
-            .collect();
-        assert_eq!(named, vec![("w1", 1), ("w2", 1), ("r2", 3)]);
-        assert_eq!(
-            overlap_line_text(&lines[2], "12:48"),
-            "The same call already ran 3 times in the last hour, last at 12:48 (the card \"Trash 5 emails (r2)\"): approving this does it again."
-        );
-        assert_eq!(
-            overlap_line_text(&lines[0], "12:50"),
-            overlap_notice(&overlaps[1], "12:50")
-        );
-        // One run is said as before.
-        let one = overlap_lines(&overlaps[..1]);
-        assert_eq!(
-            overlap_line_text(&one[0], "12:44"),
-            overlap_notice(&overlaps[0], "12:44")
-        );
-        assert!(overlap_lines(&[]).is_empty());
     }
 }

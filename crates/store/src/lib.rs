@@ -21,6 +21,8 @@
 //! - `listing.rs`: a page of approvals (cursor, filters, search), each filter on its index;
 //! - `locks.rs`: named locks held across servers (PostgreSQL advisory locks);
 //! - `checkpoint.rs`: SQLite's WAL checkpoints in the background, off the commit path;
+//! - `claim.rs`: what a claim reads: the job picked and leased, and the snapshot it is planned
+//!   from;
 //! - `turns.rs`: a turn's writes and a new card's (the row, its checkpoint, the transcript
 //!   written only over the version read, the lines, the audit of writes without a card);
 //! - `undo.rs`: the card's undo, its claim and its outcome ([`iris_core::ports::UndoStore`]);
@@ -35,6 +37,7 @@
 //! grows; no code path can change what was approved.
 
 mod checkpoint;
+mod claim;
 mod curator;
 mod devices;
 mod engine;
