@@ -18,6 +18,7 @@
 # (scripts/lib/fix_table_exports.py repairs what Debian's wasm-opt gets wrong).
 # Run it with `scripts/serve-release.sh` (the same settings as `iris serve`, e.g. `--demo`).
 # The debug build (`scripts/build-site.sh`, target/site) and the tests keep unhashed names.
+# Exits non-zero, after the build, when a wasm is over its budget of 250 KB gzip (checked last).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -137,3 +138,26 @@ for wasm in "$pkg/iris.$wasm_hash.wasm" "$pkg/iris-setup.$setup_wasm_hash.wasm";
 done
 say "done: $target/release/iris, $target/release/hash.txt, $target/release/hash-setup.txt, $pkg/"
 say "run it: scripts/serve-release.sh [--demo]"
+
+# --- Size budget -------------------------------------------------------------------------------
+# Each release wasm is at most 250 KB gzip (1 KB = 1,000 bytes, as BENCHMARKS.md counts; a phone
+# on a slow network downloads it before a card can be answered). Over it, the build is kept but
+# the script fails, naming the file.
+wasm_gzip_budget=250000
+# within_budget WASM...: says which of the files' .gz copies are over the budget; fails if any.
+within_budget() {
+  local wasm gz over=0
+  for wasm in "$@"; do
+    gz=$(size "$wasm.gz")
+    if [ "$gz" -gt "$wasm_gzip_budget" ]; then
+      say "OVER BUDGET: $(basename "$wasm") is $gz bytes gzip, over the budget of $wasm_gzip_budget bytes (250 KB) by $((gz - wasm_gzip_budget))" >&2
+      over=1
+    fi
+  done
+  return "$over"
+}
+if ! within_budget "$pkg/iris.$wasm_hash.wasm" "$pkg/iris-setup.$setup_wasm_hash.wasm"; then
+  say "FAILED: a wasm is over its gzip budget (BENCHMARKS.md says where the bytes go)" >&2
+  exit 1
+fi
+say "size budget: each wasm within $wasm_gzip_budget bytes gzip"
