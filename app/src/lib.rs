@@ -6,8 +6,9 @@
 //!   address names ([`page`]).
 //! - [`activity`] is the Activity page: pending cards first, then answered ones.
 //! - [`banner`] is the new-card banner every page shows on `approval.requested`.
-//! - [`card`] is the approval card and its outcome; [`dialog`] the confirm dialog it opens
-//!   before an approval; [`trail`] its audit trail ("What happened"); [`undo`] its undo.
+//! - [`card`] is the approval card and its parts (`card/`: its actions, outcome and focus);
+//!   [`dialog`] the confirm dialog it opens before an approval and [`undo`] its undo (both in
+//!   `card/`, kept at these paths); [`trail`] its audit trail ("What happened").
 //! - [`history`] is one answered card as a line of Activity's history.
 //! - [`passkeys`] is the Devices page's passkeys and the approve-with-passkey step.
 //! - [`error`] is [`AppError`](error::AppError), the one error every server function returns.
@@ -49,7 +50,6 @@ pub mod card_form;
 pub mod chat;
 pub mod codec;
 pub mod devices;
-pub mod dialog;
 pub mod error;
 pub mod format;
 pub mod history;
@@ -61,7 +61,6 @@ pub mod plugins;
 pub mod push;
 pub mod toggle;
 pub mod trail;
-pub mod undo;
 
 use leptos::prelude::*;
 use leptos::tachys::html::attribute::custom::CustomAttribute;
@@ -75,6 +74,8 @@ use crate::page::Page;
 #[cfg(feature = "ssr")]
 pub use backend::AppBackend;
 pub use backend::Viewer;
+// The card's dialog and undo live in `card/`; their paths stay `crate::dialog`, `app::undo`.
+pub use card::{dialog, undo};
 pub use error::AppError;
 
 /// What the head of every page IRIS serves holds (the app's [`shell`] and the server-rendered

@@ -153,7 +153,7 @@ async fn main() {
         let actor = Actor {
             name: "owner-phone".into(),
             scope: Scope::Control,
-            surface: "web".into(),
+            surface: iris_core::wire::Surface::Web,
         };
         // The year: `rows` answered cards, then `PENDING` waiting ones.
         let seeding = Instant::now();

@@ -3,7 +3,7 @@
 //! One table, three readers: `api::routes` builds the router from it (the method comes from
 //! here, the handler from an exhaustive match on [`Endpoint`]), the OpenAPI document at
 //! `GET /api/openapi.json` must list exactly these operations, and the route walk in
-//! `server/tests/openapi.rs` includes this file to check that the served document and the table
+//! `server/tests/it/openapi.rs` includes this file to check that the served document and the table
 //! agree. So a route cannot be served without being documented and walked. This file has no
 //! dependencies so the test can include it with `#[path]`.
 

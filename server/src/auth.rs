@@ -8,6 +8,7 @@ use axum::http::{header, Extensions, HeaderMap, Method};
 use chrono::Utc;
 use iris_core::approvals::Actor;
 use iris_core::ports::{Device, DeviceStore, Scope, StoreError};
+use iris_core::wire::Surface;
 use sha2::{Digest, Sha256};
 use tower_sessions::Session;
 
@@ -194,13 +195,12 @@ pub async fn sign_in(session: &Session, device: &str, token_hash: &str) -> Resul
 /// record of where an answer came from is true (docs/liveness.md "truthful records").
 pub fn actor_for(device: &Device, presented: Presented, headers: &HeaderMap) -> Actor {
     let surface = match presented {
-        Presented::Session => "web".to_string(),
+        Presented::Session => Surface::Web,
         Presented::Bearer => headers
             .get("x-iris-surface")
             .and_then(|v| v.to_str().ok())
-            .filter(|s| *s == "cli")
-            .unwrap_or("api")
-            .to_string(),
+            .and_then(Surface::claimed)
+            .unwrap_or(Surface::Api),
     };
     Actor {
         name: device.name.clone(),

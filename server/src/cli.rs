@@ -1,8 +1,11 @@
 //! CLI subcommands (DESIGN §7). `devices` talks to the database directly; `approvals` and `chat`
 //! are a surface over HTTP (`IRIS_URL`, default `http://127.0.0.1:3000`, and `IRIS_TOKEN`), so
 //! an answer from the CLI goes through the same `respond_to_approval` as every other surface
-//! (surface `cli`). `remote` holds the HTTP side and the exit codes, `render` the terminal text.
+//! (surface `cli`). `remote` holds the HTTP side and the exit codes, `render` the terminal text,
+//! `args` the top-level command line (`iris::Cli`, `iris::Command`), `at_server` the commands
+//! for the person at the server (passkeys, audit).
 
+pub mod args;
 pub mod at_server;
 mod remote;
 mod render;

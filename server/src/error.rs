@@ -10,6 +10,10 @@ use iris_core::approvals::{ChatError, RespondError, RetryError, UndoError};
 use iris_core::ports::StoreError;
 use iris_core::wire::{Approval, ErrorBody};
 
+/// What a client reads for every 500: no storage text, only what it may do.
+pub const INTERNAL_TEXT: &str = "the server failed to complete this request (its log has the \
+    cause); nothing was decided or changed by it: try again";
+
 /// An HTTP error with a sentence naming the thing and the rule.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -40,8 +44,11 @@ pub enum ApiError {
     /// 413: the body is too large; nothing changed.
     #[error("{0}")]
     TooLarge(String),
-    /// 500: storage or another internal failure; nothing was decided.
-    #[error("{0}")]
+    /// 500: storage or another internal failure; nothing was decided. The detail (a storage
+    /// error's text, which may name tables, paths or SQL) goes to the server's log once, where
+    /// the response is made ([`ApiError::log_internal`]), never to the client: the client reads
+    /// [`INTERNAL_TEXT`].
+    #[error("{INTERNAL_TEXT}")]
     Internal(String),
     /// 409 without a row: the thing is held by someone else (another device's push
     /// subscription).
@@ -126,6 +133,15 @@ impl From<ChatError> for ApiError {
 }
 
 impl ApiError {
+    /// Logs an [`ApiError::Internal`]'s detail (once per response: every way a response is made
+    /// from an `ApiError` calls this and nothing else logs it). Other errors are the client's
+    /// and are not logged.
+    pub fn log_internal(&self) {
+        if let ApiError::Internal(detail) = self {
+            tracing::error!(%detail, "request failed");
+        }
+    }
+
     /// The HTTP status of this error (DESIGN §7), the one mapping every surface over HTTP uses:
     /// the JSON API's responses and the web app's server functions alike.
     pub fn status(&self) -> StatusCode {
@@ -147,6 +163,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        self.log_internal();
         let error = self.to_string();
         let status = self.status();
         let code = matches!(self, ApiError::PasskeyRequired(..))
@@ -156,9 +173,6 @@ impl IntoResponse for ApiError {
             ApiError::PasskeyRequired(_, row) => row.map(|r| *r),
             _ => None,
         };
-        if status.is_server_error() {
-            tracing::error!(%error, "request failed");
-        }
         (
             status,
             Json(ErrorBody {
@@ -168,5 +182,27 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A storage failure's text (table names, SQL, paths) never reaches the client: the 500's
+    /// body says only what the client may do.
+    #[tokio::test]
+    async fn a_500_carries_no_storage_text() {
+        let detail = "no such table: approvals (SELECT a.id FROM approvals a WHERE …)";
+        let response = ApiError::from(StoreError::Backend(detail.into())).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["error"], INTERNAL_TEXT);
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("no such table"), "{text}");
+        assert!(!text.contains("SELECT"), "{text}");
     }
 }

@@ -13,7 +13,8 @@
 //! - `auth.rs`, `session.rs`, `pairing.rs`: devices, browser sessions, pairing links;
 //! - `web.rs`: the Leptos app and its server functions; `assets.rs`: compression and the static
 //!   site's caching rules;
-//! - `telegram/`: the Telegram surface; `cli/`: the CLI;
+//! - `telegram/`: the Telegram surface; `cli/`: the CLI (its command line, [`Cli`], in
+//!   `cli/args.rs`);
 //! - `push/`: Web Push (the routes, the VAPID key, the sender);
 //! - `sweeps.rs`: the background work; `model.rs`: the model adapters;
 //! - `state.rs`: [`AppState`] and [`build`]; `config.rs`: the settings (`iris.toml`, `IRIS_*`);
@@ -52,10 +53,10 @@ use anyhow::Context;
 use axum::http::{HeaderName, Request};
 use axum::middleware;
 use axum::Router;
-use clap::{Parser, Subcommand};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+pub use cli::args::{Cli, Command};
 pub use config::Settings;
 pub use state::{build, AppState};
 
@@ -235,71 +236,6 @@ async fn stop_requested() {
     }
     #[cfg(not(unix))]
     interrupt.await;
-}
-
-/// IRIS approvals: destructive calls run only after the owner approves that exact call.
-#[derive(Parser)]
-#[command(name = "iris", version, about)]
-pub struct Cli {
-    #[command(subcommand)]
-    /// The subcommand.
-    pub command: Command,
-}
-
-/// The subcommands.
-#[derive(Subcommand)]
-pub enum Command {
-    /// Run the server (IRIS_BIND, default 127.0.0.1:3000).
-    Serve {
-        /// Load the demo mailbox and the demo model.
-        #[arg(long)]
-        demo: bool,
-    },
-    /// Paired devices (talks to the database directly).
-    Devices {
-        /// What to do with devices.
-        #[command(subcommand)]
-        command: cli::DevicesCommand,
-    },
-    /// Approvals over HTTP (IRIS_URL, IRIS_TOKEN).
-    #[command(after_help = cli::EXIT_CODES_HELP)]
-    Approvals {
-        /// What to do with approvals.
-        #[command(subcommand)]
-        command: cli::ApprovalsCommand,
-    },
-    /// One chat turn over HTTP (IRIS_URL, IRIS_TOKEN); prints the reply and any card it waits on.
-    #[command(after_help = cli::EXIT_CODES_HELP)]
-    Chat(cli::ChatArgs),
-    /// A one-time pairing link for a browser: open it within 10 minutes to pair that browser
-    /// as a device with this scope (talks to the database directly; the link is made on
-    /// IRIS_PUBLIC_URL, default http:// + IRIS_BIND). The link is the last line.
-    Pair {
-        /// read (sees cards, never answers) or control (may answer cards and chat).
-        #[arg(long, value_parser = ["read", "control"])]
-        scope: String,
-    },
-    /// The owner's passkeys (talks to the database directly): list them, or remove one without
-    /// a proof (the recovery path when a passkey is lost).
-    Passkeys {
-        /// What to do with passkeys.
-        #[command(subcommand)]
-        command: cli::at_server::PasskeysCommand,
-    },
-    /// The audit log (talks to the database directly): `verify ID` checks the passkey that
-    /// approved a card again and says which passkey approved which call.
-    Audit {
-        /// What to do.
-        #[command(subcommand)]
-        command: cli::at_server::AuditCommand,
-    },
-    /// A stdio MCP server for an agent that spawns its servers (Claude Desktop, Cursor),
-    /// bridged to the gateway's upstream NAME at IRIS_URL/mcp/NAME with IRIS_TOKEN (an agent
-    /// device's token, `iris devices add --name NAME --scope agent`).
-    Mcp {
-        /// The upstream's name (`[[mcp.upstreams]] name`).
-        name: String,
-    },
 }
 
 /// Runs the `iris` binary's command line.

@@ -107,6 +107,10 @@ fn demo_dir() -> PathBuf {
 /// with `demo`, writes the demo mailbox and signs in a demo owner device. Starts nothing in the
 /// background: see [`crate::spawn_background`].
 ///
+/// The parts are built in this order, each by its own builder: the store (`open_store`), the
+/// email plugin (`open_mail`), the agent with the clock and rules its pauses follow
+/// (`build_agent`), the approvals service with the MCP gateway (`build_service`).
+///
 /// # Errors
 /// When the database, a mail account, the model setting or `IRIS_PUBLIC_URL` cannot be used;
 /// the message names it.
@@ -126,170 +130,21 @@ pub async fn build(
             settings.maildir = Some(demo_dir().join("demo-maildir"));
         }
     }
-    let synchronous = Synchronous::parse(&settings.sqlite_synchronous).with_context(|| {
-        format!(
-            "IRIS_SQLITE_SYNCHRONOUS must be `full` or `normal`, not `{}`",
-            settings.sqlite_synchronous
-        )
-    })?;
-    let store = Store::connect_with(
-        &settings.database_url,
-        StoreOptions {
-            synchronous,
-            ..StoreOptions::default()
-        },
-    )
-    .await
-    .with_context(|| format!("opening the database {}", settings.database_url))?;
-
-    let mut accounts = Vec::new();
-    if let Some(path) = &settings.maildir {
-        if demo {
-            let written = iris_email::demo::write_demo_maildir(path, Utc::now())
-                .with_context(|| format!("writing the demo mailbox at {}", path.display()))?;
-            if written > 0 {
-                tracing::info!(written, path = %path.display(), "wrote the demo mailbox");
-            }
-        }
-        accounts.push(maildir_account(
-            "maildir",
-            "owner@example.org",
-            path.clone(),
-        ));
-    }
-    for a in &settings.email.accounts {
-        // kind maildir or imap (crate::email_accounts names what is missing).
-        accounts.push(crate::email_accounts::account(a)?);
-    }
-    let mut email = EmailPlugin::new(accounts, &store).context("loading the email plugin")?;
-    // send_email's transport (DESIGN §5): IRIS_SMTP_URL, else in the demo a local outbox folder
-    // (saved, not sent), else none: send_email is then refused before any card.
-    if let Some(url) = crate::config::non_blank(&settings.smtp_url) {
-        email = email.with_outbox(Outbox::smtp(url)?);
-    } else if demo {
-        // Beside the demo mailbox (`data/demo-outbox` by default; the end-to-end tests' own run
-        // folder when they set IRIS_MAILDIR), never inside someone's checkout by accident.
-        let outbox = settings
-            .maildir
-            .as_deref()
-            .and_then(std::path::Path::parent)
-            .map_or_else(demo_dir, std::path::Path::to_path_buf)
-            .join("demo-outbox");
-        email = email.with_outbox(Outbox::demo(outbox));
-    }
-    if let Some(sender) = &settings.email_default_sender {
-        email = email.with_default_sender(sender.clone());
-    }
-    email
-        .sync()
-        .await
-        .context("syncing mail into the local store")?;
-
-    let model = crate::model::from_setting(
-        &crate::model::ModelSetting {
-            model: settings.model.as_deref(),
-            name: settings.model_name.as_deref(),
-            api_key: settings.model_api_key.as_deref(),
-            stream: settings.model_stream,
-            timeout: Duration::from_secs(settings.model_timeout_secs.max(1)),
-        },
-        demo,
-    )?;
-
-    // Stamps in the database's time, whatever this machine's clock says (docs/liveness.md
-    // "truthful records"); re-aligned on every sweep.
-    let database_clock = Arc::new(DatabaseClock::new(iris_core::failpoint::wall_clock()));
-    if let Err(error) = database_clock.align(&store).await {
-        tracing::warn!(%error, "reading the database's clock failed; stamping with this machine's until the next sweep");
-    }
-    let clock: Arc<dyn Clock> = database_clock.clone();
-    let email = Arc::new(email);
-    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
-    let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
-    let passkeys = Arc::new(crate::passkeys::Passkeys::from_settings(&settings)?);
-    let ttl = Ttl {
-        destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
-        evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
-    };
-    let pausing = if settings.approvals_enabled {
-        Pausing::Governed {
-            ttl,
-            clock: clock.clone(),
-            passkeys: passkeys.policy,
-        }
-    } else {
-        Pausing::Ungoverned("approvals are switched off (IRIS_APPROVALS_ENABLED=false)".into())
-    };
-    let agent = Agent::new(model, toolbox, pausing, Vec::new());
-    // PostStep evaluators (DESIGN §2 kind `evaluator`) from IRIS_EVALUATOR_RULES, if set.
-    let agent = match &settings.evaluator_rules {
-        None => agent,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading IRIS_EVALUATOR_RULES file {}", path.display()))?;
-            let rules = iris_core::evaluator::RuleEvaluator::from_yaml(&text)
-                .with_context(|| format!("IRIS_EVALUATOR_RULES file {}", path.display()))?;
-            agent.with_evaluators(vec![Arc::new(rules)])
-        }
-    };
-
-    let jobs = Arc::new(TokioJobs::default());
-    let service = ApprovalService::new(
-        Arc::new(store.clone()),
-        Arc::new(agent),
-        clock.clone(),
-        LeaseSettings {
-            owner: lease_owner(),
-            ..LeaseSettings::for_this_process(settings.lease_secs)
-        }
-        .with_execution_bounds(settings.execute_timeout_secs, settings.execute_grace_secs),
-        jobs.clone(),
-    )
-    .with_escalation(EscalationSettings {
-        mode: settings.escalation,
-        judge: Arc::new(iris_core::escalation::RuleJudge),
-        curator: Arc::new(store.clone()),
-        max_hops: settings.escalation_max_hops,
-    })
-    .with_passkeys(PasskeySettings {
-        check: passkeys.clone(),
-        store: Arc::new(store.clone()),
-    });
-    // The MCP gateway: its upstreams started (each in its own process group) and their tools
-    // run by the same service.
-    let gateway = crate::mcp::Gateway::start(&settings).await?.map(Arc::new);
-    let service = match &gateway {
-        None => service,
-        Some(gateway) => service.with_gateway(GatewaySettings {
-            toolbox: Arc::new(gateway.toolbox()?),
-            store: Arc::new(store.clone()),
-            pin: DestructiveApprovalHook {
-                clock: clock.clone(),
-                ttl,
-                passkeys: passkeys.policy,
-            },
-            max_waiting: settings
-                .mcp
-                .max_waiting_per_agent
-                .map_or(MAX_WAITING_PER_AGENT, std::num::NonZeroU32::get),
-        }),
-    };
-
+    let store = open_store(&settings).await?;
+    let email = Arc::new(open_mail(&settings, demo, &store).await?);
+    let BuiltAgent {
+        agent,
+        clock,
+        passkeys,
+        ttl,
+    } = build_agent(&settings, demo, &store, &email).await?;
+    let BuiltService {
+        service,
+        jobs,
+        gateway,
+    } = build_service(&settings, &store, agent, &clock, ttl, &passkeys).await?;
     let demo_token = if demo {
-        let token = auth::new_token();
-        store.revoke(DEMO_DEVICE).await?;
-        store
-            .add(
-                &Device {
-                    name: DEMO_DEVICE.into(),
-                    scope: Scope::Control,
-                    created_at: Utc::now(),
-                    last_used_at: None,
-                },
-                &auth::token_hash(&token),
-            )
-            .await?;
-        Some(Arc::new(token))
+        Some(Arc::new(sign_in_demo_owner(&store).await?))
     } else {
         None
     };
@@ -320,8 +175,239 @@ pub async fn build(
         push,
         passkeys,
         gateway,
-        clock: database_clock,
+        clock,
     })
+}
+
+/// The store: the database of `IRIS_DATABASE_URL`, connected with `IRIS_SQLITE_SYNCHRONOUS`
+/// (its migrations run on connect).
+async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    let synchronous = Synchronous::parse(&settings.sqlite_synchronous).with_context(|| {
+        format!(
+            "IRIS_SQLITE_SYNCHRONOUS must be `full` or `normal`, not `{}`",
+            settings.sqlite_synchronous
+        )
+    })?;
+    Store::connect_with(
+        &settings.database_url,
+        StoreOptions {
+            synchronous,
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .with_context(|| format!("opening the database {}", settings.database_url))
+}
+
+/// The email plugin: its accounts (`IRIS_MAILDIR`, with the demo mailbox written there in the
+/// demo, then `[[email.accounts]]`), its outbox and default sender, synced into the store once
+/// before the server answers anything.
+async fn open_mail(settings: &Settings, demo: bool, store: &Store) -> anyhow::Result<EmailPlugin> {
+    let mut accounts = Vec::new();
+    if let Some(path) = &settings.maildir {
+        if demo {
+            let written = iris_email::demo::write_demo_maildir(path, Utc::now())
+                .with_context(|| format!("writing the demo mailbox at {}", path.display()))?;
+            if written > 0 {
+                tracing::info!(written, path = %path.display(), "wrote the demo mailbox");
+            }
+        }
+        accounts.push(maildir_account(
+            "maildir",
+            "owner@example.org",
+            path.clone(),
+        ));
+    }
+    for a in &settings.email.accounts {
+        // kind maildir or imap (crate::email_accounts names what is missing).
+        accounts.push(crate::email_accounts::account(a)?);
+    }
+    let mut email = EmailPlugin::new(accounts, store).context("loading the email plugin")?;
+    // send_email's transport (DESIGN §5): IRIS_SMTP_URL, else in the demo a local outbox folder
+    // (saved, not sent), else none: send_email is then refused before any card.
+    if let Some(url) = crate::config::non_blank(&settings.smtp_url) {
+        email = email.with_outbox(Outbox::smtp(url)?);
+    } else if demo {
+        // Beside the demo mailbox (`data/demo-outbox` by default; the end-to-end tests' own run
+        // folder when they set IRIS_MAILDIR), never inside someone's checkout by accident.
+        let outbox = settings
+            .maildir
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .map_or_else(demo_dir, std::path::Path::to_path_buf)
+            .join("demo-outbox");
+        email = email.with_outbox(Outbox::demo(outbox));
+    }
+    if let Some(sender) = &settings.email_default_sender {
+        email = email.with_default_sender(sender.clone());
+    }
+    email
+        .sync()
+        .await
+        .context("syncing mail into the local store")?;
+    Ok(email)
+}
+
+/// The agent and the rules its pauses follow, which the service and the gateway share too.
+struct BuiltAgent {
+    agent: Agent,
+    /// This server's clock, the database's (first aligned here).
+    clock: Arc<DatabaseClock>,
+    /// The passkey settings (`IRIS_PASSKEY_REQUIRED`, the relying party).
+    passkeys: Arc<crate::passkeys::Passkeys>,
+    /// How long a card waits for an answer, by kind.
+    ttl: Ttl,
+}
+
+/// The agent: the model of the settings (the demo's scripted one in the demo), the email
+/// plugin's tools, pauses governed by the database's clock, the TTLs and the passkey policy
+/// (or ungoverned with `IRIS_APPROVALS_ENABLED=false`), and the PostStep evaluators of
+/// `IRIS_EVALUATOR_RULES`.
+async fn build_agent(
+    settings: &Settings,
+    demo: bool,
+    store: &Store,
+    email: &Arc<EmailPlugin>,
+) -> anyhow::Result<BuiltAgent> {
+    let model = crate::model::from_setting(
+        &crate::model::ModelSetting {
+            model: settings.model.as_deref(),
+            name: settings.model_name.as_deref(),
+            api_key: settings.model_api_key.as_deref(),
+            stream: settings.model_stream,
+            timeout: Duration::from_secs(settings.model_timeout_secs.max(1)),
+        },
+        demo,
+    )?;
+
+    // Stamps in the database's time, whatever this machine's clock says (docs/liveness.md
+    // "truthful records"); re-aligned on every sweep.
+    let database_clock = Arc::new(DatabaseClock::new(iris_core::failpoint::wall_clock()));
+    if let Err(error) = database_clock.align(store).await {
+        tracing::warn!(%error, "reading the database's clock failed; stamping with this machine's until the next sweep");
+    }
+    let clock: Arc<dyn Clock> = database_clock.clone();
+    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
+    let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
+    let passkeys = Arc::new(crate::passkeys::Passkeys::from_settings(settings)?);
+    let ttl = Ttl {
+        destructive: chrono::Duration::seconds(settings.destructive_ttl_secs as i64),
+        evaluator: chrono::Duration::seconds(settings.evaluator_ttl_secs as i64),
+    };
+    let pausing = if settings.approvals_enabled {
+        Pausing::Governed {
+            ttl,
+            clock,
+            passkeys: passkeys.policy,
+        }
+    } else {
+        Pausing::Ungoverned("approvals are switched off (IRIS_APPROVALS_ENABLED=false)".into())
+    };
+    let agent = Agent::new(model, toolbox, pausing, Vec::new());
+    // PostStep evaluators (DESIGN §2 kind `evaluator`) from IRIS_EVALUATOR_RULES, if set.
+    let agent = match &settings.evaluator_rules {
+        None => agent,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading IRIS_EVALUATOR_RULES file {}", path.display()))?;
+            let rules = iris_core::evaluator::RuleEvaluator::from_yaml(&text)
+                .with_context(|| format!("IRIS_EVALUATOR_RULES file {}", path.display()))?;
+            agent.with_evaluators(vec![Arc::new(rules)])
+        }
+    };
+    Ok(BuiltAgent {
+        agent,
+        clock: database_clock,
+        passkeys,
+        ttl,
+    })
+}
+
+/// The approvals service and what it runs beside: the job runtime that wakes this server's
+/// workers, and the MCP gateway when upstreams are configured.
+struct BuiltService {
+    service: ApprovalService,
+    jobs: Arc<TokioJobs>,
+    gateway: Option<Arc<crate::mcp::Gateway>>,
+}
+
+/// The approvals service over the store and `agent`: this server's leases and execution
+/// bounds, the escalation judge, the passkey check, and the MCP gateway (its upstreams started
+/// here) with its tools run by the same service.
+async fn build_service(
+    settings: &Settings,
+    store: &Store,
+    agent: Agent,
+    database_clock: &Arc<DatabaseClock>,
+    ttl: Ttl,
+    passkeys: &Arc<crate::passkeys::Passkeys>,
+) -> anyhow::Result<BuiltService> {
+    let clock: Arc<dyn Clock> = database_clock.clone();
+    let jobs = Arc::new(TokioJobs::default());
+    let service = ApprovalService::new(
+        Arc::new(store.clone()),
+        Arc::new(agent),
+        clock.clone(),
+        LeaseSettings {
+            owner: lease_owner(),
+            ..LeaseSettings::for_this_process(settings.lease_secs)
+        }
+        .with_execution_bounds(settings.execute_timeout_secs, settings.execute_grace_secs),
+        jobs.clone(),
+    )
+    .with_escalation(EscalationSettings {
+        mode: settings.escalation,
+        judge: Arc::new(iris_core::escalation::RuleJudge),
+        curator: Arc::new(store.clone()),
+        max_hops: settings.escalation_max_hops,
+    })
+    .with_passkeys(PasskeySettings {
+        check: passkeys.clone(),
+        store: Arc::new(store.clone()),
+    });
+    // The MCP gateway: its upstreams started (each in its own process group) and their tools
+    // run by the same service.
+    let gateway = crate::mcp::Gateway::start(settings).await?.map(Arc::new);
+    let service = match &gateway {
+        None => service,
+        Some(gateway) => service.with_gateway(GatewaySettings {
+            toolbox: Arc::new(gateway.toolbox()?),
+            store: Arc::new(store.clone()),
+            pin: DestructiveApprovalHook {
+                clock: clock.clone(),
+                ttl,
+                passkeys: passkeys.policy,
+            },
+            max_waiting: settings
+                .mcp
+                .max_waiting_per_agent
+                .map_or(MAX_WAITING_PER_AGENT, std::num::NonZeroU32::get),
+        }),
+    };
+    Ok(BuiltService {
+        service,
+        jobs,
+        gateway,
+    })
+}
+
+/// The demo's owner: the device [`DEMO_DEVICE`] (control scope) added anew with a fresh token,
+/// which a browser without credentials is signed in with. Returns the token.
+async fn sign_in_demo_owner(store: &Store) -> anyhow::Result<String> {
+    let token = auth::new_token();
+    store.revoke(DEMO_DEVICE).await?;
+    store
+        .add(
+            &Device {
+                name: DEMO_DEVICE.into(),
+                scope: Scope::Control,
+                created_at: Utc::now(),
+                last_used_at: None,
+            },
+            &auth::token_hash(&token),
+        )
+        .await?;
+    Ok(token)
 }
 
 /// This server's name on the leases it holds, as the card says who runs a job:

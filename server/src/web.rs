@@ -56,7 +56,7 @@ impl WebBackend {
             } else {
                 iris_core::ports::Scope::Read
             },
-            surface: "web".into(),
+            surface: iris_core::wire::Surface::Web,
         }
     }
 }
@@ -284,6 +284,7 @@ impl AppBackend for WebBackend {
 /// response (409 already decided, 410 expired, …), so the browser and scripts tell a lost race
 /// from a failure.
 fn answer_with_status(error: ApiError) -> String {
+    error.log_internal();
     if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
         response.set_status(error.status());
     }

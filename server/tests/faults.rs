@@ -26,6 +26,7 @@
 //! 3 servers; SQLite, 1 server with kill -9 and restart); the figure BENCHMARKS.md reports is
 //! `IRIS_FAULTS_CARDS=300 cargo test -p server --test faults` (`IRIS_FAULTS_SEED` repeats one).
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::collections::BTreeMap;
@@ -37,21 +38,6 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use support::{snapshot, Iris, ModelServer, World};
 use tokio::sync::Mutex;
-
-const SCRIPT: &str = r#"
-rules:
-  - when: "trash offer (x\\d+x)"
-    steps:
-      - call: search_inbox
-        args: {query: "$1"}
-      - call: trash_email
-        args: {ids: "$ids"}
-        if_empty: "Nothing matched; nothing was trashed."
-      - reply: "Done: moved {trashed} emails to Trash."
-        on_rejected: "OK, I left it alone."
-        on_unknown: "I cannot tell whether it was moved."
-fallback: "Noted."
-"#;
 
 const LEASE_SECS: u64 = 2;
 const EXECUTE_TIMEOUT_SECS: u64 = 5;
@@ -237,7 +223,7 @@ async fn run(engine: &str, servers: usize, cards: usize, seed: u64) -> bool {
     } else {
         (None, None)
     };
-    let model = ModelServer::start(SCRIPT).await;
+    let model = ModelServer::start(&support::scripts::offer_trash()).await;
     let mut world = World::new(&model.base_url);
     if let Some(url) = &url {
         world.database_url = url.clone();

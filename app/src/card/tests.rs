@@ -2,51 +2,11 @@
 
 use super::*;
 use chrono::{TimeZone, Utc};
-use iris_core::wire::Card;
+use iris_core::wire::{Card, Execution};
 use serde_json::json;
 
 fn destructive() -> Approval {
-    Approval {
-        id: "a1".into(),
-        kind: ApprovalKind::Destructive,
-        status: ApprovalStatus::Pending,
-        tool: "trash_email".into(),
-        args: json!({"ids": ["m1", "m2", "m3"]}),
-        call_hash: "abc123".into(),
-        items: vec!["m1".into(), "m2".into(), "m3".into()],
-        card: Card {
-            title: "Trash 3 emails".into(),
-            action: "Trash 3 emails".into(),
-            effect: CallEffect::Destructive,
-            lines: vec![
-                "Black Friday deals — Shop <deals@shop.example>, 28 Nov".into(),
-                "Weekly promo — News <promo@news.example>, 27 Nov".into(),
-                "Last chance — Store <hi@store.example>, 26 Nov".into(),
-            ],
-            undo_tool: Some("restore_email".into()),
-            undo_window_days: Some(30),
-            request: "trash the promo emails from this week".into(),
-            undo_note: None,
-            undo_action: None,
-            preview: Vec::new(),
-            overlaps: Vec::new(),
-        },
-        run_id: "r1".into(),
-        created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
-        expires_at: Utc.with_ymd_and_hms(2025, 11, 30, 11, 0, 0).unwrap(),
-        responded_at: None,
-        responded_by: None,
-        surface: None,
-        reason: None,
-        execution: Execution::None,
-        result: None,
-        resume_error: None,
-        undo: None,
-        passkey_required: false,
-        requested_by: None,
-        running: None,
-        undo_left: None,
-    }
+    Approval::sample()
 }
 
 fn owner() -> Viewer {

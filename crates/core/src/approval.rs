@@ -4,7 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use crate::manifest::ToolSpec;
-use crate::wire::{Approval, ApprovalKind, ApprovalStatus, Effect};
+use crate::wire::{ApprovalKind, ApprovalStatus, Effect};
 
 /// How long rows stay answerable (DESIGN §3 step 9; settings `IRIS_DESTRUCTIVE_TTL_SECS`,
 /// `IRIS_EVALUATOR_TTL_SECS`).
@@ -48,11 +48,6 @@ pub fn kind_for(spec: &ToolSpec) -> ApprovalKind {
 /// Whether a row may move from `from` to `to`: only from `pending`, only to a final state.
 pub fn can_move(from: ApprovalStatus, to: ApprovalStatus) -> bool {
     from == ApprovalStatus::Pending && to != ApprovalStatus::Pending
-}
-
-/// Whether a pending row has lapsed at `now` (the expiry instant itself counts as lapsed).
-pub fn has_lapsed(approval: &Approval, now: DateTime<Utc>) -> bool {
-    approval.status == ApprovalStatus::Pending && approval.expires_at <= now
 }
 
 #[cfg(test)]

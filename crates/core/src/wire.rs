@@ -13,10 +13,14 @@ use serde_json::Value;
 mod audit;
 mod card;
 pub mod rfc3339;
+#[cfg(any(test, feature = "testing"))]
+mod sample;
+mod surface;
 mod undo;
 
 pub use audit::{AuditEntry, AuditKind, AuditList};
 pub use card::{Card, CardOverlap, OverlapState, RunningJob};
+pub use surface::Surface;
 pub use undo::{UndoRecord, UndoState};
 
 /// What a tool does to the owner's data (DESIGN §2 "effect").
@@ -255,6 +259,14 @@ pub struct Approval {
 pub const UNDO_ACTION: &str = "undo_action";
 
 impl Approval {
+    /// The lapse rule: whether this card, still `pending`, can no longer be answered at `now`,
+    /// the unit's time (the database's, read in the same unit as the row where it matters). The
+    /// expiry instant itself counts as lapsed. The store spells the same rule in SQL
+    /// (`iris_store`'s `rows::lapsed_sql` / `answerable_sql`); an answered card never lapses.
+    pub fn lapsed_at(&self, now: DateTime<Utc>) -> bool {
+        self.status == ApprovalStatus::Pending && self.expires_at <= now
+    }
+
     /// Who asked for the call and in whose words, as every surface labels the card's request:
     /// `("You asked", request)` for IRIS's own assistant (the owner's words); for an agent
     /// through the MCP gateway `("NAME asks", reason)`, the reason the agent gave (never shown

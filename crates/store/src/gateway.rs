@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use iris_core::ports::{GatewayRequest, GatewayStore, GatewayWrite, NewApproval, StoreError};
 use iris_core::wire::Event;
 
-use crate::rows::{approval_from_row, live_device, Cols, ColumnRead, APPROVAL_SELECT};
+use crate::rows::{
+    answerable_sql, approval_from_row, live_device, Cols, ColumnRead, APPROVAL_SELECT,
+};
 use crate::unit::{Stmt, WriteTx};
 use crate::{timestamp_text, Engine, Store};
 
@@ -46,8 +48,9 @@ impl Store {
             .fetch(
                 Stmt::new(format!(
                     "SELECT COUNT(*) AS n FROM approvals WHERE requested_by_device = {} \
-                     AND status = 'pending' AND expires_at > $2",
-                    live_device("$1")
+                     AND status = 'pending' AND {}",
+                    live_device("$1"),
+                    answerable_sql("", "$2")
                 ))
                 .opt_text(agent)
                 .text(&timestamp_text(now)),

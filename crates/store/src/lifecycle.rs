@@ -19,8 +19,8 @@ use sqlx::Row;
 use crate::claim::snapshot;
 use crate::job_end::{failpoint_lost_answer, failpoint_unit};
 use crate::rows::{
-    approval_from_row, audit_from_row, backend, is_refusal, live_device, to_json, Cols, ColumnRead,
-    APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT, REQUESTER_REVOKED,
+    approval_from_row, audit_from_row, backend, is_refusal, lapsed_sql, live_device, to_json, Cols,
+    ColumnRead, APPROVAL_COLUMNS, APPROVAL_FROM, APPROVAL_SELECT, REQUESTER_REVOKED,
 };
 use crate::unit::{Stmt, WriteTx};
 use crate::writes::finish_cas;
@@ -160,10 +160,11 @@ impl ApprovalStore for Store {
             Engine::Sqlite => "",
             Engine::Postgres => " FOR UPDATE OF a",
         };
+        let lapsed = lapsed_sql("a.", "{now}");
         let read = tx
             .fetch(
                 self.timed(&format!(
-                    "SELECT {APPROVAL_COLUMNS}, CASE WHEN a.expires_at <= {{now}} THEN 1 ELSE 0 \
+                    "SELECT {APPROVAL_COLUMNS}, CASE WHEN {lapsed} THEN 1 ELSE 0 \
                      END AS lapsed_now, CASE WHEN {REQUESTER_REVOKED} THEN 1 ELSE 0 END \
                      AS requester_revoked, {{now}} AS unit_now {APPROVAL_FROM} \
                      WHERE a.id = $2{lock}"
@@ -373,10 +374,10 @@ impl ApprovalStore for Store {
                 self.write_turn(&mut tx, turn).await?;
                 events.extend(turn.events.iter().cloned());
             }
-            if finish.resume_error_changed {
+            if let Some(text) = finish.resume_error.written() {
                 tx.exec(
                     Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
-                        .opt_text(finish.resume_error.as_deref())
+                        .opt_text(text)
                         .text(&lease.approval_id),
                     "recording a resume error",
                 )
@@ -416,9 +417,9 @@ impl ApprovalStore for Store {
 
     async fn lapsed(&self) -> Result<Vec<String>, StoreError> {
         sqlx::query_scalar::<_, String>(&format!(
-            "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= {} \
+            "SELECT id FROM approvals WHERE status = 'pending' AND {} \
              ORDER BY expires_at, id",
-            self.now_sql()
+            lapsed_sql("", &self.now_sql())
         ))
         .bind(self.now_param())
         .fetch_all(&self.pool)

@@ -4,7 +4,7 @@
 //! page exists. The search uses SQLite's FTS5 trigram index (`approvals_search`) for three
 //! characters or more and PostgreSQL's `pg_trgm` index under `LIKE`.
 
-use crate::rows::{approval_from_row, backend, live_device, APPROVAL_SELECT};
+use crate::rows::{answerable_sql, approval_from_row, backend, live_device, APPROVAL_SELECT};
 use crate::{timestamp_text, Engine, Store};
 use iris_core::ports::{
     ApprovalPage, ApprovalQuery, PageCursor, SearchText, StatusFilter, StoreError,
@@ -148,10 +148,10 @@ impl Store {
         ran_since: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<iris_core::wire::Approval>, StoreError> {
         let sql = format!(
-            "{APPROVAL_SELECT} WHERE a.tool = $2 AND ((a.status = 'pending' AND a.expires_at > {}) \
+            "{APPROVAL_SELECT} WHERE a.tool = $2 AND ((a.status = 'pending' AND {}) \
              OR (a.status = 'approved' AND l.state = 'executed' AND a.responded_at >= $3)) \
              ORDER BY a.created_at DESC, a.id DESC LIMIT 200",
-            self.now_sql()
+            answerable_sql("a.", &self.now_sql())
         );
         let rows = sqlx::query(&sql)
             .bind(self.now_param())

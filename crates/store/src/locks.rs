@@ -13,25 +13,26 @@ use sqlx::Any;
 use crate::rows::backend;
 use crate::{Engine, Store};
 
-/// What a lock protects.
+/// A lock's name. The plugin or surface that takes a lock owns its name and says what it
+/// protects (the email plugin its mail changes, Telegram its poller and each chat's edits; the
+/// calendar and files plugins will name theirs the same way); the store knows no names. The key
+/// is `iris:{owner}-{what}`: `NamedLock::new("mail", "changes")` is `iris:mail-changes`, the
+/// same key on every server of one database and across versions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum NamedLock {
-    /// The email plugin's changes: sync, trash, restore, a sent copy (its local store and the
-    /// mailboxes must move together).
-    MailChanges,
-    /// The one poller of a Telegram bot (Telegram allows one `getUpdates` per token).
-    TelegramPoller(String),
-    /// The sends and edits of one Telegram chat, with the read of the stored card before each.
-    TelegramChat(i64),
+pub struct NamedLock {
+    key: String,
 }
 
 impl NamedLock {
-    fn key(&self) -> String {
-        match self {
-            NamedLock::MailChanges => "iris:mail-changes".to_string(),
-            NamedLock::TelegramPoller(bot) => format!("iris:telegram-poller:{bot}"),
-            NamedLock::TelegramChat(chat) => format!("iris:telegram-chat:{chat}"),
+    /// The lock `what` of `owner` (a plugin's or a surface's name: `mail`, `telegram`).
+    pub fn new(owner: &str, what: &str) -> NamedLock {
+        NamedLock {
+            key: format!("iris:{owner}-{what}"),
         }
+    }
+
+    fn key(&self) -> String {
+        self.key.clone()
     }
 }
 
@@ -205,5 +206,25 @@ impl Store {
                 }))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NamedLock;
+
+    /// The keys servers of one database agree on, the same before and after the names moved to
+    /// their owners (a server of the older version beside a newer one must take the same lock).
+    #[test]
+    fn a_lock_key_is_its_owners_name_and_what_it_protects() {
+        assert_eq!(NamedLock::new("mail", "changes").key(), "iris:mail-changes");
+        assert_eq!(
+            NamedLock::new("telegram", "chat:42").key(),
+            "iris:telegram-chat:42"
+        );
+        assert_eq!(
+            NamedLock::new("telegram", "poller:0123456789abcdef").key(),
+            "iris:telegram-poller:0123456789abcdef"
+        );
     }
 }

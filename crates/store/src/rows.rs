@@ -301,6 +301,21 @@ pub(crate) fn live_device(param: &str) -> String {
     format!("(SELECT MAX(ld.id) FROM devices ld WHERE ld.name = {param} AND ld.revoked_at IS NULL)")
 }
 
+/// The lapse rule (`Approval::lapsed_at`) in SQL, one text for both engines: the card of
+/// `alias` (`"a."`, or `""` for the bare table) is past its expiry at `now`, an SQL time
+/// expression (`{now}`, the unit's database time, or a bound parameter such as `$2`). The
+/// expiry instant itself counts as lapsed. Add `status = 'pending'` where "pending and lapsed"
+/// is meant.
+pub(crate) fn lapsed_sql(alias: &str, now: &str) -> String {
+    format!("{alias}expires_at <= {now}")
+}
+
+/// The negation of [`lapsed_sql`]: the card of `alias` can still be answered at `now` (while
+/// pending).
+pub(crate) fn answerable_sql(alias: &str, now: &str) -> String {
+    format!("{alias}expires_at > {now}")
+}
+
 pub(crate) const APPROVAL_COLUMNS: &str = approval_columns!();
 
 /// The row joined with its ledger entry and its undo.

@@ -121,13 +121,14 @@ impl TelegramCardStore for Store {
     ) -> Result<Vec<String>, iris_core::ports::StoreError> {
         use crate::rows::backend;
         use crate::timestamp_text;
-        sqlx::query_scalar::<_, String>(
+        sqlx::query_scalar::<_, String>(&format!(
             "SELECT a.id FROM approvals a \
-             WHERE a.status = 'pending' AND a.expires_at > $2 AND NOT EXISTS \
+             WHERE a.status = 'pending' AND {} AND NOT EXISTS \
              (SELECT 1 FROM telegram_cards t \
               WHERE t.chat_id = $1 AND t.approval_id = a.id) \
              ORDER BY a.created_at, a.id",
-        )
+            crate::rows::answerable_sql("a.", "$2")
+        ))
         .bind(chat_id)
         .bind(timestamp_text(now))
         .fetch_all(&self.pool)

@@ -5,7 +5,7 @@
 use iris_core::ports::{ClaimPlan, DecisionCommit, JobEnd, LedgerStep, StoreError};
 use iris_core::wire::ApprovalStatus;
 
-use crate::rows::to_json;
+use crate::rows::{answerable_sql, lapsed_sql, to_json};
 use crate::unit::{is_assertion, Stmt, WriteTx};
 use crate::{timestamp_text, Store};
 
@@ -83,8 +83,8 @@ impl Store {
                     "approval `{approval_id}`: `pending` is not a decision"
                 )));
             }
-            ApprovalStatus::Approved | ApprovalStatus::Rejected => "expires_at > {now}",
-            ApprovalStatus::Expired => "expires_at <= {now}",
+            ApprovalStatus::Approved | ApprovalStatus::Rejected => answerable_sql("", "{now}"),
+            ApprovalStatus::Expired => lapsed_sql("", "{now}"),
         };
         let written = async {
             tx.exec_cas(
@@ -164,10 +164,10 @@ impl Store {
             }
         }
         self.write_audit(tx, &plan.audit).await?;
-        if let Some(error) = &plan.resume_error {
+        if let Some(text) = plan.resume_error.written() {
             tx.exec(
                 Stmt::new("UPDATE approvals SET resume_error = $1 WHERE id = $2")
-                    .opt_text(error.as_deref())
+                    .opt_text(text)
                     .text(approval_id),
                 "recording a resume error",
             )

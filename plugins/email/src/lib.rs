@@ -22,7 +22,7 @@
 //!   mailbox (`iris serve --demo`).
 //!
 //! Trash is always a move into the account's Trash, never a delete: the contract test
-//! `tests/trash_is_reversible.rs` proves it on real files (DESIGN §4, last rule).
+//! `tests/it/trash_is_reversible.rs` proves it on real files (DESIGN §4, last rule).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -297,13 +297,14 @@ impl EmailPlugin {
         self.clock.now()
     }
 
-    /// Takes the lock on the plugin's mailboxes and local store (on every server).
+    /// Takes the lock on the plugin's mailboxes and local store (on every server,
+    /// [`mail_changes_lock`]).
     ///
     /// # Errors
     /// A sentence when the database cannot be reached to take it (nothing was changed).
     pub(crate) async fn lock(&self) -> Result<iris_store::LockGuard, String> {
         self.database
-            .lock(&iris_store::NamedLock::MailChanges)
+            .lock(&mail_changes_lock())
             .await
             .map_err(|e| format!("taking the mailbox lock: {e}"))
     }
@@ -335,11 +336,7 @@ impl EmailPlugin {
         let deadline = tokio::time::Instant::now() + wait;
         let mut pause = Duration::from_millis(20);
         loop {
-            match self
-                .database
-                .try_lock(&iris_store::NamedLock::MailChanges)
-                .await
-            {
+            match self.database.try_lock(&mail_changes_lock()).await {
                 Ok(Some(guard)) => return Ok(Some(guard)),
                 Ok(None) => {}
                 Err(e) => return Err(format!("taking the mailbox lock: {e}")),
@@ -557,4 +554,11 @@ impl Plugin for EmailPlugin {
             _ => self.execute_skipping(tool, args, stale, ctx).await,
         }
     }
+}
+
+/// The lock this plugin owns (`iris:mail-changes`): its changes (sync, trash, restore, a sent
+/// copy) hold it, because its local store and the mailboxes must move together, on every server
+/// of one database.
+pub fn mail_changes_lock() -> iris_store::NamedLock {
+    iris_store::NamedLock::new("mail", "changes")
 }

@@ -294,7 +294,7 @@ impl Remote {
     ) -> Result<Value, Failure> {
         let response = request
             .bearer_auth(&self.token)
-            .header("x-iris-surface", "cli")
+            .header("x-iris-surface", iris_core::wire::Surface::Cli.as_str())
             .send()
             .await
             .map_err(|e| Failure::Unreachable {

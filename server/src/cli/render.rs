@@ -133,7 +133,7 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     let _ = writeln!(out);
     let status = match approval.status {
         // Past its expiry but not yet marked by the sweep: already lapsed for every answer.
-        ApprovalStatus::Pending if approval.expires_at <= now => format!(
+        ApprovalStatus::Pending if approval.lapsed_at(now) => format!(
             "lapsed ({}). {} It can no longer be approved.",
             relative(approval.expires_at, now),
             lapse_notice(&when(approval.expires_at))
@@ -240,7 +240,7 @@ fn status_cell(approval: &Approval, now: DateTime<Utc>) -> String {
     match approval.status {
         ApprovalStatus::Approved => format!("approved ({})", approval.execution.as_str()),
         ApprovalStatus::Expired => "expired (nothing ran)".to_string(),
-        ApprovalStatus::Pending if approval.expires_at <= now => "lapsed (nothing ran)".to_string(),
+        ApprovalStatus::Pending if approval.lapsed_at(now) => "lapsed (nothing ran)".to_string(),
         other => other.as_str().to_string(),
     }
 }

@@ -239,6 +239,6 @@ pub async fn agent_only(State(state): State<AppState>, mut req: Request, next: N
             "the token names no live device (unknown or revoked)",
         )
             .into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Err(e) => crate::error::ApiError::from(e).into_response(),
     }
 }

@@ -22,8 +22,8 @@ use crate::api::{parse_json, Authed, Body, Controller};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Longest passkey name, in characters.
-const MAX_NAME_CHARS: usize = 60;
+/// Longest passkey name, in characters (once trimmed).
+pub(crate) const MAX_NAME_CHARS: usize = 60;
 
 /// One passkey as the API shows it (its key stays on the server).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -99,6 +99,45 @@ pub struct RemoveRequest {
     /// An existing passkey's answer to a proof challenge.
     #[serde(default)]
     pub proof: Option<Assertion>,
+}
+
+/// A new passkey's name, trimmed: 1 to [`MAX_NAME_CHARS`] characters, none of them a control
+/// or text-direction character (names are shown in terminals and on pages). The OpenAPI
+/// document states the same rule as a pattern (`crate::openapi`).
+///
+/// # Errors
+/// The sentence saying which rule the name breaks.
+pub(crate) fn passkey_name(name: &str) -> Result<&str, String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(format!(
+            "a passkey's name must be 1 to {MAX_NAME_CHARS} characters; nothing was changed"
+        ));
+    }
+    if name.chars().any(|c| {
+        c.is_control() || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    }) {
+        return Err(
+            "a passkey's name must not hold control or text-direction characters; nothing was changed"
+                .into(),
+        );
+    }
+    Ok(name)
+}
+
+/// A passkey answer's `credential` is the browser's `PublicKeyCredential` JSON, an object: any
+/// other JSON is refused (400) as soon as the body is read, whether or not the answer is needed
+/// (an approve of a card that needs no passkey, a change while no passkey exists).
+pub(crate) fn credential_is_object(
+    answer: Option<&Assertion>,
+    field: &str,
+) -> Result<(), ApiError> {
+    match answer {
+        Some(answer) if !answer.credential.is_object() => Err(ApiError::BadRequest(format!(
+            "`{field}.credential` must be the browser's credential, a JSON object; nothing was changed"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn view(p: PasskeyRecord) -> PasskeyView {
@@ -184,6 +223,7 @@ async fn store_ceremony(
 #[utoipa::path(
     get,
     path = "/api/passkeys",
+    operation_id = "list_passkeys",
     tag = "passkeys",
     responses(
         (status = 200, description = "The owner's passkeys (oldest first) and the setting.", body = PasskeyList),
@@ -216,6 +256,7 @@ pub(crate) async fn list(
 #[utoipa::path(
     post,
     path = "/api/passkeys/registrations",
+    operation_id = "passkey_registration",
     tag = "passkeys",
     request_body = RegistrationRequest,
     responses(
@@ -233,21 +274,7 @@ pub(crate) async fn registration(
     Body(body): Body,
 ) -> Result<Json<ChallengeBody>, ApiError> {
     let request: RegistrationRequest = parse_json(&body, "the body must be {\"name\": \"…\"}")?;
-    let name = request.name.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(ApiError::BadRequest(format!(
-            "a passkey's name must be 1 to {MAX_NAME_CHARS} characters; nothing was changed"
-        )));
-    }
-    // Names are shown in terminals and on pages: no control or text-direction characters.
-    if name.chars().any(|c| {
-        c.is_control() || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-    }) {
-        return Err(ApiError::BadRequest(
-            "a passkey's name must not hold control or text-direction characters; nothing was changed"
-                .into(),
-        ));
-    }
+    let name = passkey_name(&request.name).map_err(ApiError::BadRequest)?;
     let passkeys = on(&state)?;
     // Only live ones: a removed passkey's authenticator may register a new one.
     let existing: Vec<String> = state
@@ -276,6 +303,7 @@ pub(crate) async fn registration(
 #[utoipa::path(
     post,
     path = "/api/passkeys/proofs",
+    operation_id = "passkey_proof",
     tag = "passkeys",
     responses(
         (status = 200, description = "The options for `navigator.credentials.get`, answered within two minutes.", body = ChallengeBody),
@@ -312,6 +340,7 @@ pub(crate) async fn proof(
 #[utoipa::path(
     post,
     path = "/api/passkeys",
+    operation_id = "register_passkey",
     tag = "passkeys",
     request_body = RegisterRequest,
     responses(
@@ -332,6 +361,7 @@ pub(crate) async fn register(
         &body,
         "the body must be {\"ceremony_id\", \"credential\", \"proof\"?}",
     )?;
+    credential_is_object(request.proof.as_ref(), "proof")?;
     let passkeys = on(&state)?;
     let bad = |why: String| ApiError::BadRequest(format!("{why}; nothing was changed"));
     let ceremony = state
@@ -383,6 +413,7 @@ pub(crate) async fn register(
 #[utoipa::path(
     delete,
     path = "/api/passkeys/{id}",
+    operation_id = "remove_passkey",
     tag = "passkeys",
     params(("id" = String, Path, description = "The passkey's id.")),
     request_body = RemoveRequest,
@@ -409,6 +440,7 @@ pub(crate) async fn remove(
             "the body must be {\"proof\": {\"ceremony_id\", \"credential\"}}",
         )?
     };
+    credential_is_object(request.proof.as_ref(), "proof")?;
     let live = state.store.passkeys(false).await?;
     if !live.iter().any(|p| p.id == id) {
         return Err(ApiError::NotFound(format!(

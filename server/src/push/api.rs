@@ -78,6 +78,7 @@ fn push_of(state: &AppState) -> Result<&super::WebPush, ApiError> {
 #[utoipa::path(
     get,
     path = "/api/push/key",
+    operation_id = "push_key",
     tag = "push",
     responses(
         (status = 200, description = "The server's VAPID public key.", body = PushKeyBody),
@@ -100,6 +101,7 @@ pub(crate) async fn key(
 #[utoipa::path(
     post,
     path = "/api/push/subscriptions",
+    operation_id = "subscribe_push",
     tag = "push",
     request_body(content = Object, description = "`PushSubscription.toJSON()`: {\"endpoint\", \"expirationTime\", \"keys\": {\"p256dh\", \"auth\"}}; the endpoint https (plain http only on loopback)."),
     responses(
@@ -141,6 +143,7 @@ pub(crate) async fn subscribe(
 #[utoipa::path(
     get,
     path = "/api/push/subscriptions",
+    operation_id = "list_push_subscriptions",
     tag = "push",
     responses(
         (status = 200, description = "This device's subscriptions (never another device's).", body = SubscriptionList),
@@ -171,6 +174,7 @@ pub(crate) async fn list(
 #[utoipa::path(
     delete,
     path = "/api/push/subscriptions/{id}",
+    operation_id = "unsubscribe_push",
     tag = "push",
     params(("id" = String, Path, description = "The subscription's id.")),
     responses(

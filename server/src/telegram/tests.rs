@@ -1,5 +1,6 @@
+use super::tap::{actor_name, from_owner};
 use super::*;
-use bot_api::{Chat, MessageRef};
+use bot_api::{CallbackQuery, Chat, MessageRef, User};
 use iris_core::wire::Execution;
 
 fn tap(from: i64, chat: Option<i64>) -> CallbackQuery {

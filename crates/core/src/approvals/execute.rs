@@ -191,7 +191,7 @@ impl ApprovalService {
             item,
             result,
             undo_available: undo,
-            actor: "iris".into(),
+            actor: super::IRIS_ACTOR.into(),
             surface: None,
             at: done,
         };

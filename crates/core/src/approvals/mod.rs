@@ -39,7 +39,7 @@ use futures::future::BoxFuture;
 use crate::agent::Agent;
 use crate::escalation::{CuratorStore, EscalationMode, Judge};
 use crate::ports::{ApprovalStore, Clock, Scope, StoreError};
-use crate::wire::Approval;
+use crate::wire::{Approval, Surface};
 
 pub use gateway::{AgentCall, GatewayAnswer, GatewayError, GatewaySettings, MAX_WAITING_PER_AGENT};
 pub use passkey::{PasskeyChallenge, PasskeySettings};
@@ -74,11 +74,24 @@ pub struct Actor {
     pub name: String,
     /// The device's scope: only `control` may answer (DESIGN §2 "device, scope").
     pub scope: Scope,
-    /// `web`, `cli`, `api`, `telegram`, `phone`.
-    pub surface: String,
+    /// Where the answer comes from.
+    pub surface: Surface,
 }
 
+/// The name IRIS itself records as the actor of what no person did (a lapse, an undo its
+/// server stopped in, the executor's audit entries).
+pub const IRIS_ACTOR: &str = "iris";
+
 impl Actor {
+    /// IRIS itself, through the `sweep` surface: the one actor of the expiry and undo sweeps.
+    pub fn sweep() -> Actor {
+        Actor {
+            name: IRIS_ACTOR.into(),
+            scope: Scope::Control,
+            surface: Surface::Sweep,
+        }
+    }
+
     /// The one control-scope check (DESIGN §2 "device, scope"): `Ok` when this actor's device
     /// may change state; else [`NotControl`] naming the device and `action` ("answer
     /// approvals", "undo a card"). Every operation of the service that changes state asks it

@@ -103,9 +103,7 @@ impl ApprovalService {
             .await?
             .ok_or_else(|| RespondError::NotFound(id.to_string()))?;
         let now = self.clock.now();
-        if row.status == ApprovalStatus::Expired
-            || (row.status == ApprovalStatus::Pending && row.expires_at <= now)
-        {
+        if row.status == ApprovalStatus::Expired || row.lapsed_at(now) {
             return Err(RespondError::Expired(Box::new(row)));
         }
         if row.status != ApprovalStatus::Pending {

@@ -21,7 +21,9 @@ use serde_json::{json, Value};
 
 use super::{unknown_outcome, UNKNOWN_OUTCOME};
 use crate::canonical::{call_hash, canonical_json};
-use crate::ports::{ClaimPlan, JobEnd, JobSnapshot, LedgerStep, NewAuditEntry, SavedRun};
+use crate::ports::{
+    ClaimPlan, JobEnd, JobSnapshot, LedgerStep, NewAuditEntry, ResumeErrorChange, SavedRun,
+};
 use crate::toolbox::Toolbox;
 use crate::wire::{
     Approval, ApprovalKind, ApprovalStatus, AuditKind, ChatLine, Event, Execution, RunMessage,
@@ -38,7 +40,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
             // The row cannot be read, so nothing can run it; say why where we can.
             let text = format!("the approval row cannot be read ({reason}); nothing was run");
             plan.end = Some(JobEnd::Dead);
-            plan.resume_error = Some(Some(text));
+            plan.resume_error = ResumeErrorChange::Set(text);
             if let Some(conversation) = &snapshot.conversation_id {
                 tell(
                     &mut plan,
@@ -82,7 +84,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
         plan.audit.push(denial(&row.id, &reason, at));
         let text = format!("The paused run cannot be restored: {reason}. Nothing was run.");
         after.resume_error = Some(text.clone());
-        plan.resume_error = Some(Some(text));
+        plan.resume_error = ResumeErrorChange::Set(text);
         plan.end = Some(JobEnd::Dead);
         plan.events.push(Event::ApprovalResponded(after));
         if let (Some(conversation), Some(chat)) = (&snapshot.conversation_id, chat) {
@@ -110,7 +112,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
             item: None,
             result: json!({"status": "unknown", "message": unknown_outcome(check.as_deref())}),
             undo_available: false,
-            actor: "iris".into(),
+            actor: super::IRIS_ACTOR.into(),
             surface: None,
             at,
         });
@@ -224,7 +226,7 @@ pub(crate) fn denial(
         item: None,
         result: json!({"denied": reason}),
         undo_available: false,
-        actor: "iris".into(),
+        actor: super::IRIS_ACTOR.into(),
         surface: None,
         at,
     }

@@ -6,11 +6,11 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use super::{Actor, ApprovalService};
+use super::{Actor, ApprovalService, IRIS_ACTOR};
 use crate::approval::can_move;
 use crate::passkey::{Assertion, PasskeyRefusal};
 use crate::ports::{Decided, DecisionCommit, DecisionRead, NewAuditEntry, Response, StoreError};
-use crate::wire::{Approval, ApprovalStatus, AuditKind, Decision, Event};
+use crate::wire::{Approval, ApprovalStatus, AuditKind, Decision, Event, Surface};
 
 /// Why an answer was not stored. Each maps to one HTTP status in the server.
 #[derive(Debug, thiserror::Error)]
@@ -46,11 +46,6 @@ pub enum RespondError {
 
 /// The reason a card of a revoked device is rejected with.
 pub const REVOKED_REASON: &str = "requested by a revoked device";
-
-/// Who lapses a row, as the row and its audit entry say.
-const SWEEP_ACTOR: &str = "iris";
-/// The surface a lapse is recorded through.
-const SWEEP_SURFACE: &str = "sweep";
 
 impl ApprovalService {
     /// Stores an owner's answer: checks the actor's scope, then, in one unit of work, reads the
@@ -135,7 +130,7 @@ impl ApprovalService {
             let response = Response {
                 status,
                 responded_by: actor.name.clone(),
-                surface: actor.surface.clone(),
+                surface: actor.surface.into(),
                 reason: reason.clone(),
                 at,
             };
@@ -146,7 +141,7 @@ impl ApprovalService {
                 result,
                 undo_available: false,
                 actor: actor.name.clone(),
-                surface: Some(actor.surface.clone()),
+                surface: Some(actor.surface.into()),
                 at,
             };
             let after = answered(read.approval.clone(), &response);
@@ -331,8 +326,8 @@ fn by_iris(
     }
     let response = Response {
         status,
-        responded_by: SWEEP_ACTOR.into(),
-        surface: SWEEP_SURFACE.into(),
+        responded_by: IRIS_ACTOR.into(),
+        surface: Surface::Sweep.into(),
         reason: Some(reason.into()),
         at,
     };
@@ -342,8 +337,8 @@ fn by_iris(
         item: None,
         result,
         undo_available: false,
-        actor: SWEEP_ACTOR.into(),
-        surface: Some(SWEEP_SURFACE.into()),
+        actor: IRIS_ACTOR.into(),
+        surface: Some(Surface::Sweep.into()),
         at,
     };
     let after = answered(row.clone(), &response);

@@ -16,8 +16,8 @@ use crate::agent::{has_result, place_result, PlacedResult, RunEnd, TranscriptCha
 use crate::model::Message;
 use crate::plugin::CallContext;
 use crate::ports::{
-    ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep, SavedRun,
-    StoreError,
+    ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep,
+    ResumeErrorChange, SavedRun, StoreError,
 };
 use crate::wire::{
     Approval, ApprovalKind, ApprovalStatus, ChatLine, ChatResponse, Event, Execution, RunMessage,
@@ -380,8 +380,7 @@ impl ApprovalService {
         let finish = JobFinish {
             turn: None,
             end: JobEnd::Done,
-            resume_error: None,
-            resume_error_changed: false,
+            resume_error: ResumeErrorChange::Leave,
             events: Vec::new(),
         };
         self.retrying(lease, "ending a resume job", || {
@@ -411,8 +410,9 @@ impl ApprovalService {
             .map(|line| run_message(end, &row.id, &line.text))
             .collect();
         events.push(run_message(end, &row.id, &end.reply));
-        let resume_error_changed = resume_error != row.resume_error;
-        if resume_error_changed {
+        let error_change =
+            ResumeErrorChange::to_reach(row.resume_error.as_deref(), resume_error.clone());
+        if error_change != ResumeErrorChange::Leave {
             row.resume_error = resume_error.clone();
             events.push(Event::ApprovalResponded(row.clone()));
         }
@@ -426,8 +426,7 @@ impl ApprovalService {
             let finish = JobFinish {
                 turn: Some(turn),
                 end: job_end,
-                resume_error: resume_error.clone(),
-                resume_error_changed,
+                resume_error: error_change.clone(),
                 events: events.clone(),
             };
             async move {

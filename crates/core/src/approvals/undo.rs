@@ -26,8 +26,7 @@ use crate::agent::UndoRun;
 use crate::canonical::canonical_json;
 use crate::plugin::{CallContext, Hold, ItemOutcome, Plugin, UndoCall};
 use crate::ports::{
-    ApprovalQuery, NewAuditEntry, PageLimit, Scope, StatusFilter, StoreError, UndoClaim,
-    UndoOutcome,
+    ApprovalQuery, NewAuditEntry, PageLimit, StatusFilter, StoreError, UndoClaim, UndoOutcome,
 };
 use crate::wire::{Approval, ApprovalStatus, AuditKind, Event, Execution, UndoRecord, UndoState};
 
@@ -243,7 +242,7 @@ impl ApprovalService {
             state: UndoState::Running,
             items: items.clone(),
             by: actor.name.clone(),
-            surface: actor.surface.clone(),
+            surface: actor.surface.into(),
             at: now,
             finished_at: None,
             result: None,
@@ -260,7 +259,7 @@ impl ApprovalService {
             args_canonical: canonical_json(args),
             items,
             by: actor.name.clone(),
-            surface: actor.surface.clone(),
+            surface: actor.surface.into(),
             at: now,
             // Twice the run's own deadline, so the sweep never calls a live undo unknown.
             lease_secs: self.leases.secs.saturating_mul(2),
@@ -456,11 +455,7 @@ impl ApprovalService {
     /// # Errors
     /// [`StoreError`].
     pub async fn lapse_undos(&self) -> Result<usize, StoreError> {
-        let sweep = Actor {
-            name: "iris".into(),
-            scope: Scope::Control,
-            surface: "sweep".into(),
-        };
+        let sweep = Actor::sweep();
         let mut lapsed = 0;
         for id in self.store.lapsed_undos().await? {
             let Some(row) = self.store.approval(&id).await? else {
@@ -510,7 +505,7 @@ fn undo_entry(
         result,
         undo_available: false,
         actor: actor.name.clone(),
-        surface: Some(actor.surface.clone()),
+        surface: Some(actor.surface.into()),
         at,
     }
 }

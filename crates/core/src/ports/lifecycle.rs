@@ -253,6 +253,41 @@ impl JobEnd {
     }
 }
 
+/// What a unit does to the row's `resume_error` (the failure its card shows), one spelling for
+/// every unit that may touch it: the claim's plan and the job's end.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ResumeErrorChange {
+    /// Leave the stored text as it is (nothing written).
+    #[default]
+    Leave,
+    /// Clear it (the run is fine now).
+    Clear,
+    /// Set it to this sentence.
+    Set(String),
+}
+
+impl ResumeErrorChange {
+    /// The change that makes a row holding `stored` hold `wanted`: [`ResumeErrorChange::Leave`]
+    /// when they are equal (nothing to write, no event to send).
+    pub fn to_reach(stored: Option<&str>, wanted: Option<String>) -> ResumeErrorChange {
+        match wanted {
+            w if w.as_deref() == stored => ResumeErrorChange::Leave,
+            Some(text) => ResumeErrorChange::Set(text),
+            None => ResumeErrorChange::Clear,
+        }
+    }
+
+    /// What to write: `None` for [`ResumeErrorChange::Leave`], else the column's new value
+    /// (`Some(None)` clears it).
+    pub fn written(&self) -> Option<Option<&str>> {
+        match self {
+            ResumeErrorChange::Leave => None,
+            ResumeErrorChange::Clear => Some(None),
+            ResumeErrorChange::Set(text) => Some(Some(text)),
+        }
+    }
+}
+
 /// What the claim's commit writes besides the lease (computed by the service from the
 /// [`JobSnapshot`] inside the same transaction).
 #[derive(Debug, Clone, PartialEq)]
@@ -261,8 +296,8 @@ pub struct ClaimPlan {
     pub ledger: LedgerStep,
     /// Audit entries (denials, a refusal).
     pub audit: Vec<NewAuditEntry>,
-    /// Set the row's `resume_error` (shown on the card); `None` leaves it, `Some(None)` clears.
-    pub resume_error: Option<Option<String>>,
+    /// What happens to the row's `resume_error` (shown on the card).
+    pub resume_error: ResumeErrorChange,
     /// End the job in this commit (a run that can never resume); `None` keeps it running.
     pub end: Option<JobEnd>,
     /// Lines for the owner, appended to their conversations: `(conversation id, line)`.
@@ -277,7 +312,7 @@ impl ClaimPlan {
         ClaimPlan {
             ledger: LedgerStep::Leave,
             audit: Vec::new(),
-            resume_error: None,
+            resume_error: ResumeErrorChange::Leave,
             end: None,
             lines: Vec::new(),
             events: Vec::new(),
@@ -351,10 +386,8 @@ pub struct JobFinish {
     pub turn: Option<TurnCommit>,
     /// How the job ends.
     pub end: JobEnd,
-    /// The row's `resume_error` afterwards (`None` clears it).
-    pub resume_error: Option<String>,
-    /// Whether `resume_error` differs from what the row holds (only then is it written).
-    pub resume_error_changed: bool,
+    /// What happens to the row's `resume_error` (written only when it changes).
+    pub resume_error: ResumeErrorChange,
     /// Events to publish when the commit lands (besides the turn's own).
     pub events: Vec<Event>,
 }
@@ -569,4 +602,31 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// # Errors
     /// [`StoreError`].
     async fn lines(&self, conversation_id: &str) -> Result<Vec<ChatLine>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ResumeErrorChange;
+
+    /// Only a real change is written (and announced): the same text again leaves the row.
+    #[test]
+    fn a_resume_error_change_is_written_only_when_the_text_changes() {
+        let reach = ResumeErrorChange::to_reach;
+        assert_eq!(reach(None, None), ResumeErrorChange::Leave);
+        assert_eq!(
+            reach(Some("down"), Some("down".into())),
+            ResumeErrorChange::Leave
+        );
+        assert_eq!(reach(Some("down"), None), ResumeErrorChange::Clear);
+        assert_eq!(
+            reach(None, Some("down".into())),
+            ResumeErrorChange::Set("down".into())
+        );
+        assert_eq!(ResumeErrorChange::Leave.written(), None);
+        assert_eq!(ResumeErrorChange::Clear.written(), Some(None));
+        assert_eq!(
+            ResumeErrorChange::Set("down".into()).written(),
+            Some(Some("down"))
+        );
+    }
 }

@@ -1,4 +1,5 @@
-use super::*;
+use super::address::{in_request, parse_address};
+use super::normalise::re_subject;
 
 #[test]
 fn request_match_is_whole_address() {

@@ -1,0 +1,155 @@
+//! The card's actions: Reject in one tap, and the action button ("Trash 3 emails") that opens
+//! the confirm dialog; before the page is live both work as the card's own form
+//! ([`crate::card_form`]). Also the answer they give ([`answer`]).
+
+use iris_core::wire::Decision;
+use leptos::html;
+use leptos::prelude::*;
+use leptos::tachys::html::attribute::custom::CustomAttribute;
+
+use super::{AnsweredHere, CardState};
+use crate::api::respond_approval;
+use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
+use crate::live::Live;
+
+/// The answer to card `id`, run by its Reject button and its dialog's confirm: one at a time
+/// (every answer button is disabled while one is in flight). ADR-0118 decision 4: approving a
+/// card that needs the owner's passkey asks the browser for it after the confirm step;
+/// rejecting never does. Afterwards the dialog closes, the card answered here takes the
+/// highlight (or the error shows on the card) and the page refetches.
+pub(super) fn answer(
+    id: String,
+    passkey_required: bool,
+    state: CardState,
+    answered_here: Option<AnsweredHere>,
+) -> Callback<Decision> {
+    let live_ctx = use_context::<Live>();
+    Callback::new(move |decision: Decision| {
+        if state.busy.get_untracked() {
+            return;
+        }
+        state.busy.set(true);
+        state.error.set(None);
+        let id = id.clone();
+        leptos::task::spawn_local(async move {
+            let answer = if passkey_required && decision == Decision::Approve {
+                crate::passkeys::approve_with_passkey(&id, None).await
+            } else {
+                respond_approval(id.clone(), decision, None)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            };
+            state.busy.try_set(false);
+            state.dialog_open.try_set(false);
+            match answer {
+                Ok(_) => {
+                    if let Some(answered) = answered_here {
+                        answered.0.try_set(Some(id));
+                    }
+                }
+                Err(error) => {
+                    state.error.try_set(Some(error));
+                }
+            }
+            if let Some(live) = live_ctx {
+                live.bump();
+            }
+        });
+    })
+}
+
+/// The answer buttons of a pending card on a device that may answer: the passkey note of a
+/// card that needs one, then the card's form with Reject and the action button, then the
+/// form's own dialog ([`FormConfirm`]) for answering before the page is live.
+#[component]
+pub(super) fn CardActions(
+    /// The row's id.
+    approval_id: String,
+    /// The card's action words ("Trash 3 emails").
+    action: String,
+    /// The card's lines (the form's dialog repeats them).
+    lines: Vec<String>,
+    /// A destructive call (a red action button).
+    destructive: bool,
+    /// A call that cannot be taken back once it runs.
+    irreversible: bool,
+    /// The undo sentence, if the call has one.
+    undo: Option<String>,
+    /// Approving needs the owner's passkey.
+    passkey_required: bool,
+    /// The card's interaction state (busy, dialog).
+    state: CardState,
+    /// The answer ([`answer`]).
+    respond: Callback<Decision>,
+    /// Whether the page is live (hydrated).
+    live: Signal<bool>,
+    /// The action button, for the card's focus.
+    action_ref: NodeRef<html::Button>,
+    /// The Reject button, for the card's focus.
+    reject_ref: NodeRef<html::Button>,
+) -> impl IntoView {
+    let action_words = action.clone();
+    // Before the page is live these buttons work as the card's form (crate::card_form):
+    // Reject submits it, the action button opens the form dialog. Live, their handlers
+    // answer in place and the form is never sent. A passkey card's action waits for the
+    // page (the passkey step needs its script).
+    let form_ready = !passkey_required;
+    let action_button = view! {
+        <button
+            type="button"
+            class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
+            data-testid="action-button"
+            aria-haspopup="dialog"
+            node_ref=action_ref
+            disabled=move || state.busy.get() || (!live.get() && !form_ready)
+            on:click=move |_| state.dialog_open.set(true)
+        >
+            {action_words}
+        </button>
+    }
+    .attr("command", move || {
+        (form_ready && !live.get()).then(|| "show-modal".to_owned())
+    })
+    .attr("commandfor", {
+        let dialog = form_dialog_id(&approval_id);
+        move || (form_ready && !live.get()).then(|| dialog.clone())
+    });
+    view! {
+        {passkey_required.then(|| view! {
+            <p class="card-passkey" data-testid="passkey-note">
+                "Approving needs your passkey: your browser asks for it after you confirm."
+            </p>
+        })}
+        <form class="card-actions" method="post" action=ANSWER_URL>
+            <input type="hidden" name="id" value=approval_id.clone()/>
+            <button
+                type="submit"
+                name="decision"
+                value="reject"
+                class="btn btn-quiet"
+                data-testid="reject-button"
+                node_ref=reject_ref
+                disabled=move || state.busy.get()
+                on:click=move |ev| {
+                    ev.prevent_default();
+                    respond.run(Decision::Reject);
+                }
+            >
+                "Reject"
+            </button>
+            {action_button}
+        </form>
+        {form_ready.then(|| view! {
+            <FormConfirm
+                approval_id=approval_id.clone()
+                action=action.clone()
+                lines=lines.clone()
+                destructive
+                irreversible
+                undo=undo.clone()
+                live
+            />
+        })}
+    }
+}

@@ -1,0 +1,79 @@
+//! What the call does beyond the card's lines: the change it makes (a file write's diff), the
+//! other cards it repeats, and the exact call (tool, arguments, call hash) behind a toggle.
+
+use iris_core::wire::{Approval, Card};
+use leptos::prelude::*;
+
+use crate::format::{exact_args, format_time, overlap_line_text, overlap_lines};
+
+/// What will change (a file write's diff), line by line, coloured by its +/- mark.
+pub(super) fn preview_view(card: &Card) -> Option<impl IntoView> {
+    (!card.preview.is_empty()).then(|| {
+        view! {
+            <pre class="card-preview" data-testid="card-preview" aria-label="What will change">
+                {card
+                    .preview
+                    .iter()
+                    .map(|line| {
+                        let class = match line.chars().next() {
+                            Some('+') if !line.starts_with("+++") => "added",
+                            Some('-') if !line.starts_with("---") => "removed",
+                            Some('@') => "hunk",
+                            _ => "",
+                        };
+                        view! { <span class=class>{line.clone()}"\n"</span> }
+                    })
+                    .collect_view()}
+            </pre>
+        }
+    })
+}
+
+/// Other cards this one repeats, as they stood when it was made: said before anyone
+/// approves, so the same change is not approved twice (docs/liveness.md "a card says what
+/// it repeats"). Only on a pending card.
+pub(super) fn overlaps_view(
+    card: &Card,
+    pending: bool,
+    offset: Signal<Option<i32>>,
+) -> Option<impl IntoView> {
+    (pending && !card.overlaps.is_empty()).then(|| {
+        let lines = overlap_lines(&card.overlaps);
+        view! {
+            <ul class="card-overlaps" data-testid="card-overlaps" role="note">
+                {lines
+                    .into_iter()
+                    .map(|line| {
+                        let at = line.overlap.at;
+                        view! { <li>{move || overlap_line_text(&line, &format_time(at, offset.get()))}</li> }
+                    })
+                    .collect_view()}
+            </ul>
+        }
+    })
+}
+
+/// The exact call behind a toggle: the tool, the arguments as pinned and the call hash. The
+/// toggle's state is the card's `show_call` (a live redraw keeps it open).
+pub(super) fn exact_call_view(approval: &Approval, show_call: RwSignal<bool>) -> AnyView {
+    let args = exact_args(approval);
+    let call_ref: NodeRef<leptos::html::Details> = NodeRef::new();
+    crate::toggle::keep_in_step(call_ref, show_call);
+    view! {
+        <details
+            class="exact-call"
+            node_ref=call_ref
+            on:toggle=move |ev| show_call.set(crate::toggle::open_of(&ev))
+        >
+            <summary data-testid="exact-call-toggle">
+                {move || if show_call.get() { "Hide exact call" } else { "Show exact call" }.to_owned()}
+            </summary>
+            <div class="exact-call-body" data-testid="exact-call">
+                <p class="exact-tool"><span class="label">"Tool "</span><code>{approval.tool.clone()}</code></p>
+                <pre class="exact-args"><code>{args}</code></pre>
+                <p class="exact-hash"><span class="label">"Call hash "</span><code>{approval.call_hash.clone()}</code></p>
+            </div>
+        </details>
+    }
+    .into_any()
+}

@@ -1,0 +1,83 @@
+//! A card to start tests from ([`Approval::sample`]), for this crate's tests and, with the
+//! `testing` feature, for other crates' tests: one literal instead of one per test module.
+
+use chrono::{TimeZone, Utc};
+use serde_json::json;
+
+use super::{Approval, ApprovalKind, ApprovalStatus, Card, Effect, Execution};
+
+impl Approval {
+    /// A pending destructive card: id `a1`, `trash_email` of three emails (`m1`..`m3`, one card
+    /// line each), asked as "trash the promo emails from this week", made at
+    /// 2025-11-30T10:00:00Z and lapsing an hour later, undoable by `restore_email` for 30 days.
+    /// Change what a test needs with struct update syntax.
+    pub fn sample() -> Approval {
+        Approval {
+            id: "a1".into(),
+            kind: ApprovalKind::Destructive,
+            status: ApprovalStatus::Pending,
+            tool: "trash_email".into(),
+            args: json!({"ids": ["m1", "m2", "m3"]}),
+            call_hash: "abc123".into(),
+            items: vec!["m1".into(), "m2".into(), "m3".into()],
+            card: Card {
+                title: "Trash 3 emails".into(),
+                action: "Trash 3 emails".into(),
+                effect: Effect::Destructive,
+                lines: vec![
+                    "Black Friday deals — Shop <deals@shop.example>, 28 Nov".into(),
+                    "Weekly promo — News <promo@news.example>, 27 Nov".into(),
+                    "Last chance — Store <hi@store.example>, 26 Nov".into(),
+                ],
+                undo_tool: Some("restore_email".into()),
+                undo_window_days: Some(30),
+                request: "trash the promo emails from this week".into(),
+                undo_note: None,
+                undo_action: None,
+                preview: Vec::new(),
+                overlaps: Vec::new(),
+            },
+            run_id: "r1".into(),
+            created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
+            expires_at: Utc.with_ymd_and_hms(2025, 11, 30, 11, 0, 0).unwrap(),
+            responded_at: None,
+            responded_by: None,
+            surface: None,
+            reason: None,
+            execution: Execution::None,
+            result: None,
+            resume_error: None,
+            undo: None,
+            passkey_required: false,
+            requested_by: None,
+            running: None,
+            undo_left: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    #[test]
+    fn a_pending_card_lapses_at_its_expiry_instant_and_an_answered_one_never() {
+        let card = Approval::sample();
+        let at = card.expires_at;
+        assert!(!card.lapsed_at(at - Duration::milliseconds(1)));
+        assert!(card.lapsed_at(at), "the instant itself counts as lapsed");
+        assert!(card.lapsed_at(at + Duration::days(1)));
+        for status in [
+            ApprovalStatus::Approved,
+            ApprovalStatus::Rejected,
+            ApprovalStatus::Expired,
+        ] {
+            let answered = Approval {
+                status,
+                ..Approval::sample()
+            };
+            assert!(!answered.lapsed_at(at + Duration::days(1)), "{status:?}");
+        }
+    }
+}

@@ -1,0 +1,680 @@
+//! The main job end to end over real HTTP: the real `iris` binary on port 0 with a temp
+//! SQLite database and a real Maildir, the chat driven through a scripted OpenAI-compatible
+//! server on loopback. A trash request halts, nothing moves, a read device gets 403, reject moves
+//! nothing, the pending approval survives a restart, approve moves exactly the pinned files to
+//! `.Trash` once, the audit has one entry per item, and a second answer is 409; the card's undo
+//! then restores exactly those files once (403 read, 404 unknown, 409 a rejected card or a second
+//! tap).
+
+use crate::support;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{copy_messages, eventually, snapshot, Client, ModelServer, World};
+
+fn script(search_args: Value) -> String {
+    format!(
+        r#"
+rules:
+  - when: "(?i)trash"
+    steps:
+      - call: search_inbox
+        args: {search_args}
+      - call: trash_email
+        args: {{ids: "$ids"}}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {{trashed}} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+fallback: "?"
+"#
+    )
+}
+
+async fn trash_flow(world: World, model: ModelServer, request: &str) {
+    let control = world.add_device("phone", "control");
+    let read = world.add_device("wall", "read");
+    let server = world.start();
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+
+    // 401 without credentials, 403 for a read device on a state-changing route.
+    let (s, _) = client
+        .post("/api/chat", None, json!({"message": request}))
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post("/api/chat", Some(&read), json!({"message": request}))
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+
+    // --- Reject: nothing moves, the reply says nothing was changed.
+    let (s, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": request}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    assert_eq!(halted["effects_executed"], json!([]));
+    assert_eq!(halted["resumed"], false);
+    let rejected_id = halted["approval_id"].as_str().unwrap().to_string();
+    assert!(halted["reply"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("/activity/{rejected_id}")));
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "a halted call moved mail"
+    );
+
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{rejected_id}/respond"),
+            Some(&control),
+            json!({"decision": "reject", "reason": "not these"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["approval"]["status"], "rejected");
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let reply = eventually("the rejected run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.contains("Nothing was changed").then_some(r)
+        }
+    })
+    .await;
+    assert!(reply.contains("Nothing was changed"), "{reply}");
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "a rejected call moved mail"
+    );
+    let row = client
+        .get(&format!("/governance/approvals/{rejected_id}"), &control)
+        .await;
+    assert_eq!(row["execution"], "none");
+    assert_eq!(row["reason"], "not these");
+
+    // --- Halt again, then restart the server between halt and approve.
+    let (_, halted) = client
+        .post("/api/chat", Some(&control), json!({"message": request}))
+        .await;
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    drop(server);
+    let server = world.start();
+    let client = server.client();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(
+        row["status"], "pending",
+        "the approval did not survive a restart"
+    );
+    assert_eq!(row["kind"], "destructive");
+    assert_eq!(row["tool"], "trash_email");
+    let items: Vec<String> = serde_json::from_value(row["items"].clone()).unwrap();
+    assert!(!items.is_empty());
+    assert_eq!(row["args"]["ids"], json!(items));
+    assert_eq!(row["card"]["lines"].as_array().unwrap().len(), items.len());
+    let n = items.len();
+    let plural = if n == 1 { "email" } else { "emails" };
+    assert_eq!(row["card"]["action"], format!("Trash {n} {plural}"));
+    assert_eq!(row["card"]["undo_tool"], "restore_email");
+    assert_eq!(row["card"]["undo_window_days"], 30);
+    assert_eq!(row["card"]["request"], request);
+    assert_eq!(row["call_hash"].as_str().unwrap().len(), 64);
+    let listed = client
+        .get("/governance/approvals?status=pending", &read)
+        .await;
+    assert_eq!(listed["approvals"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["approvals"][0]["id"], id.as_str());
+
+    // A read device may look but not answer; a missing token is 401. Nothing moves.
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&read),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            None,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "maybe"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    // A JSON array is not the contract's object, even if serde could read it as one.
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!(["approve"]),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (s, _) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some("iris_not_a_device"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "x".repeat(4001)}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(snapshot(&world.maildir), original);
+
+    // --- Approve, with a forged tool and args in the body: they are ignored.
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve", "tool": "restore_email", "args": {"ids": ["forged"]}}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(body["approval"]["status"], "approved");
+    assert_eq!(body["approval"]["responded_by"], "phone");
+    let row = client.wait_execution(&id, &control, "executed").await;
+    assert_eq!(row["result"]["trashed"], n);
+
+    // Exactly the pinned files moved to .Trash, byte for byte; nothing was deleted.
+    let after = snapshot(&world.maildir);
+    assert_eq!(after.len(), original.len(), "a file was lost");
+    let gone: Vec<&String> = original
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .collect();
+    let arrived: Vec<&String> = after
+        .keys()
+        .filter(|k| !original.contains_key(*k))
+        .collect();
+    assert_eq!(gone.len(), n, "not exactly the pinned messages moved");
+    assert!(
+        arrived.iter().all(|k| k.starts_with(".Trash/cur/")),
+        "{arrived:?}"
+    );
+    let mut gone_bytes: Vec<&Vec<u8>> = gone.iter().map(|k| &original[*k]).collect();
+    let mut arrived_bytes: Vec<&Vec<u8>> = arrived.iter().map(|k| &after[*k]).collect();
+    gone_bytes.sort();
+    arrived_bytes.sort();
+    assert_eq!(gone_bytes, arrived_bytes, "trashed files changed");
+
+    // The audit: one decision, one execution entry per item, each with an undo.
+    let audit = client.audit_with_executions(&id, &control, n).await;
+    let entries = audit["entries"].as_array().unwrap();
+    let executions: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "execution")
+        .collect();
+    assert_eq!(executions.len(), n);
+    let mut audited: Vec<String> = executions
+        .iter()
+        .map(|e| e["item"].as_str().unwrap().to_string())
+        .collect();
+    audited.sort();
+    let mut pinned = items.clone();
+    pinned.sort();
+    assert_eq!(audited, pinned);
+    assert!(executions.iter().all(|e| e["undo_available"] == true));
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+
+    // A second answer is 409 and says who decided, where and when.
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "reject"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    assert!(body["error"].as_str().unwrap().contains("phone"), "{body}");
+    assert_eq!(body["approval"]["responded_by"], "phone");
+    assert_eq!(body["approval"]["surface"], "api");
+
+    // The resumed run continued from the real result.
+    let reply = eventually("the resumed run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.starts_with("Done").then_some(r)
+        }
+    })
+    .await;
+    assert_eq!(reply, format!("Done: moved {n} emails to Trash."));
+    assert_eq!(snapshot(&world.maildir), after, "something ran twice");
+
+    // --- Undo from the card: the card's undo tool for exactly the items that executed, once.
+    let undo_path = format!("/governance/approvals/{id}/undo");
+    let (s, _) = client.post(&undo_path, Some(&read), json!({})).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, _) = client.post(&undo_path, None, json!({})).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, _) = client
+        .post(
+            "/governance/approvals/no-such-card/undo",
+            Some(&control),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{rejected_id}/undo"),
+            Some(&control),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert!(body["approval"]["undo"].is_null(), "{body}");
+    assert_eq!(snapshot(&world.maildir), after, "a refused undo moved mail");
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(row["card"]["undo_action"], format!("Restore {n} emails"));
+    assert!(row["undo"].is_null(), "{row}");
+    // A body that asks for something else (some items only) is refused, not ignored.
+    let (s, body) = client
+        .post(&undo_path, Some(&control), json!({"items": [pinned[0]]}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(snapshot(&world.maildir), after, "a refused undo moved mail");
+    let (s, body) = client.post(&undo_path, Some(&control), json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let undo = &body["approval"]["undo"];
+    assert_eq!(undo["state"], "done", "{body}");
+    assert_eq!(undo["by"], "phone");
+    assert_eq!(undo["surface"], "api");
+    let mut undone: Vec<String> = serde_json::from_value(undo["items"].clone()).unwrap();
+    undone.sort();
+    assert_eq!(undone, pinned, "the undo names exactly the executed items");
+    assert_eq!(
+        undo["result"]["summary"],
+        format!("Restored {n} emails from Trash to where they were.")
+    );
+    // Every file is back where it was, byte for byte.
+    assert_eq!(
+        snapshot(&world.maildir),
+        original,
+        "the undo did not restore the mail"
+    );
+    // Once whatever the taps: 409 naming who undid it; nothing moves again.
+    let (s, body) = client.post(&undo_path, Some(&control), json!({})).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("already undone by phone via api"),
+        "{body}"
+    );
+    assert_eq!(snapshot(&world.maildir), original);
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &control)
+        .await;
+    let undo_entries: Vec<&Value> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "undo")
+        .collect();
+    assert_eq!(undo_entries.len(), n + 2, "request, one per item, end");
+
+    // The model saw the manifests' tools as functions and JSON-object tool results.
+    let requests = model.requests.lock().unwrap().clone();
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"trash_email") && tools.contains(&"search_inbox"));
+    assert!(requests.iter().any(|r| r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["role"] == "tool")));
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trash_flow_on_the_demo_mailbox() {
+    let model =
+        ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
+    let world = World::new(&model.base_url);
+    let written = iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    assert!(written > 0);
+    trash_flow(world, model, "trash the promo emails from this week").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_trash_flow_on_real_mail() {
+    let Some(corpora) = std::env::var_os("IRIS_CORPORA") else {
+        eprintln!("skipped: IRIS_CORPORA is not set (the test command sets it when ../shared/corpora exists)");
+        return;
+    };
+    let model = ModelServer::start(&script(json!({"query": "notmuch", "limit": 3}))).await;
+    let world = World::new(&model.base_url);
+    let copied = copy_messages(
+        &std::path::Path::new(&corpora).join("notmuch-default/cur"),
+        &world.maildir,
+    );
+    assert_eq!(copied, 53);
+    trash_flow(world, model, "trash the three newest notmuch emails").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trash_flow_on_postgres() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let model =
+        ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
+    let mut world = World::new(&model.base_url);
+    world.database_url = url;
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    trash_flow(world, model, "trash the promo emails from this week").await;
+}
+
+/// DESIGN §8 "one pinned call executes at most once, whatever … two surfaces answering at
+/// once": two servers on one PostgreSQL database share the queue; concurrent approves through
+/// both give one decision and one execution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_postgres_database_execute_once() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let model =
+        ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
+    let mut world = World::new(&model.base_url);
+    world.database_url = url;
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let tokens: Vec<String> = (0..4)
+        .map(|i| world.add_device(&format!("device-{i}"), "control"))
+        .collect();
+    let a = world.start();
+    let b = world.start();
+    let http = reqwest::Client::new();
+    let client_a = Client {
+        http: http.clone(),
+        url: a.url.clone(),
+    };
+    let original = snapshot(&world.maildir);
+    let (_, halted) = client_a
+        .post(
+            "/api/chat",
+            Some(&tokens[0]),
+            json!({"message": "trash the promo emails from this week"}),
+        )
+        .await;
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+
+    // 24 answers at once, alternating servers and devices.
+    let mut answers = Vec::new();
+    for i in 0..24 {
+        let url = if i % 2 == 0 {
+            a.url.clone()
+        } else {
+            b.url.clone()
+        };
+        let token = tokens[i % tokens.len()].clone();
+        let http = http.clone();
+        let id = id.clone();
+        answers.push(tokio::spawn(async move {
+            http.post(format!("{url}/governance/approvals/{id}/respond"))
+                .bearer_auth(token)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for a in answers {
+        statuses.push(a.await.unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == StatusCode::OK).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::CONFLICT)
+            .count(),
+        23
+    );
+
+    let row = client_a.wait_execution(&id, &tokens[0], "executed").await;
+    let n = row["items"].as_array().unwrap().len();
+    let audit = client_a.audit_with_executions(&id, &tokens[0], n).await;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "execution").count(),
+        n
+    );
+    assert_eq!(
+        entries.iter().filter(|e| e["kind"] == "decision").count(),
+        1
+    );
+    let after = snapshot(&world.maildir);
+    assert_eq!(
+        original.keys().filter(|k| !after.contains_key(*k)).count(),
+        n,
+        "not exactly the pinned mail moved"
+    );
+    drop((a, b));
+}
+
+/// The demo's category clean-up. "delete my promo emails from this week" runs
+/// `trash_category` (a write with `confirm: never`: no card), which picks exactly the week's
+/// promotions itself; the reply gives the count, a sample and how to undo; "undo that" brings
+/// the whole batch back to where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn category_cleanup_and_undo_on_the_demo_mailbox() {
+    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let original = snapshot(&world.maildir);
+    let in_trash = |s: &std::collections::BTreeMap<String, Vec<u8>>| {
+        s.keys()
+            .filter(|k| k.starts_with(".Trash/cur/") || k.starts_with(".Trash/new/"))
+            .count()
+    };
+
+    let (status, turn) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "delete my promo emails from this week"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{turn}");
+    assert_eq!(turn["status"], "done", "{turn}");
+    assert!(
+        turn["approval_id"].is_null(),
+        "a confirm-never write shows no card"
+    );
+    let reply = turn["reply"].as_str().unwrap();
+    assert!(
+        reply.starts_with("Moved 5 emails (promotions mail from the last 7 days) to Trash"),
+        "{reply}"
+    );
+    assert!(reply.contains("undo that"), "{reply}");
+    let after = snapshot(&world.maildir);
+    assert_eq!(in_trash(&after), 5);
+    let mut trashed_subjects: Vec<String> = Vec::new();
+    for (name, bytes) in after.iter().filter(|(k, _)| k.starts_with(".Trash/cur/")) {
+        assert!(
+            original.values().any(|v| v == bytes),
+            "{name} is byte-identical"
+        );
+        let subject = mail_parser::MessageParser::default()
+            .parse(bytes.as_slice())
+            .and_then(|m| m.subject().map(String::from))
+            .unwrap_or_default();
+        trashed_subjects.push(subject.trim().to_string());
+    }
+    trashed_subjects.sort();
+    let mut expected: Vec<String> = iris_email::demo::promotions_this_week()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    expected.sort();
+    assert_eq!(trashed_subjects, expected, "exactly the week's promotions");
+    let pending = client
+        .get("/governance/approvals?status=pending", &control)
+        .await;
+    assert_eq!(pending["approvals"], json!([]));
+
+    let (status, undo) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "undo that", "conversation_id": turn["conversation_id"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{undo}");
+    assert_eq!(
+        undo["reply"],
+        "Restored 5 emails from Trash to where they were."
+    );
+    let restored = snapshot(&world.maildir);
+    assert_eq!(in_trash(&restored), 0);
+    for (k, v) in &original {
+        assert_eq!(restored.get(k), Some(v), "{k} is back where it was");
+    }
+    drop(server);
+}
+
+/// Mail that arrives after start-up is synced by the periodic mail sync
+/// (`IRIS_MAIL_SYNC_SECS`), so the model's searches see it without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_mail_is_synced_while_the_server_runs() {
+    let model = ModelServer::start(
+        r#"
+rules:
+  - when: "(?i)find"
+    steps:
+      - call: search_inbox
+        args: {query: "latecomer"}
+      - reply: "found {count}"
+fallback: "?"
+"#,
+    )
+    .await;
+    let mut world = World::new(&model.base_url);
+    world.env.push(("IRIS_MAIL_SYNC_SECS".into(), "1".into()));
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let ask = || async {
+        let (status, turn) = client
+            .post(
+                "/api/chat",
+                Some(&control),
+                json!({"message": "find the latecomer"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{turn}");
+        turn["reply"].as_str().unwrap().to_string()
+    };
+    assert_eq!(ask().await, "found 0");
+    std::fs::write(
+        world.maildir.join("new/1795000000.M1P1.late"),
+        "From: Late Comer <late@example.net>\r\nTo: owner@example.org\r\nSubject: The latecomer\r\nDate: Mon, 30 Nov 2026 09:00:00 +0000\r\nMessage-ID: <late@example.net>\r\n\r\nHello.\r\n",
+    )
+    .unwrap();
+    eventually("the new message in search results", || async {
+        (ask().await == "found 1").then_some(())
+    })
+    .await;
+    drop(server);
+}
+
+/// A tool called with arguments that do not match its schema gets a clear
+/// error observation naming the tool, and changes nothing: no file moves, no approval row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_off_schema_change_nothing() {
+    let model = ModelServer::start(
+        r#"
+rules:
+  - when: "(?i)one"
+    steps:
+      - call: trash_email
+        args: {ids: "m123"}
+      - reply: "?"
+  - when: "(?i)two"
+    steps:
+      - call: trash_category
+        args: {category: "promo", since_days: "seven"}
+      - reply: "?"
+  - when: "(?i)three"
+    steps:
+      - call: trash_category
+        args: {category: "promo", since_days: 7, permanently: true}
+      - reply: "?"
+  - when: "(?i)four"
+    steps:
+      - call: send_email
+        args: {to: "anna@example.net", body: 5}
+      - reply: "?"
+fallback: "?"
+"#,
+    )
+    .await;
+    let world = World::new(&model.base_url);
+    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+    let before = snapshot(&world.maildir);
+    for (word, tool) in [
+        ("one", "trash_email"),
+        ("two", "trash_category"),
+        ("three", "trash_category"),
+        ("four", "send_email"),
+    ] {
+        let (status, turn) = client
+            .post("/api/chat", Some(&control), json!({"message": word}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{turn}");
+        let reply = turn["reply"].as_str().unwrap();
+        assert!(
+            reply.contains(&format!("invalid arguments for `{tool}`")),
+            "{word}: {reply}"
+        );
+        assert!(turn["approval_id"].is_null(), "{turn}");
+    }
+    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
+    let approvals = client.get("/governance/approvals", &control).await;
+    assert_eq!(approvals["approvals"], json!([]));
+    drop(server);
+}

@@ -1,0 +1,149 @@
+//! The trash flow over real HTTP with an IMAP account: the real `iris` binary with an
+//! `iris.toml` whose `[[email.accounts]]` is a private Dovecot on loopback
+//! (`plugins/email/tests/it/dovecot/`), the chat driven by a scripted model. The halted call moves
+//! nothing; approving moves exactly the pinned message into Dovecot's Trash, nothing is expunged,
+//! and `restore_email` brings it back.
+
+use crate::support;
+
+use crate::dovecot;
+
+use reqwest::StatusCode;
+use serde_json::json;
+use support::{eventually, ModelServer, World};
+
+const SCRIPT: &str = r#"
+rules:
+  - when: "(?i)undo"
+    steps:
+      - call: restore_email
+        args: {}
+      - reply: "Restored {restored}."
+  - when: "(?i)trash"
+    steps:
+      - call: search_inbox
+        args: {query: "winter jackets"}
+      - call: trash_email
+        args: {ids: "$ids"}
+        if_empty: "Nothing matched; nothing was trashed."
+      - reply: "Done: moved {trashed} emails to Trash."
+        on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
+fallback: "?"
+"#;
+
+fn message(subject: &str, id: &str) -> Vec<u8> {
+    format!(
+        "From: Northwind <deals@northwind.example>\r\nTo: owner@example.org\r\nSubject: {subject}\r\nDate: Sat, 28 Nov 2026 10:15:00 +0100\r\nMessage-ID: <{id}>\r\n\r\nHello.\r\n"
+    )
+    .into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_a_trash_moves_the_message_into_dovecots_trash() {
+    let d = dovecot::Dovecot::start();
+    d.deliver(
+        "INBOX",
+        "1.host",
+        &message("20% off winter jackets", "p1@northwind.example"),
+    );
+    d.deliver(
+        "INBOX",
+        "2.host",
+        &message("Your order has shipped", "o1@northwind.example"),
+    );
+
+    let model = ModelServer::start(SCRIPT).await;
+    let mut world = World::new(&model.base_url);
+    std::fs::write(
+        world.dir.path().join("iris.toml"),
+        format!(
+            "[[email.accounts]]\nname = \"personal\"\naddress = \"owner@example.org\"\n\
+             kind = \"imap\"\nhost = \"127.0.0.1\"\nport = {}\nuser = \"{}\"\n\
+             password_env = \"{}\"\n",
+            d.port,
+            dovecot::USER,
+            dovecot::PASSWORD_ENV
+        ),
+    )
+    .unwrap();
+    world
+        .env
+        .push((dovecot::PASSWORD_ENV.into(), dovecot::PASSWORD.into()));
+    let control = world.add_device("phone", "control");
+    let server = world.start();
+    let client = server.client();
+
+    let (s, halted) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "trash the winter jackets mail"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    assert_eq!(
+        (d.count("INBOX"), d.count("Trash")),
+        (2, 0),
+        "a halted call moved mail"
+    );
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(row["tool"], "trash_email");
+    assert_eq!(row["items"].as_array().unwrap().len(), 1, "{row}");
+    assert!(
+        row["card"]["lines"][0]
+            .as_str()
+            .unwrap()
+            .contains("20% off winter jackets"),
+        "{row}"
+    );
+
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    // Dovecot's MOVE on Maildir links the file into Trash, then unlinks it from INBOX: wait
+    // for both halves before reading the folders.
+    eventually(
+        "the message in Dovecot's Trash and out of INBOX",
+        || async { (d.count("Trash") == 1 && d.count("INBOX") == 1).then_some(()) },
+    )
+    .await;
+    let trashed = String::from_utf8(d.messages("Trash").remove(0)).unwrap();
+    assert!(
+        trashed.contains("Message-ID: <p1@northwind.example>"),
+        "{trashed}"
+    );
+    assert_eq!(d.count("INBOX"), 1, "nothing else moved, nothing expunged");
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let reply = eventually("the approved run's reply", || {
+        let client = &client;
+        let (c, t) = (conversation.clone(), control.clone());
+        async move {
+            let r = client.last_reply(&c, &t).await;
+            r.contains("Done").then_some(r)
+        }
+    })
+    .await;
+    assert!(reply.contains("moved 1"), "{reply}");
+
+    // "Undo that" (restore_email, confirm never) puts it back.
+    let (s, undone) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "undo that", "conversation_id": conversation}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{undone}");
+    assert_eq!(undone["status"], "done", "{undone}");
+    assert_eq!((d.count("INBOX"), d.count("Trash")), (2, 0), "{undone}");
+    drop(server);
+}

@@ -1,0 +1,337 @@
+//! The gateway's upstreams beyond the filesystem server's stdio: a server reached over
+//! streamable HTTP, a server that dies (started again at the next call; the call it was
+//! running when it died is `unknown` and never runs again), and two IRIS servers on one
+//! PostgreSQL database, each with its own upstream process (one card, one write). The upstream is a notes server made
+//! with the official Python MCP SDK (`server/tests/mcp/notes_server.py`), the agent the SDK's
+//! client.
+
+use crate::support;
+
+use std::path::Path;
+
+use serde_json::json;
+use support::mcp::{answer, files_upstream, one, row, script, world};
+use support::{eventually, Iris};
+
+/// `[[mcp.upstreams]]` `notes`, reached at `url` or run over stdio on `{notes}`.
+fn notes_upstream(url: Option<&str>) -> String {
+    let source = match url {
+        Some(url) => format!("url = {url:?}"),
+        None => format!(
+            "command = [\"python3\", {:?}, \"stdio\", \"{{notes}}\"]",
+            script("notes_server.py").display().to_string()
+        ),
+    };
+    format!(
+        "[[mcp.upstreams]]\nname = \"notes\"\n{source}\nmanifest = {:?}\n",
+        script("notes.yaml").display().to_string()
+    )
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The notes server's processes on `folder` (its command line names the folder).
+fn notes_server_pids(folder: &Path) -> Vec<String> {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("notes_server.py stdio {}", folder.display())])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn notes_file(folder: &Path) -> String {
+    std::fs::read_to_string(folder.join("notes.txt")).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
+    let upstream_dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut upstream = std::process::Command::new("python3")
+        .arg(script("notes_server.py"))
+        .args(["http", &port.to_string()])
+        .arg(upstream_dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the notes server listening", || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (world, _) = world(1, &notes_upstream(Some(&url)));
+    let owner = world.add_device("owner", "control");
+    let goose = world.add_device("goose", "agent");
+    let iris = world.start();
+
+    let listed = one(&iris, "notes", &goose, json!({"list": true})).await;
+    assert_eq!(listed["tools"], json!(["append_note", "read_notes"]));
+    let held = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "buy milk"}}),
+    )
+    .await;
+    assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card = row(&iris, &owner, &id).await;
+    assert_eq!(card["kind"], "pinned_write");
+    assert_eq!(card["tool"], "notes.append_note");
+    assert_eq!(card["card"]["lines"], json!(["“buy milk”"]));
+    assert_eq!(card["requested_by"], "goose");
+    assert_eq!(notes_file(upstream_dir.path()), "");
+
+    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    iris.client().wait_execution(&id, &owner, "executed").await;
+    let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
+    assert_eq!(read["text"], "buy milk\n");
+    let first = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "buy milk"}}),
+    )
+    .await;
+    assert_eq!(first["text"], "Added: buy milk", "{first}");
+    let again = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "buy milk"}, "times": 3}),
+    )
+    .await;
+    assert_eq!(again["meta"]["iris/status"], "executed_before", "{again}");
+    assert_eq!(notes_file(upstream_dir.path()), "buy milk\n");
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
+
+#[tokio::test]
+async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknown() {
+    let (world, notes) = world(1, &notes_upstream(None));
+    let owner = world.add_device("owner", "control");
+    let goose = world.add_device("goose", "agent");
+    let iris: Iris = world.start();
+    let before = notes_server_pids(&notes);
+    assert_eq!(before.len(), 1, "one notes server: {before:?}");
+
+    let held = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "hang"}}),
+    )
+    .await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    let hanging = notes.join("hanging");
+    eventually("the approved call reaching the notes server", || {
+        let hanging = hanging.clone();
+        async move { hanging.exists().then_some(()) }
+    })
+    .await;
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &before[0]])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    let lost = iris.client().wait_execution(&id, &owner, "unknown").await;
+    assert!(
+        lost["result"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("will not be run again"),
+        "{lost}"
+    );
+    let told = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "hang"}}),
+    )
+    .await;
+    assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
+
+    // The next call starts the server again.
+    let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
+    assert_eq!(read["isError"], false, "{read}");
+    let after = notes_server_pids(&notes);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(after, before);
+}
+
+/// A side effect has a deadline (`IRIS_EXECUTE_TIMEOUT_SECS`, docs/liveness.md): an approved
+/// call the upstream never answers is `unknown` once it passes, never run again, and the job's
+/// worker is free for the next card. (Without the deadline it stays `executing` for ever.)
+#[tokio::test]
+async fn an_upstream_that_never_answers_is_unknown_at_the_execute_deadline() {
+    let (mut world, notes) = world(1, &notes_upstream(None));
+    world
+        .env
+        .push(("IRIS_EXECUTE_TIMEOUT_SECS".into(), "2".into()));
+    let owner = world.add_device("owner", "control");
+    let goose = world.add_device("goose", "agent");
+    let iris: Iris = world.start();
+    let hang = json!({"call": "append_note", "args": {"text": "hang"}});
+    let held = one(&iris, "notes", &goose, hang.clone()).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    let lost = iris.client().wait_execution(&id, &owner, "unknown").await;
+    let message = lost["result"]["message"].as_str().unwrap();
+    assert!(message.contains("no answer within 2 s"), "{lost}");
+    assert!(message.contains("will not be run again"), "{lost}");
+    assert!(
+        notes.join("hanging").exists(),
+        "the call had reached the upstream"
+    );
+    let told = one(&iris, "notes", &goose, hang).await;
+    assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
+    // The next approved call runs as usual: the job's worker is free, and so is the gateway's
+    // connection to the upstream (the hung call still waits there, unanswered).
+    let held = one(
+        &iris,
+        "notes",
+        &goose,
+        json!({"call": "append_note", "args": {"text": "after"}}),
+    )
+    .await;
+    let next = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(&iris, &owner, &next, json!({"decision": "approve"})).await;
+    iris.client()
+        .wait_execution(&next, &owner, "executed")
+        .await;
+    assert_eq!(notes_file(&notes), "after\n");
+}
+
+#[tokio::test]
+async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
+    let (url, _database) = iris_store::testing::fresh_postgres_database().await;
+    let (mut world, notes) = world(1, &files_upstream());
+    world.database_url = url;
+    let owner = world.add_device("owner", "control");
+    let claude = world.add_device("Claude Desktop", "agent");
+    // Each server runs its own filesystem server on the same folder.
+    let a = world.start();
+    let b = world.start();
+    let plan = notes.join("plan.md");
+    let write = json!({"call": "write_file", "args": {"path": "plan.md", "content": "v2"}});
+
+    let held = one(&a, "files", &claude, write.clone()).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The same call through the other server is the same card.
+    let again = one(&b, "files", &claude, write.clone()).await;
+    assert_eq!(again["meta"]["iris/approval_id"], id.as_str(), "{again}");
+    assert_eq!(row(&b, &owner, &id).await["status"], "pending");
+
+    answer(&b, &owner, &id, json!({"decision": "approve"})).await;
+    a.client().wait_execution(&id, &owner, "executed").await;
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
+    std::fs::write(&plan, "edited by the owner").unwrap();
+    // Its result is given once, whichever server is asked; then every repeat, on either, is
+    // told it ran before.
+    let first = one(&b, "files", &claude, write.clone()).await;
+    assert_eq!(first["meta"]["iris/status"], "executed", "{first}");
+    let mut retries = write;
+    retries["times"] = json!(5);
+    for server in [&a, &b] {
+        let done = one(server, "files", &claude, retries.clone()).await;
+        assert_eq!(done["meta"]["iris/status"], "executed_before", "{done}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "edited by the owner"
+    );
+    let all = a
+        .client()
+        .get("/governance/approvals?status=all", &owner)
+        .await;
+    assert_eq!(all["approvals"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_stops_iris_serve_with_a_sentence_and_leaves_nothing() {
+    // `sleep` reads no MCP: the handshake never completes.
+    let toml = "[[mcp.upstreams]]\nname = \"silent\"\ncommand = [\"sleep\", \"1234.5\"]\nmanifest = \"silent.yaml\"\n";
+    let (mut world, _) = world(1, toml);
+    std::fs::write(
+        world.dir.path().join("silent.yaml"),
+        "upstream: silent\ntools:\n  - {name: nothing, effect: read}\n",
+    )
+    .unwrap();
+    world.env.push(("IRIS_MCP_START_SECS".into(), "2".into()));
+    let out = world.command(&["serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("`silent`")
+            && said.contains("did not complete the MCP handshake and list its tools within 2 s"),
+        "{said}"
+    );
+    eventually("the silent server to be gone", || async {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", "sleep 1234.5"])
+            .output()
+            .unwrap();
+        out.stdout.is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_misspelt_table_and_an_unknown_upstream_are_said_plainly() {
+    let (world, _) = world(1, "[[mcp.upstream]]\nname = \"files\"\n");
+    let out = world.command(&["serve"]).output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("upstream"), "{said}");
+
+    let (world, _) = world_with_files();
+    let goose = world.add_device("goose", "agent");
+    let iris = world.start();
+    let response = reqwest::Client::new()
+        .post(format!("{}/mcp/nope", iris.url))
+        .bearer_auth(&goose)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::NOT_FOUND);
+    assert_eq!(
+        response.text().await.unwrap(),
+        "no MCP upstream `nope` here (configured: files)"
+    );
+}
+
+fn world_with_files() -> (support::World, std::path::PathBuf) {
+    world(1, &files_upstream())
+}
