@@ -48,7 +48,7 @@ skip() {
 
 step "format" cargo fmt --all -- --check || true
 # Every module is named in its crate's map (the crate doc docs/ARCHITECTURE.md relies on).
-step "crate maps" python3 "$here/check-maps.py" || true
+step "crate maps and docs references" python3 "$here/check-maps.py" || true
 # The patched crates in vendor/ are their release plus vendor/patches/NAME.patch and what
 # Cargo.lock uses; every dependency's licence, source and bans are as deny.toml allows (offline:
 # `cargo deny check advisories` needs the network, README.md). Duplicate versions are counted,

@@ -111,8 +111,8 @@ pub fn app(state: AppState) -> Router {
 
 /// Starts what runs beside the routes: on SQLite, the leases of a stopped server lapse at once
 /// (one server per file); on PostgreSQL, the listener that carries events across servers; the
-/// job workers, the expiry sweep, the mail sync, the session clean-up, and Telegram when
-/// configured.
+/// job workers, the expiry sweep, the mail sync, the session clean-up, and Telegram and the Web
+/// Push sender when configured (docs/ARCHITECTURE.md §4).
 ///
 /// # Errors
 /// When the event listener cannot connect, or the Telegram settings are incomplete.
