@@ -485,7 +485,7 @@ async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
     }
     let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
     let now = Utc::now();
-    if row.status != ApprovalStatus::Pending || row.expires_at <= now {
+    if row.status != ApprovalStatus::Pending || row.lapsed_at(now) {
         return Err(Failure::Settled(Box::new(row)));
     }
     // Nothing to confirm here: the server refuses it without the owner's passkey (exit 10,

@@ -2,7 +2,7 @@
 
 use super::*;
 use chrono::{TimeZone, Utc};
-use iris_core::wire::{Card, Execution};
+use iris_core::wire::Execution;
 use serde_json::json;
 
 fn destructive() -> Approval {

@@ -132,7 +132,7 @@ impl Bridge {
         // A row past its hour is marked expired here if the sweep has not yet (DESIGN §3 step 9).
         // This server's clock only suggests it; the store's clock decides (the expiry is a
         // compare-and-set on it).
-        if row.status == ApprovalStatus::Pending && row.expires_at <= chrono::Utc::now() {
+        if row.lapsed_at(chrono::Utc::now()) {
             match self.state.service.expire(&row.id).await {
                 Ok(Some(expired)) => row = expired,
                 Ok(None) => {

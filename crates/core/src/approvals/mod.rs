@@ -20,6 +20,13 @@
 //!
 //! What decides is in code ([`crate::approval::can_move`], [`plan`]); the store's
 //! compare-and-set statements and the database's triggers are the second line.
+//!
+//! The rule for reads: a surface reads rows, pages, the audit and conversations straight from
+//! the store's read ports ([`crate::ports::ApprovalStore::approval`], `approval_page`, `audit`,
+//! `lines`, …), which change nothing and decide nothing; a read that judges a row (may it be
+//! answered, undone, retried? has it lapsed?) goes through this service or a rule it owns
+//! ([`crate::wire::Approval::lapsed_at`], [`crate::wire::Approval::undo_offered`]), never a
+//! comparison of the surface's own. Every change, without exception, goes through this service.
 
 pub mod execute;
 pub mod gateway;
