@@ -75,8 +75,11 @@ step "clippy (browser side)" clippy_browser || true
 step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 # The kernel suites again, on PostgreSQL (each test gets its own database); the store suite and
 # the HTTP suites already run on both engines inside `cargo test`.
+# `--workspace` as in "cargo test", so the features unify the same way and nothing is built
+# again (`-p server` alone would rebuild the server's crates, ~50 s); the store's and the email
+# plugin's `it` binaries have no such modules and run nothing.
 kernel_on_postgres() {
-  IRIS_KERNEL_ENGINE=postgres cargo test -p server "${IRIS_SERVER_FEATURES[@]}" --test it -- \
+  IRIS_KERNEL_ENGINE=postgres cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" --test it -- \
     loop_rules:: lifecycle:: undo::
 }
 step "kernel suites on PostgreSQL" kernel_on_postgres || true

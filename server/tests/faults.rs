@@ -22,8 +22,8 @@
 //!
 //! `FAULTS engine=postgres servers=3 seed=… cards=N injected=N executed_twice=0 stalled=0 lost=0 wrong_story=0 p99_end_s=…`
 //!
-//! and exits non-zero on any non-zero count. `cargo test` runs the short version (PostgreSQL,
-//! 3 servers; SQLite, 1 server with kill -9 and restart); the figure BENCHMARKS.md reports is
+//! and exits non-zero on any non-zero count. `cargo test` runs the short version (16 cards on PostgreSQL,
+//! 3 servers; 8 on SQLite, 1 server with kill -9 and restart); the figure BENCHMARKS.md reports is
 //! `IRIS_FAULTS_CARDS=300 cargo test -p server --test faults` (`IRIS_FAULTS_SEED` repeats one).
 
 #[path = "it/support/mod.rs"]
@@ -563,7 +563,7 @@ fn main() {
     let cards: usize = std::env::var("IRIS_FAULTS_CARDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(30);
+        .unwrap_or(16);
     let seed: u64 = std::env::var("IRIS_FAULTS_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
