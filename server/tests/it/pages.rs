@@ -1,4 +1,4 @@
-//! The app's pages by address, through the real `iris serve --demo` (app::page; no client-side
+//! The app's pages by address, in process (`support::TestApp`; app::page, no client-side
 //! router, so each page is a document of its own): `/`, `/activity`, `/activity/{id}`,
 //! `/plugins` and `/devices` render their page (200, the header's link to it marked
 //! `aria-current="page"`); any other address says "This page does not exist." with 404. Each
@@ -7,27 +7,40 @@
 
 use crate::support;
 
-use chrono::Utc;
-use reqwest::StatusCode;
-use support::{no_redirects, Iris, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use support::{ModelServer, TestApp, CATEGORY_TRASH_SCRIPT};
 
-/// GETs `path` as a browser of this site does; returns status and body.
-async fn page(server: &Iris, path: &str) -> (StatusCode, String) {
-    let response = no_redirects()
-        .get(format!("{}{path}", server.url))
+/// GETs `path` as a browser of this site does (with the app's device token); returns status
+/// and body.
+async fn page(app: &TestApp, path: &str) -> (StatusCode, String) {
+    let request = Request::builder()
+        .uri(path)
+        .header("authorization", app.bearer())
         .header("sec-fetch-site", "same-origin")
-        .send()
+        .body(Body::empty())
+        .unwrap();
+    let response = app.send(request).await;
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
         .await
         .unwrap();
-    (response.status(), response.text().await.unwrap())
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// Leptos options as `iris serve` reads them from `LEPTOS_SITE_ROOT` and `LEPTOS_OUTPUT_NAME`.
+fn site(root: Option<&std::path::Path>) -> leptos::config::LeptosOptions {
+    let options = leptos::config::LeptosOptions::builder().output_name("iris");
+    match root {
+        Some(root) => options.site_root(root.display().to_string()).build(),
+        None => options.build(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_address_shows_its_page_and_any_other_says_it_does_not_exist() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, Utc::now()).unwrap();
-    let server = world.start_with(&["serve", "--demo"]);
+    let server = TestApp::with_model(&model).mailbox().start().await;
 
     for (path, current, marker) in [
         ("/", "/activity", "data-testid=\"pending-list\""),
@@ -67,16 +80,16 @@ fn hydration_module(html: &str) -> String {
 async fn each_page_loads_its_own_wasm_when_the_site_has_one_per_set_of_pages() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     // A site with the setup bundle beside the Activity one (as scripts/build-site.sh makes).
-    let mut world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, Utc::now()).unwrap();
-    let site = world.dir.path().join("site");
-    std::fs::create_dir_all(site.join("pkg")).unwrap();
-    std::fs::write(site.join("pkg/iris-setup.js"), "").unwrap();
-    world
-        .env
-        .push(("LEPTOS_SITE_ROOT".into(), site.display().to_string()));
-    world.env.push(("LEPTOS_OUTPUT_NAME".into(), "iris".into()));
-    let server = world.start_with(&["serve", "--demo"]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pkg/iris-setup.js"), "").unwrap();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .leptos(site(Some(&root)))
+        .in_dir(dir)
+        .start()
+        .await;
     for (path, module) in [
         ("/activity", "iris.js"),
         ("/activity/no-such-card", "iris.js"),
@@ -89,10 +102,11 @@ async fn each_page_loads_its_own_wasm_when_the_site_has_one_per_set_of_pages() {
     }
 
     // A site with one wasm for every page (e.g. cargo-leptos' build): every page loads it.
-    let mut world = World::new(&model.base_url);
-    world.env.push(("LEPTOS_OUTPUT_NAME".into(), "iris".into()));
-    iris_email::demo::write_demo_maildir(&world.maildir, Utc::now()).unwrap();
-    let server = world.start_with(&["serve", "--demo"]);
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .leptos(site(None))
+        .start()
+        .await;
     for path in ["/activity", "/plugins", "/devices"] {
         let (_, html) = page(&server, path).await;
         assert_eq!(hydration_module(&html), "iris.js", "{path}");
