@@ -1,22 +1,22 @@
-//! `GET /api/plugins` over real HTTP: 401 without credentials; any paired device (read
+//! `GET /api/plugins` over real HTTP (the app in process on a loopback listener): 401 without credentials; any paired device (read
 //! or control) sees every loaded plugin's tools with effect, derived gate, the approved-per-call
 //! predicate and undo, exactly as the manifests declare them (DESIGN §2 "gate").
 
 use crate::support;
 
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{ModelServer, World};
+use support::{ModelServer, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_lists_tools_with_their_gates() {
     let model = ModelServer::start("rules: []\nfallback: \"?\"\n").await;
-    let world = World::new(&model.base_url);
-    let read = world.add_device("wall", "read");
-    let control = world.add_device("phone", "control");
-    let server = world.start();
+    let app = TestApp::with_model(&model).mailbox().start().await;
+    let read = app.add_device("wall", Scope::Read).await;
+    let control = app.add_device("phone", Scope::Control).await;
     let http = reqwest::Client::new();
-    let url = format!("{}/api/plugins", server.url);
+    let url = format!("{}/api/plugins", app.listen().await);
 
     // 401 without credentials, or with a token nobody issued.
     let resp = http.get(&url).send().await.unwrap();
@@ -121,5 +121,4 @@ async fn plugins_lists_tools_with_their_gates() {
     // The same list parses as the shared wire type the app uses.
     let typed: iris_core::wire::PluginList = serde_json::from_value(body.clone()).unwrap();
     assert!(typed.plugins.iter().any(|p| p.name == "email"));
-    drop(server);
 }

@@ -111,6 +111,25 @@ impl TestApp {
         body
     }
 
+    /// Adds a device named `name` of `scope`: its new token.
+    pub async fn add_device(&self, name: &str, scope: Scope) -> String {
+        let token = iris::auth::new_token();
+        self.state
+            .store
+            .add(
+                &Device {
+                    name: name.into(),
+                    scope,
+                    created_at: chrono::Utc::now(),
+                    last_used_at: None,
+                },
+                &iris::auth::token_hash(&token),
+            )
+            .await
+            .unwrap();
+        token
+    }
+
     /// Serves the router on `127.0.0.1:0` in this process until the test's runtime ends:
     /// `http://127.0.0.1:PORT`.
     pub async fn listen(&self) -> String {
@@ -120,6 +139,11 @@ impl TestApp {
         tokio::spawn(async move { axum::serve(listener, router).await });
         format!("http://{addr}")
     }
+}
+
+/// Eight hex digits, new each call (a device name no other build of the same database has).
+fn device_suffix() -> String {
+    iris::auth::new_token()[..8].to_string()
 }
 
 impl Build {
@@ -192,26 +216,15 @@ impl Build {
                 .await
                 .expect("background work");
         }
-        let token = iris::auth::new_token();
-        state
-            .store
-            .add(
-                &Device {
-                    // Unique per build: a second build on the same database adds its own device.
-                    name: format!("phone-{}", &token[..8]),
-                    scope: self.scope,
-                    created_at: chrono::Utc::now(),
-                    last_used_at: None,
-                },
-                &iris::auth::token_hash(&token),
-            )
-            .await
-            .unwrap();
-        TestApp {
+        let mut app = TestApp {
             router: iris::app(state.clone()),
             state,
-            token,
+            token: String::new(),
             dir,
-        }
+        };
+        // Unique per build: a second build on the same database adds its own device.
+        let name = format!("phone-{}", &device_suffix());
+        app.token = app.add_device(&name, self.scope).await;
+        app
     }
 }
