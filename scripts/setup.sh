@@ -32,17 +32,21 @@ IRIS_SCHEMATHESIS_VERSION=4.32.5
 IRIS_SCHEMATHESIS_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/iris/venv-schemathesis"
 export IRIS_SCHEMATHESIS_VERSION IRIS_SCHEMATHESIS_VENV
 
-# The build cache: a clone without a target/ of its own gets a link to one kept under the user's
-# cache, so a machine that built IRIS before (CI builds every landing in a fresh clone) reuses
-# its compiled dependencies instead of building ~600 crates again. Every path the scripts and
-# tests use stays `target/...`. IRIS_BUILD_CACHE=off keeps target/ in the clone; a cache over
-# IRIS_BUILD_CACHE_MAX_GB (default 40) is emptied first. Two clones building at the same time
-# share target/debug/iris and target/site: run one test.sh at a time per cache.
+# The build cache: in CI (CI=true, which .ci/run sets), or when IRIS_BUILD_CACHE=DIR asks, a
+# clone without a target/ of its own gets a link to one kept outside it, so a machine that built
+# IRIS before (CI builds every landing in a fresh clone) reuses its compiled dependencies instead
+# of building ~600 crates again. Every path the scripts and tests use stays `target/...`. A
+# developer's clone keeps its own target/ (two clones sharing one would overwrite each other's
+# target/debug/iris and target/site). A cache over IRIS_BUILD_CACHE_MAX_GB (default 40) is
+# emptied first.
 setup_build_cache() {
-  local cache=${IRIS_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iris/target}
+  local cache=${IRIS_BUILD_CACHE:-}
   local max_gb=${IRIS_BUILD_CACHE_MAX_GB:-40} used_kb
-  if [ "$cache" = off ] || [ -n "${CARGO_TARGET_DIR:-}" ]; then
-    setup_say "build cache: off (target/ in the clone or CARGO_TARGET_DIR)"
+  if [ -z "$cache" ] && [ "${CI:-}" = true ]; then
+    cache=${XDG_CACHE_HOME:-$HOME/.cache}/iris/target
+  fi
+  if [ -z "$cache" ] || [ "$cache" = off ] || [ -n "${CARGO_TARGET_DIR:-}" ]; then
+    setup_say "build cache: off (target/ in the clone; CI=true or IRIS_BUILD_CACHE=DIR use one)"
     return 0
   fi
   if [ -e "$IRIS_ROOT/target" ] && [ ! -L "$IRIS_ROOT/target" ]; then
