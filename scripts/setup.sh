@@ -62,8 +62,9 @@ setup_build_cache() {
   if [ ! -L "$IRIS_ROOT/target" ]; then ln -s "$cache" "$IRIS_ROOT/target"; fi
   # A fresh clone (CI) dates its files "now", which would make cargo rebuild every crate of the
   # workspace from the cache; a file whose content the cache built before gets that build's
-  # time back, so only what changed is rebuilt (scripts/lib/commit_mtimes.py).
-  if [ "${CI:-}" = true ] && [ -d "$IRIS_ROOT/.git" ]; then
+  # time back, so only what changed is rebuilt (scripts/lib/commit_mtimes.py). Every build into
+  # the cache records its inputs first, so the record always describes the newest artefacts.
+  if [ -d "$IRIS_ROOT/.git" ]; then
     setup_say "build cache: $(python3 "$IRIS_ROOT/scripts/lib/commit_mtimes.py" \
       "$IRIS_ROOT" "$cache/.iris-file-times.json")"
   fi

@@ -10,7 +10,7 @@ tracked file's git blob id and the time it had when the last run started; a file
 always describes the inputs of the newest artefacts. Files with uncommitted changes are left
 alone and not recorded.
 
-Usage: commit_mtimes.py REPO_ROOT RECORD_FILE
+Usage: commit_mtimes.py REPO_ROOT RECORD_FILE (scripts/setup.sh runs it whenever a clone builds into the cache)
 """
 import json
 import os
