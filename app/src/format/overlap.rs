@@ -18,13 +18,14 @@ pub struct OverlapLine {
 }
 
 /// The lines a card's overlaps ([`Card::overlaps`]) are said in, the same on every surface:
-/// each waiting card on a line of its own, in the given order, then every run of the same call
-/// in the last hour as one line naming the latest (a call asked for again and again would
+/// each waiting card, and each card whose same call may have run (its outcome unknown), on a
+/// line of its own, in the given order, then every run of the same call in the last hour as one
+/// line naming the latest (a call asked for again and again would
 /// otherwise bury the card under one line per run).
 pub fn overlap_lines(overlaps: &[CardOverlap]) -> Vec<OverlapLine> {
     let mut lines: Vec<OverlapLine> = overlaps
         .iter()
-        .filter(|o| o.state == OverlapState::Waiting)
+        .filter(|o| matches!(o.state, OverlapState::Waiting | OverlapState::MayHaveRun))
         .map(|o| OverlapLine {
             overlap: o.clone(),
             runs: 1,
@@ -70,6 +71,9 @@ pub fn overlap_notice(overlap: &CardOverlap, at: &str) -> String {
         ),
         (OverlapState::Ran, _) => format!(
             "The same call already ran at {at} (the card \"{title}\"): approving this does it again."
+        ),
+        (OverlapState::MayHaveRun, _) => format!(
+            "The same call may already have run at {at} (the card \"{title}\"; it is not known whether it did): check before approving this, or it may be done twice."
         ),
     }
 }
@@ -130,5 +134,26 @@ mod tests {
             overlap_notice(&overlaps[0], "12:44")
         );
         assert!(overlap_lines(&[]).is_empty());
+    }
+
+    /// A card whose same call may have run is never folded into the runs: it is its own line,
+    /// and says the change may already be done.
+    #[test]
+    fn a_call_that_may_have_run_is_its_own_line_and_says_so() {
+        let overlaps = vec![
+            overlap("r1", OverlapState::Ran, 44),
+            overlap("u1", OverlapState::MayHaveRun, 46),
+            overlap("r2", OverlapState::Ran, 48),
+        ];
+        let lines = overlap_lines(&overlaps);
+        let named: Vec<(&str, usize)> = lines
+            .iter()
+            .map(|l| (l.overlap.approval_id.as_str(), l.runs))
+            .collect();
+        assert_eq!(named, vec![("u1", 1), ("r2", 2)]);
+        assert_eq!(
+            overlap_line_text(&lines[0], "12:46"),
+            "The same call may already have run at 12:46 (the card \"Trash 5 emails (u1)\"; it is not known whether it did): check before approving this, or it may be done twice."
+        );
     }
 }

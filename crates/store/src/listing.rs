@@ -149,7 +149,7 @@ impl Store {
     ) -> Result<Vec<iris_core::wire::Approval>, StoreError> {
         let sql = format!(
             "{APPROVAL_SELECT} WHERE a.tool = $2 AND ((a.status = 'pending' AND {}) \
-             OR (a.status = 'approved' AND l.state = 'executed' AND a.responded_at >= $3)) \
+             OR (a.status = 'approved' AND l.state IN ('executed', 'unknown') AND a.responded_at >= $3)) \
              ORDER BY a.created_at DESC, a.id DESC LIMIT 200",
             answerable_sql("a.", &self.now_sql())
         );

@@ -2,7 +2,8 @@
 //! can pin the same mail, or the very same call, and approving both would do the work twice
 //! (a mail sent twice) or end the second in "nothing done". So a new card of IRIS's own
 //! assistant lists, frozen with it, the cards still waiting that pin some of its items or its
-//! exact call, and the cards whose exact call ran in the last [`REPEAT_WINDOW_MINUTES`]; and a
+//! exact call, and the cards whose exact call ran, or may have run (its outcome `unknown`), in
+//! the last [`REPEAT_WINDOW_MINUTES`]; and a
 //! call left with nothing to do because another card already acted on its items names that
 //! card ([`handled_by`]).
 //!
@@ -40,12 +41,22 @@ pub fn overlaps(new: &NewApproval, others: &[Approval]) -> Vec<CardOverlap> {
                 ApprovalStatus::Pending if same_call || shared > 0 => {
                     (OverlapState::Waiting, o.created_at)
                 }
-                ApprovalStatus::Approved if same_call && o.execution == Execution::Executed => {
+                ApprovalStatus::Approved
+                    if same_call
+                        && matches!(o.execution, Execution::Executed | Execution::Unknown) =>
+                {
                     let at = o.responded_at.unwrap_or(o.created_at);
                     if at < ran_since {
                         return None;
                     }
-                    (OverlapState::Ran, at)
+                    // An unknown outcome may be a change already done (a mail already sent):
+                    // the owner is told, so approving again is a choice, not an accident.
+                    let state = if o.execution == Execution::Executed {
+                        OverlapState::Ran
+                    } else {
+                        OverlapState::MayHaveRun
+                    };
+                    (state, at)
                 }
                 _ => return None,
             };
@@ -204,14 +215,25 @@ mod tests {
         failed.execution = Execution::Failed;
         let mut other_call = ran("other", 5);
         other_call.call_hash = "h2".into();
+        let mut unknown = ran("unknown", 3);
+        unknown.execution = Execution::Unknown;
         let found = overlaps(
             &new,
-            &[ran("recent", 10), ran("old", 61), failed, other_call],
+            &[
+                ran("recent", 10),
+                ran("old", 61),
+                failed,
+                other_call,
+                unknown,
+            ],
         );
-        assert_eq!(found.len(), 1);
+        assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(found[0].approval_id, "recent");
         assert_eq!(found[0].state, OverlapState::Ran);
         assert_eq!(found[0].at, now - Duration::minutes(10));
+        // A call whose outcome is unknown may already have done the change: it is named too.
+        assert_eq!(found[1].approval_id, "unknown");
+        assert_eq!(found[1].state, OverlapState::MayHaveRun);
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub enum OverlapState {
     Waiting,
     /// It was approved and its call ran.
     Ran,
+    /// It was approved, and whether its call ran is not known (its server stopped mid-call; it
+    /// is never run again): the change may already be done.
+    MayHaveRun,
 }
 
 /// Another card a new card repeats ([`Card::overlaps`]).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::Duration;
 use iris_core::approvals::{RetryError, UNKNOWN_OUTCOME};
 use iris_core::ports::{ApprovalStore, ClaimPlan, JobPick, LedgerStep};
-use iris_core::wire::{AuditKind, Decision, Event, Execution, RunStatus};
+use iris_core::wire::{AuditKind, Decision, Event, Execution, OverlapState, RunStatus};
 use serde_json::json;
 
 use super::{owner, paused_call, result_sent, resume, turn, Files, World, MANIFEST};
@@ -190,4 +190,16 @@ async fn an_unknown_execution_is_never_run_again_and_the_owner_is_told() {
         "the owner was not told: {lines:?}"
     );
     assert!(!w.events.named("run.message", &id).await.is_empty());
+
+    // A new card for the same call says it may already have run (docs/liveness.md "a card says
+    // what it repeats"): approving it again is the owner's choice, not an accident.
+    let again = turn(&g, "delete /x").await;
+    let card = w.row(&again.approval_id.unwrap()).await.card;
+    assert!(
+        card.overlaps
+            .iter()
+            .any(|o| o.approval_id == id && o.state == OverlapState::MayHaveRun && o.same_call),
+        "{:?}",
+        card.overlaps
+    );
 }
