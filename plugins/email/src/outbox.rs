@@ -111,6 +111,15 @@ impl SendError {
 
 /// Whether `error` says no connection was ever made (refused, unreachable): a send that never
 /// reached a server cannot have delivered anything.
+/// Where the demo outbox's messages are written before they are renamed into `dir`: the hidden
+/// sibling `.NAME.staging` (outside `dir`, so a listing of the outbox sees only whole messages).
+pub fn demo_staging_dir(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map_or_else(|| "outbox".into(), |n| n.to_string_lossy().into_owned());
+    dir.with_file_name(format!(".{name}.staging"))
+}
+
 fn never_connected(error: &lettre::transport::smtp::Error) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(e) = source {
@@ -194,16 +203,25 @@ impl Outbox {
                     dir: dir.clone(),
                     reason,
                 };
-                tokio::fs::create_dir_all(dir)
-                    .await
-                    .map_err(|e| failed(e.to_string()))?;
-                let id = AsyncFileTransport::<Tokio1Executor>::new(dir)
+                // Written whole beside the outbox, then renamed in (one step on one file
+                // system): a server stopped mid-write leaves no empty or partial message in the
+                // outbox, where the card's "look in your outbox" sends the owner.
+                let staging = demo_staging_dir(dir);
+                for folder in [dir, &staging] {
+                    tokio::fs::create_dir_all(folder)
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                }
+                let id = AsyncFileTransport::<Tokio1Executor>::new(&staging)
                     .send(message.clone())
                     .await
                     .map_err(|e| failed(e.to_string()))?;
-                Ok(Delivery::SavedToDemoOutbox {
-                    file: dir.join(format!("{id}.eml")),
-                })
+                let name = format!("{id}.eml");
+                let file = dir.join(&name);
+                tokio::fs::rename(staging.join(&name), &file)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                Ok(Delivery::SavedToDemoOutbox { file })
             }
         }
     }

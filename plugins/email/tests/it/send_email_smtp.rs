@@ -253,8 +253,13 @@ async fn demo_outbox_saves_not_sends(engine: Engine) {
     assert_eq!(r["note"], "saved to the demo outbox, not sent");
     let files: Vec<_> = std::fs::read_dir(&outbox).unwrap().collect();
     assert_eq!(files.len(), 1);
-    let raw = std::fs::read(files[0].as_ref().unwrap().path()).unwrap();
+    let path = files[0].as_ref().unwrap().path();
+    assert_eq!(r["file"], path.display().to_string(), "{r}");
+    let raw = std::fs::read(&path).unwrap();
     assert_eq!(header(&raw, "To"), "anna.weber@example.net");
+    // Written beside the outbox and renamed in whole: nothing is left half-way.
+    let staging = iris_email::outbox::demo_staging_dir(&outbox);
+    assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0);
     assert_eq!(sent_copies(&boxes.personal()).len(), 1);
 }
 
