@@ -542,8 +542,9 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
     assert!(listed.contains("claude-desktop\tagent"), "{listed}");
 }
 
-/// The document states what the server refuses (issue 29: a fuzzer's "valid" requests were an
-/// empty chat message, an empty passkey name and `limit=0`), and the server holds to it where
+/// The document states every limit the server enforces (server/src/openapi.rs: a request the
+/// description calls valid must be taken; an empty chat message, an empty passkey name and
+/// `limit=0` once were refused while described as valid), and the server holds to it where
 /// it said more than it did: a passkey answer whose `credential` is not an object is refused
 /// even when the card needs no passkey, and the undo takes an empty object however spaced.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
