@@ -349,3 +349,43 @@ async fn activity_shows_every_pending_card_and_one_page_of_answered_ones() {
     );
     assert!(unknown.contains("No card has the id"));
 }
+
+/// The whole consent cycle in process, the background work running on the test's own runtime
+/// (`Build::background`): the approved card's call is executed once by a worker, the mail moves,
+/// and the paused run is resumed with the real result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_card_runs_once_with_the_background_work_in_process() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let app = TestApp::with_model(&model)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    let halted = app.chat("trash the promo emails").await;
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let trashed_before = support::trashed(&app.maildir());
+    let (status, _, body) = app
+        .call(
+            "POST",
+            &format!("/governance/approvals/{id}/respond"),
+            Some(br#"{"decision":"approve"}"#.to_vec()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let path = format!("/governance/approvals/{id}");
+    let row = support::eventually("the approved card's call to run", || async {
+        let (_, _, row) = app.call("GET", &path, None).await;
+        (row["execution"] == "executed").then_some(row)
+    })
+    .await;
+    let items = row["items"].as_array().unwrap().len();
+    assert!(items > 0, "{row}");
+    assert_eq!(support::trashed(&app.maildir()), trashed_before + items);
+    let audit = app.state.store.audit(Some(&id)).await.unwrap();
+    let executions = audit
+        .iter()
+        .filter(|e| e.kind == iris_core::wire::AuditKind::Execution)
+        .count();
+    // One execution entry per item, each item once.
+    assert_eq!(executions, items, "{audit:?}");
+}
