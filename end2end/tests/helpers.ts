@@ -132,23 +132,26 @@ export async function askAndOpenCard(page: Page): Promise<{ id: string; card: Lo
   // Editable only once the page is hydrated.
   await expect(input).toBeEditable();
   await input.fill(REQUEST);
+  // The card is the one this turn made, read from the chat's own answer: the conversation's
+  // earlier lines (an earlier ask's halt among them) may still be loading, so "the last halt
+  // line" could name an earlier card.
+  const answered = page.waitForResponse(
+    (r) => r.url().includes('/ui/send_chat') && r.request().method() === 'POST',
+  );
   await page.getByTestId('chat-send').click();
+  const turn = await (await answered).json();
+  const id: string = turn.approval_id;
+  expect(id).toMatch(/^[A-Za-z0-9-]+$/);
 
   const ownerLine = page.getByTestId('chat-line').filter({ hasText: REQUEST }).last();
   await expect(ownerLine).toHaveAttribute('data-role', 'owner');
 
-  const halt = page
-    .getByTestId('chat-line')
-    .filter({ has: page.getByTestId('chat-approval-link') })
-    .last();
+  const link = page.locator(`[data-testid="chat-approval-link"][href="/activity/${id}"]`);
+  const halt = page.getByTestId('chat-line').filter({ has: link });
   await expect(halt).toContainText('I need your approval to trash');
   await expect(halt).toContainText('Nothing has been changed yet');
   // Amber while its card waits.
   await expect(halt).toHaveClass(/\bhalt\b/);
-  const link = halt.getByTestId('chat-approval-link');
-  const href = await link.getAttribute('href');
-  expect(href).toMatch(/^\/activity\/[A-Za-z0-9-]+$/);
-  const id = href!.split('/').pop()!;
 
   await followLive(page, link);
   await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
