@@ -176,7 +176,7 @@ async fn main() {
                     transcript: vec![],
                     transcript_version: 0,
                     lines: vec![],
-                    events: vec![],
+                    outbox: iris_core::ports::Outbox::default(),
                     actions: Vec::new(),
                     halt: Some(HaltRecord {
                         approval,

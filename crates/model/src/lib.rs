@@ -213,7 +213,7 @@ impl LifecycleModel {
     /// Applies a claim's plan to `card` (the ledger step by compare-and-set, as the store
     /// does) and returns the task's next phase.
     fn apply(card: &mut Card, plan: &ClaimPlan) -> Phase {
-        for event in &plan.events {
+        for event in plan.outbox.events() {
             if let Event::ApprovalResponded(row) = event {
                 if let Some(outcome) = outcome_of(row.execution) {
                     tell(card, outcome);

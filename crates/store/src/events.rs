@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use iris_core::ports::StoreError;
+use iris_core::ports::{Outbox, StoreError};
 use iris_core::wire::Event;
 use sqlx::postgres::PgListener;
 
@@ -33,18 +33,17 @@ const SAFETY_NET: Duration = Duration::from_secs(2);
 const KEEP_EVENTS_SECS: i64 = 3600;
 
 impl Store {
-    /// Stages `events` inside `tx` with the pushes they announce: on PostgreSQL they are
-    /// appended to the event log and a
-    /// wake-up is sent, both taking effect at commit; on SQLite nothing happens until
-    /// [`Store::deliver`] after the commit.
-    pub(crate) async fn stage_events(
+    /// Writes `outbox` inside `tx`, as the service planned it: its pushes as outbox jobs
+    /// (crates/core/src/ports/push.rs, on both engines); its events, on PostgreSQL, appended to
+    /// the event log with a wake-up, both taking effect at commit (on SQLite nothing happens to
+    /// them until [`Store::deliver`] after the commit).
+    pub(crate) async fn stage_outbox(
         &self,
         tx: &mut WriteTx,
-        events: &[Event],
+        outbox: &Outbox,
     ) -> Result<(), StoreError> {
-        // The pushes the events announce are written by the same commit (crates/core/src/ports/
-        // push.rs: an outbox, on both engines).
-        self.stage_pushes(tx, events).await?;
+        self.stage_pushes(tx, outbox.pushes()).await?;
+        let events = outbox.events();
         if events.is_empty() || self.engine == Engine::Sqlite {
             return Ok(());
         }
@@ -72,30 +71,15 @@ impl Store {
         .await
     }
 
-    /// After a commit landed: on SQLite hands `events` to this process's subscribers (on
-    /// PostgreSQL the listener does, for every server).
-    pub(crate) fn deliver(&self, events: &[Event]) {
+    /// After a commit landed: on SQLite hands `outbox`'s events to this process's subscribers
+    /// (on PostgreSQL the listener does, for every server).
+    pub(crate) fn deliver(&self, outbox: &Outbox) {
         if self.engine == Engine::Sqlite {
-            for event in events {
+            for event in outbox.events() {
                 // No subscriber is not an error: surfaces refetch when they connect.
                 let _ = self.feed.send(event.clone());
             }
         }
-    }
-
-    /// Publishes `events` outside any lifecycle commit, in a commit of their own.
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`].
-    pub async fn publish(&self, events: &[Event]) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        if let Err(e) = self.stage_events(&mut tx, events).await {
-            tx.rollback().await;
-            return Err(e);
-        }
-        tx.commit().await?;
-        self.deliver(events);
-        Ok(())
     }
 
     /// PostgreSQL: starts this server's listener of the event log in the background, from the

@@ -3,8 +3,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use iris_core::ports::{GatewayRequest, GatewayStore, GatewayWrite, NewApproval, StoreError};
-use iris_core::wire::Event;
+use iris_core::ports::{
+    GatewayRequest, GatewayStore, GatewayWrite, NewApproval, Outbox, StoreError,
+};
 
 use crate::rows::{
     answerable_sql, approval_from_row, live_device, Cols, ColumnRead, APPROVAL_SELECT,
@@ -85,7 +86,7 @@ impl GatewayStore for Store {
         row: &NewApproval,
         attach_since: DateTime<Utc>,
         max_waiting: u32,
-        events: &[Event],
+        outbox: &Outbox,
     ) -> Result<GatewayWrite, StoreError> {
         let mut tx = self.begin_write().await?;
         let written = async {
@@ -114,7 +115,7 @@ impl GatewayStore for Store {
                 return Ok(Found::Full(waiting));
             }
             self.write_row(&mut tx, row).await?;
-            self.stage_events(&mut tx, events).await?;
+            self.stage_outbox(&mut tx, outbox).await?;
             Ok(Found::Written)
         }
         .await;
@@ -136,7 +137,7 @@ impl GatewayStore for Store {
             }
             Ok(Found::Written) => {
                 tx.commit().await?;
-                self.deliver(events);
+                self.deliver(outbox);
                 Ok(GatewayWrite::Held(Box::new(GatewayRequest {
                     approval: row.pending_view(),
                     attached: false,

@@ -4,7 +4,7 @@
 //! that re-plan a missed compare-and-set; and the test failpoints that make a unit fail once or
 //! lose its answer once.
 
-use iris_core::ports::{JobEnd, Lease, NewAuditEntry, StoreError};
+use iris_core::ports::{JobEnd, Lease, NewAuditEntry, Outbox, StoreError};
 use iris_core::wire::Event;
 
 use crate::rows::{approval_from_row, backend, APPROVAL_SELECT};
@@ -140,9 +140,9 @@ impl Store {
         }
         .await;
         match written {
-            Ok(events) => {
+            Ok(outbox) => {
                 tx.commit().await?;
-                self.deliver(&events);
+                self.deliver(&outbox);
                 Ok(true)
             }
             Err(e) => {
@@ -157,26 +157,28 @@ impl Store {
     }
 
     /// Stages `approval.responded` with row `approval_id` as `tx` leaves it (none when the row
-    /// does not parse: the surfaces then read it as it is); the events, to deliver after the
-    /// commit.
+    /// does not parse: the surfaces then read it as it is); the outbox, to deliver after the
+    /// commit. The two units that call it are planned here, not by the service (a job ended
+    /// for good and a poison job: the row they announce exists only inside their transaction),
+    /// so they build their outbox from that row by the service's own rule, [`Outbox::of`].
     pub(crate) async fn stage_responded(
         &self,
         tx: &mut WriteTx,
         approval_id: &str,
-    ) -> Result<Vec<Event>, StoreError> {
+    ) -> Result<Outbox, StoreError> {
         let rows = tx
             .fetch(
                 Stmt::new(format!("{APPROVAL_SELECT} WHERE a.id = $1")).text(approval_id),
                 "reading an approval row",
             )
             .await?;
-        let events: Vec<Event> = rows
-            .iter()
-            .filter_map(|row| approval_from_row(row).ok())
-            .map(Event::ApprovalResponded)
-            .collect();
-        self.stage_events(tx, &events).await?;
-        Ok(events)
+        let outbox = Outbox::of(
+            rows.iter()
+                .filter_map(|row| approval_from_row(row).ok())
+                .map(Event::ApprovalResponded),
+        );
+        self.stage_outbox(tx, &outbox).await?;
+        Ok(outbox)
     }
 
     /// Ends a poison job (its claim's commit was refused by the database's rules) in a unit of
@@ -262,10 +264,10 @@ impl Store {
         }
         .await;
         match written {
-            Ok(events) => {
+            Ok(outbox) => {
                 tx.commit().await?;
                 tracing::error!(approval = %approval_id, %error, "a resume job the database refuses to claim ended failed; nothing was run");
-                self.deliver(&events);
+                self.deliver(&outbox);
                 Ok(())
             }
             Err(e) => {

@@ -9,10 +9,10 @@
 use async_trait::async_trait;
 use iris_core::ports::{
     ApprovalFilter, ApprovalPage, ApprovalQuery, ApprovalStore, ClaimPlan, ClaimedJob, Decided,
-    DecisionCommit, DecisionRead, JobFinish, JobPick, JobSnapshot, Lease, NewAuditEntry,
+    DecisionCommit, DecisionRead, JobFinish, JobPick, JobSnapshot, Lease, NewAuditEntry, Outbox,
     OutcomeRecord, StoreError, StoredTranscript, TurnCommit,
 };
-use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
+use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine};
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -59,10 +59,10 @@ impl Store {
         Ok(rows.len() as u64)
     }
 
-    /// Commits `tx` and then delivers `events` (SQLite; PostgreSQL's listener does).
-    async fn commit_with(&self, tx: WriteTx, events: &[Event]) -> Result<(), StoreError> {
+    /// Commits `tx` and then delivers `outbox`'s events (SQLite; PostgreSQL's listener does).
+    async fn commit_with(&self, tx: WriteTx, outbox: &Outbox) -> Result<(), StoreError> {
         tx.commit().await?;
-        self.deliver(events);
+        self.deliver(outbox);
         Ok(())
     }
 
@@ -134,14 +134,14 @@ impl ApprovalStore for Store {
         let mut tx = self.begin_write().await?;
         let written = async {
             self.write_turn(&mut tx, turn).await?;
-            self.stage_events(&mut tx, &turn.events).await
+            self.stage_outbox(&mut tx, &turn.outbox).await
         }
         .await;
         if let Err(e) = written {
             tx.rollback().await;
             return Err(e);
         }
-        self.commit_with(tx, &turn.events).await
+        self.commit_with(tx, &turn.outbox).await
     }
 
     /// One unit: the row read (locked: SQLite's one writer holds the write lock, PostgreSQL
@@ -212,7 +212,7 @@ impl ApprovalStore for Store {
             }
         }
         if self.write_decision(tx, approval_id, &commit).await? {
-            self.deliver(&commit.events);
+            self.deliver(&commit.outbox);
             Ok(Decided::Written(Box::new(commit.after)))
         } else {
             Ok(Decided::Unchanged(Box::new(read.approval)))
@@ -270,7 +270,7 @@ impl ApprovalStore for Store {
                 _ => Ok(None),
             };
         }
-        self.commit_with(tx, &plan.events).await?;
+        self.commit_with(tx, &plan.outbox).await?;
         Ok(Some(ClaimedJob {
             lease: Lease {
                 approval_id,
@@ -332,7 +332,7 @@ impl ApprovalStore for Store {
             )
             .await?;
             self.write_audit(&mut tx, &outcome.audit).await?;
-            self.stage_events(&mut tx, &outcome.events).await
+            self.stage_outbox(&mut tx, &outcome.outbox).await
         }
         .await;
         if !finish_cas(tx, written).await? {
@@ -340,20 +340,20 @@ impl ApprovalStore for Store {
             // missed compare-and-set"): an earlier try of this very unit may have landed with
             // its answer lost, and then there is nothing left to write.
             if self.outcome_landed(lease, state, &outcome.result).await? {
-                self.deliver(&outcome.events);
+                self.deliver(&outcome.outbox);
                 return Ok(());
             }
             return Err(StoreError::LeaseLost(lease.approval_id.clone()));
         }
         failpoint_lost_answer("record_outcome")?;
-        self.deliver(&outcome.events);
+        self.deliver(&outcome.outbox);
         Ok(())
     }
 
     async fn finish_job(&self, lease: &Lease, finish: &JobFinish) -> Result<(), StoreError> {
         failpoint_unit("finish_job")?;
         let mut tx = self.begin_write().await?;
-        let mut events = Vec::new();
+        let mut outbox = Outbox::default();
         let written = async {
             // The job's end is its fence: only the holder of this epoch ends it, and the unit
             // stops here when it does not.
@@ -372,7 +372,7 @@ impl ApprovalStore for Store {
             .await?;
             if let Some(turn) = &finish.turn {
                 self.write_turn(&mut tx, turn).await?;
-                events.extend(turn.events.iter().cloned());
+                outbox.append(turn.outbox.clone());
             }
             if let Some(text) = finish.resume_error.written() {
                 tx.exec(
@@ -383,21 +383,21 @@ impl ApprovalStore for Store {
                 )
                 .await?;
             }
-            events.extend(finish.events.iter().cloned());
-            self.stage_events(&mut tx, &events).await
+            outbox.append(finish.outbox.clone());
+            self.stage_outbox(&mut tx, &outbox).await
         }
         .await;
         if !finish_cas(tx, written).await? {
             // Re-planned from what is stored, as an outcome's (docs/liveness.md "a missed
             // compare-and-set"): this holder's earlier try ended the job, its answer lost.
             if self.job_ended_by(lease, finish.end).await? {
-                self.deliver(&events);
+                self.deliver(&outbox);
                 return Ok(());
             }
             return Err(StoreError::LeaseLost(lease.approval_id.clone()));
         }
         failpoint_lost_answer("finish_job")?;
-        self.deliver(&events);
+        self.deliver(&outbox);
         Ok(())
     }
 

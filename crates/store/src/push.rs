@@ -1,15 +1,14 @@
-//! [`PushStore`] on both engines (migration 0020), and the outbox jobs every commit that carries
-//! an event writes ([`Store::stage_pushes`], called by `stage_events`).
+//! [`PushStore`] on both engines (migration 0020), and the outbox jobs a commit writes for the
+//! pushes its [`Outbox`](iris_core::ports::Outbox) carries ([`Store::stage_pushes`], called by
+//! `stage_outbox`).
 
 use async_trait::async_trait;
 use base64ct::{Base64UrlUnpadded, Encoding};
 use chrono::{DateTime, Utc};
-use iris_core::ports::{PushEnd, PushJob, PushStore, StoreError};
+use iris_core::ports::{OutboxPush, PushEnd, PushJob, PushStore, StoreError};
 use iris_core::push::{
     NewSubscription, PushEndpoint, PushKeys, PushKind, PushMessage, PushSubscription,
-    GIVE_UP_AFTER_SECS,
 };
-use iris_core::wire::Event;
 use sqlx::Row;
 
 use crate::rows::{backend, to_json, Cols, Record};
@@ -21,28 +20,18 @@ use crate::{timestamp_text, Store};
 const KEEP_FINISHED_SECS: i64 = 24 * 3600;
 
 impl Store {
-    /// Stages in `tx` one outbox job per live subscription for each event that pushes
-    /// ([`PushMessage::for_event`]); a job already written for the same subscription, approval
-    /// and kind is left as it is (the closing push is written once, however many
-    /// `approval.responded` follow).
+    /// Stages in `tx` one outbox job per recipient subscription for each of `pushes`, as the
+    /// service planned them (what pushes, and what it says, is
+    /// [`Outbox`](iris_core::ports::Outbox)'s rule); a job already written for the same
+    /// subscription, approval and kind is left as it is (the closing push is written once,
+    /// however many `approval.responded` follow).
     pub(crate) async fn stage_pushes(
         &self,
         tx: &mut WriteTx,
-        events: &[Event],
+        pushes: &[OutboxPush],
     ) -> Result<(), StoreError> {
-        for event in events {
-            let at = match event {
-                Event::ApprovalRequested(row) => row.created_at,
-                Event::ApprovalResponded(row) | Event::ApprovalLapsed(row) => {
-                    row.responded_at.unwrap_or(row.created_at)
-                }
-                Event::RunMessage(_) => continue,
-            };
-            let Some(message) = PushMessage::for_event(event, at) else {
-                continue;
-            };
-            let deliver_until = message.deliver_until.unwrap_or(at);
-            let give_up_at = deliver_until.min(at + chrono::Duration::seconds(GIVE_UP_AFTER_SECS));
+        for push in pushes {
+            let message = &push.message;
             // Who gets it. A waiting card: every subscription the browser has not said expired.
             // Its closing: only the subscriptions its waiting push reached or is reaching now; a
             // waiting push not sent yet is dropped (the card is no longer waiting), and a
@@ -80,9 +69,9 @@ impl Store {
                 ))
                 .text(&message.approval_id)
                 .text(message.kind.as_str())
-                .text(&to_json(&message, "a push")?)
-                .text(&timestamp_text(deliver_until))
-                .text(&timestamp_text(give_up_at)),
+                .text(&to_json(message, "a push")?)
+                .text(&timestamp_text(push.deliver_until))
+                .text(&timestamp_text(push.give_up_at)),
                 "writing the pushes of an event",
             )
             .await?;

@@ -5,8 +5,7 @@
 //! `running` (also for the sweep's `unknown`).
 
 use async_trait::async_trait;
-use iris_core::ports::{NewAuditEntry, StoreError, UndoClaim, UndoOutcome, UndoStore};
-use iris_core::wire::Event;
+use iris_core::ports::{NewAuditEntry, Outbox, StoreError, UndoClaim, UndoOutcome, UndoStore};
 
 use crate::rows::{backend, to_json};
 use crate::unit::Stmt;
@@ -37,12 +36,12 @@ impl UndoStore for Store {
             .await?;
             self.write_audit(&mut tx, std::slice::from_ref(&claim.audit))
                 .await?;
-            self.stage_events(&mut tx, &claim.events).await
+            self.stage_outbox(&mut tx, &claim.outbox).await
         }
         .await;
         let landed = crate::writes::finish_cas(tx, written).await?;
         if landed {
-            self.deliver(&claim.events);
+            self.deliver(&claim.outbox);
         }
         Ok(landed)
     }
@@ -63,12 +62,12 @@ impl UndoStore for Store {
             )
             .await?;
             self.write_audit(&mut tx, &outcome.audit).await?;
-            self.stage_events(&mut tx, &outcome.events).await
+            self.stage_outbox(&mut tx, &outcome.outbox).await
         }
         .await;
         let landed = crate::writes::finish_cas(tx, written).await?;
         if landed {
-            self.deliver(&outcome.events);
+            self.deliver(&outcome.outbox);
         }
         Ok(landed)
     }
@@ -78,7 +77,7 @@ impl UndoStore for Store {
         approval_id: &str,
         audit: &[NewAuditEntry],
         undo_left: Option<&str>,
-        events: &[Event],
+        outbox: &Outbox,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
         // Only while the card has no undo of its own. (On PostgreSQL a card undo claimed at
@@ -107,14 +106,14 @@ impl UndoStore for Store {
                         "recording what a card's undo has left",
                     )
                     .await?;
-                    self.stage_events(&mut tx, events).await
+                    self.stage_outbox(&mut tx, outbox).await
                 }
                 .await
             }
         };
         let landed = crate::writes::finish_cas(tx, written).await?;
         if landed {
-            self.deliver(events);
+            self.deliver(outbox);
         }
         Ok(landed)
     }

@@ -116,7 +116,7 @@ impl Store {
                 "queueing the resume job",
             )
             .await?;
-            self.stage_events(&mut tx, &commit.events).await
+            self.stage_outbox(&mut tx, &commit.outbox).await
         }
         .await;
         finish_cas(tx, written).await
@@ -180,7 +180,7 @@ impl Store {
             self.write_lines(tx, conversation, std::slice::from_ref(line))
                 .await?;
         }
-        self.stage_events(tx, &plan.events).await
+        self.stage_outbox(tx, &plan.outbox).await
     }
 }
 

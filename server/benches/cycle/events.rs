@@ -72,7 +72,7 @@ pub(crate) async fn event_delay(url: &str, rounds: usize) {
             transcript: vec![],
             transcript_version: 0,
             lines: vec![],
-            events: vec![Event::ApprovalRequested(row.pending_view())],
+            outbox: iris_core::ports::Outbox::of([Event::ApprovalRequested(row.pending_view())]),
             actions: Vec::new(),
             halt: Some(HaltRecord {
                 approval: row,

@@ -475,7 +475,7 @@ fn claim(id: &str, at: DateTime<Utc>) -> UndoClaim {
             surface: Some("web".into()),
             at,
         },
-        events: vec![],
+        outbox: iris_core::ports::Outbox::default(),
     }
 }
 
@@ -514,7 +514,7 @@ async fn an_undo_whose_server_stopped_is_unknown_and_never_runs_again() {
         result: json!({}),
         at: t0(),
         audit: vec![],
-        events: vec![],
+        outbox: iris_core::ports::Outbox::default(),
     };
     assert!(!w.store.record_undo(&late).await.unwrap());
     assert!(matches!(

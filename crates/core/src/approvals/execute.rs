@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::{unknown_outcome, ApprovalService, STALE};
 use crate::agent::as_object;
 use crate::plugin::{CallContext, ToolError};
-use crate::ports::{Lease, NewAuditEntry, Outcome, OutcomeRecord, StoreError};
+use crate::ports::{Lease, NewAuditEntry, Outbox, Outcome, OutcomeRecord, StoreError};
 use crate::wire::{Approval, AuditKind, Event, Execution, UNDO_ACTION};
 
 impl ApprovalService {
@@ -254,7 +254,7 @@ impl ApprovalService {
             outcome,
             result: result.clone(),
             audit,
-            events: vec![Event::ApprovalResponded(after.clone())],
+            outbox: Outbox::of([Event::ApprovalResponded(after.clone())]),
         };
         // A dropped connection must not strand the outcome: retried within the lease, each try
         // fenced by the epoch (docs/liveness.md "stalled forever").

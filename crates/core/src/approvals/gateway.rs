@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::ApprovalService;
 use crate::hooks::{DestructiveApprovalHook, PendingCall};
 use crate::plugin::CallContext;
-use crate::ports::{GatewayRequest, GatewayStore, GatewayWrite, StoreError};
+use crate::ports::{GatewayRequest, GatewayStore, GatewayWrite, Outbox, StoreError};
 use crate::toolbox::Toolbox;
 use crate::wire::{Approval, ApprovalStatus, Event, Execution};
 
@@ -257,10 +257,10 @@ impl ApprovalService {
         } else {
             row.created_at - chrono::Duration::hours(ATTACH_HOURS)
         };
-        let events = [Event::ApprovalRequested(row.pending_view())];
+        let outbox = Outbox::of([Event::ApprovalRequested(row.pending_view())]);
         match gateway
             .store
-            .request(&row, since, gateway.max_waiting, &events)
+            .request(&row, since, gateway.max_waiting, &outbox)
             .await?
         {
             GatewayWrite::Held(request) => Ok(*request),

@@ -86,7 +86,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
         after.resume_error = Some(text.clone());
         plan.resume_error = ResumeErrorChange::Set(text);
         plan.end = Some(JobEnd::Dead);
-        plan.events.push(Event::ApprovalResponded(after));
+        plan.outbox.add(Event::ApprovalResponded(after));
         if let (Some(conversation), Some(chat)) = (&snapshot.conversation_id, chat) {
             tell(&mut plan, conversation, &row.run_id, &row.id, &chat);
         }
@@ -103,7 +103,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
         let mut after = row.clone();
         after.execution = Execution::Unknown;
         after.result = Some(result);
-        plan.events.push(Event::ApprovalResponded(after));
+        plan.outbox.add(Event::ApprovalResponded(after));
         // Told once, in the commit that makes it unknown: the audit entry and the chat's line
         // land with the ledger's change or not at all, so no retry or retake tells it again.
         plan.audit.push(NewAuditEntry {
@@ -149,7 +149,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
             };
             let mut after = row.clone();
             after.execution = Execution::Executing;
-            plan.events.push(Event::ApprovalResponded(after));
+            plan.outbox.add(Event::ApprovalResponded(after));
         }
         Err(reason) => {
             let result = refusal_result(&reason);
@@ -158,7 +158,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
             let mut after = row.clone();
             after.execution = Execution::Failed;
             after.result = Some(result);
-            plan.events.push(Event::ApprovalResponded(after));
+            plan.outbox.add(Event::ApprovalResponded(after));
         }
     }
     plan
@@ -236,7 +236,7 @@ pub(crate) fn denial(
 fn tell(plan: &mut ClaimPlan, conversation: &str, run_id: &str, approval_id: &str, text: &str) {
     plan.lines
         .push((conversation.to_string(), told(approval_id, text)));
-    plan.events.push(Event::RunMessage(RunMessage {
+    plan.outbox.add(Event::RunMessage(RunMessage {
         conversation_id: conversation.to_string(),
         run_id: run_id.to_string(),
         text: text.to_string(),

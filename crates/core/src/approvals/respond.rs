@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 use super::{Actor, ApprovalService, IRIS_ACTOR};
 use crate::approval::can_move;
 use crate::passkey::{Assertion, PasskeyRefusal};
-use crate::ports::{Decided, DecisionCommit, DecisionRead, NewAuditEntry, Response, StoreError};
+use crate::ports::{
+    Decided, DecisionCommit, DecisionRead, NewAuditEntry, Outbox, Response, StoreError,
+};
 use crate::wire::{Approval, ApprovalStatus, AuditKind, Decision, Event, Surface};
 
 /// Why an answer was not stored. Each maps to one HTTP status in the server.
@@ -148,7 +150,7 @@ impl ApprovalService {
             Some(DecisionCommit {
                 response,
                 audit,
-                events: vec![Event::ApprovalResponded(after.clone())],
+                outbox: Outbox::of([Event::ApprovalResponded(after.clone())]),
                 after,
                 passkey: used,
             })
@@ -350,7 +352,7 @@ fn by_iris(
     Some(DecisionCommit {
         response,
         audit,
-        events: vec![event],
+        outbox: Outbox::of([event]),
         after,
         passkey: None,
     })

@@ -16,7 +16,7 @@ use crate::agent::{has_result, place_result, PlacedResult, RunEnd, TranscriptCha
 use crate::model::Message;
 use crate::plugin::CallContext;
 use crate::ports::{
-    ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep,
+    ClaimedJob, JobEnd, JobFinish, JobOrigin, JobPick, JobSnapshot, Lease, LedgerStep, Outbox,
     ResumeErrorChange, SavedRun, StoreError,
 };
 use crate::wire::{
@@ -381,7 +381,7 @@ impl ApprovalService {
             turn: None,
             end: JobEnd::Done,
             resume_error: ResumeErrorChange::Leave,
-            events: Vec::new(),
+            outbox: Outbox::default(),
         };
         self.retrying(lease, "ending a resume job", || {
             self.store.finish_job(lease, &finish)
@@ -405,16 +405,17 @@ impl ApprovalService {
             .model_error
             .as_ref()
             .map(|e| format!("the resumed run could not reach the model ({e}); it can be retried"));
-        let mut events: Vec<Event> = told_lines
-            .iter()
-            .map(|line| run_message(end, &row.id, &line.text))
-            .collect();
-        events.push(run_message(end, &row.id, &end.reply));
+        let mut outbox = Outbox::of(
+            told_lines
+                .iter()
+                .map(|line| run_message(end, &row.id, &line.text)),
+        );
+        outbox.add(run_message(end, &row.id, &end.reply));
         let error_change =
             ResumeErrorChange::to_reach(row.resume_error.as_deref(), resume_error.clone());
         if error_change != ResumeErrorChange::Leave {
             row.resume_error = resume_error.clone();
-            events.push(Event::ApprovalResponded(row.clone()));
+            outbox.add(Event::ApprovalResponded(row.clone()));
         }
         let job_end = if resume_error.is_some() {
             JobEnd::Failed
@@ -427,7 +428,7 @@ impl ApprovalService {
                 turn: Some(turn),
                 end: job_end,
                 resume_error: error_change.clone(),
-                events: events.clone(),
+                outbox: outbox.clone(),
             };
             async move {
                 self.retrying(lease, "ending a resume job", || {

@@ -12,7 +12,7 @@ use super::{Actor, ApprovalService};
 use crate::agent::{Agent, RunEnd, TranscriptChange, UndoRun};
 use crate::escalation::{Escalator, FinishedTurn, TurnRunner};
 use crate::plugin::CallContext;
-use crate::ports::{ApprovalStore, HaltRecord, StoreError, StoredTranscript, TurnCommit};
+use crate::ports::{ApprovalStore, HaltRecord, Outbox, StoreError, StoredTranscript, TurnCommit};
 use crate::wire::{ChatLine, ChatResponse, Event};
 
 pub use crate::wire::MAX_MESSAGE_CHARS;
@@ -183,10 +183,10 @@ pub(crate) fn turn_commit(
             .or_else(|| about.map(str::to_string)),
         approval_status: None,
     });
-    let events = halt
-        .iter()
-        .map(|h| Event::ApprovalRequested(h.approval.pending_view()))
-        .collect();
+    let outbox = Outbox::of(
+        halt.iter()
+            .map(|h| Event::ApprovalRequested(h.approval.pending_view())),
+    );
     TurnCommit {
         conversation_id: end.ctx.conversation_id.clone(),
         transcript: end.transcript.clone(),
@@ -194,7 +194,7 @@ pub(crate) fn turn_commit(
         lines,
         halt,
         actions: end.actions.clone(),
-        events,
+        outbox,
     }
 }
 

@@ -26,7 +26,8 @@ use crate::agent::UndoRun;
 use crate::canonical::canonical_json;
 use crate::plugin::{CallContext, Hold, ItemOutcome, Plugin, UndoCall};
 use crate::ports::{
-    ApprovalQuery, NewAuditEntry, PageLimit, StatusFilter, StoreError, UndoClaim, UndoOutcome,
+    ApprovalQuery, NewAuditEntry, Outbox, PageLimit, StatusFilter, StoreError, UndoClaim,
+    UndoOutcome,
 };
 use crate::wire::{Approval, ApprovalStatus, AuditKind, Event, Execution, UndoRecord, UndoState};
 
@@ -264,7 +265,7 @@ impl ApprovalService {
             // Twice the run's own deadline, so the sweep never calls a live undo unknown.
             lease_secs: self.leases.secs.saturating_mul(2),
             audit: undo_entry(row, actor, None, asked, now),
-            events: vec![Event::ApprovalResponded(after.clone())],
+            outbox: Outbox::of([Event::ApprovalResponded(after.clone())]),
         };
         (claim, after)
     }
@@ -303,7 +304,7 @@ impl ApprovalService {
             result,
             at: done,
             audit,
-            events: vec![Event::ApprovalResponded(after.clone())],
+            outbox: Outbox::of([Event::ApprovalResponded(after.clone())]),
         };
         if self.store.record_undo(&outcome).await? {
             Ok(after)
@@ -385,7 +386,7 @@ impl ApprovalService {
                             &row.id,
                             &audit,
                             undo_left.as_deref(),
-                            &[Event::ApprovalResponded(after)],
+                            &Outbox::of([Event::ApprovalResponded(after)]),
                         )
                         .await?;
                     continue;

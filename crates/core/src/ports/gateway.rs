@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{NewApproval, StoreError};
-use crate::wire::{Approval, Event};
+use super::{NewApproval, Outbox, StoreError};
+use crate::wire::Approval;
 
 /// What [`GatewayStore::request`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +35,7 @@ pub trait GatewayStore: Send + Sync {
     /// `call_hash`, which covers the upstream's tool and the canonical arguments) written at or
     /// after `attach_since`, if there is one (attached, nothing written); else, when the agent
     /// has fewer than `max_waiting` pending cards that have not lapsed (`expires_at` after
-    /// `row.created_at`), `row` is written (pending) and `events` staged with it; else nothing
+    /// `row.created_at`), `row` is written (pending) and `outbox` staged with it; else nothing
     /// is written ([`GatewayWrite::Full`]). The same call always attaches, full or not. Two
     /// calls of one agent at once are serialised (SQLite's one writer; an advisory transaction
     /// lock per agent on PostgreSQL): identical calls get one row, and the cap holds under
@@ -48,7 +48,7 @@ pub trait GatewayStore: Send + Sync {
         row: &NewApproval,
         attach_since: DateTime<Utc>,
         max_waiting: u32,
-        events: &[Event],
+        outbox: &Outbox,
     ) -> Result<GatewayWrite, StoreError>;
 
     /// Records that the result of gateway row `approval_id`'s executed call is being given to

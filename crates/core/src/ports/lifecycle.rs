@@ -23,9 +23,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Checkpoint, NewApproval, NewAuditEntry, Response, StoreError, UndoStore};
+use super::{Checkpoint, NewApproval, NewAuditEntry, Outbox, Response, StoreError, UndoStore};
 use crate::model::Message;
-use crate::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine, Event};
+use crate::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine};
 
 /// A card being written by a halt: the row's request terms and the paused run's checkpoint,
 /// linked to each other in the same commit (DESIGN §8 "once a card exists it is whole").
@@ -57,8 +57,9 @@ pub struct TurnCommit {
     /// Writes that ran in the turn without a card, each audited (kind `action`) in the same
     /// commit.
     pub actions: Vec<ActionRecord>,
-    /// Events to publish when (and only when) the commit lands.
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for.
+    pub outbox: Outbox,
 }
 
 /// A write that ran without a card because its manifest allows it (a write with a
@@ -89,8 +90,9 @@ pub struct DecisionCommit {
     pub audit: NewAuditEntry,
     /// The row as this commit leaves it.
     pub after: Approval,
-    /// Events to publish when the commit lands.
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for.
+    pub outbox: Outbox,
     /// The passkey an approval used (ADR-0118 decision 4): its ceremony is marked used and the
     /// passkey's counter written in this commit, each by compare-and-set (ceremony unused,
     /// unlapsed by the store's time source, for this approval and its call hash; passkey not
@@ -302,8 +304,9 @@ pub struct ClaimPlan {
     pub end: Option<JobEnd>,
     /// Lines for the owner, appended to their conversations: `(conversation id, line)`.
     pub lines: Vec<(String, ChatLine)>,
-    /// Events to publish when the commit lands.
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for.
+    pub outbox: Outbox,
 }
 
 impl ClaimPlan {
@@ -315,7 +318,7 @@ impl ClaimPlan {
             resume_error: ResumeErrorChange::Leave,
             end: None,
             lines: Vec::new(),
-            events: Vec::new(),
+            outbox: Outbox::default(),
         }
     }
 }
@@ -352,8 +355,9 @@ pub struct OutcomeRecord {
     pub result: Value,
     /// One execution entry per item (or one for the whole call).
     pub audit: Vec<NewAuditEntry>,
-    /// Events to publish when the commit lands.
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for.
+    pub outbox: Outbox,
 }
 
 /// What a claimed call's side effect came to (the ledger's state after `executing`).
@@ -388,8 +392,9 @@ pub struct JobFinish {
     pub end: JobEnd,
     /// What happens to the row's `resume_error` (written only when it changes).
     pub resume_error: ResumeErrorChange,
-    /// Events to publish when the commit lands (besides the turn's own).
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for (besides the turn's own).
+    pub outbox: Outbox,
 }
 
 /// Which rows a listing returns.

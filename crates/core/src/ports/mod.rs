@@ -9,6 +9,7 @@
 //! - [`gateway`]: the MCP gateway's request (write a row, or attach to the same call's);
 //! - [`telegram`]: which Telegram message shows which approval;
 //! - [`undo`]: the undo from the card (claim, outcome);
+//! - [`outbox`]: what a unit announces when it lands (its events and the pushes they ask for);
 //! - [`push`]: Web Push's key, subscriptions and outbox;
 //! - [`passkeys`]: the owner's passkeys and the server's ceremonies;
 //! - [`clock`]: the time source.
@@ -28,6 +29,7 @@ pub mod devices;
 pub mod gateway;
 pub mod lifecycle;
 pub mod listing;
+pub mod outbox;
 pub mod passkeys;
 pub mod push;
 pub mod telegram;
@@ -41,6 +43,7 @@ pub use listing::{
     card_search_text, parse_listing_time, ApprovalPage, ApprovalQuery, ListingError, PageCursor,
     PageLimit, SearchText, StatusFilter,
 };
+pub use outbox::{Outbox, OutboxPush};
 pub use passkeys::{PasskeyChange, PasskeyStore};
 pub use push::{PushEnd, PushJob, PushStore};
 pub use telegram::{TelegramCard, TelegramCardStore, TelegramView};

@@ -1,9 +1,10 @@
 //! Web Push's storage (DESIGN §9 "the owner's phone"): the server's VAPID key, each device's
 //! subscriptions, and the outbox that makes delivery durable and shared by several servers.
 //!
-//! The outbox is written by the commit that carries the event: the store turns each event
-//! [`PushMessage::for_event`](crate::push::PushMessage::for_event) pushes for into one job per
-//! live subscription, in the same transaction as the approval's change, so a card that waits
+//! The outbox is written by the commit that carries the event: the service plans the unit's
+//! [`Outbox`](super::Outbox) (each event [`PushMessage::for_event`](crate::push::PushMessage::for_event)
+//! pushes for becomes one push there), and the store writes each push as one job per recipient
+//! subscription, in the same transaction as the approval's change, so a card that waits
 //! is never without its push and a push never announces a change that rolled back. When the
 //! card closes, its waiting pushes not sent yet are dropped, and its closing push is written
 //! once (however many `approval.responded` follow) for each subscription its waiting push

@@ -17,8 +17,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{NewAuditEntry, StoreError};
-use crate::wire::{Event, UndoState};
+use super::{NewAuditEntry, Outbox, StoreError};
+use crate::wire::UndoState;
 
 /// An undo about to run, written before its tool runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +42,9 @@ pub struct UndoClaim {
     pub lease_secs: u32,
     /// The request's audit entry (kind `undo`, no item).
     pub audit: NewAuditEntry,
-    /// Events to publish when the commit lands.
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for.
+    pub outbox: Outbox,
 }
 
 /// An undo's outcome, written after its tool ran (or could not be known to have run).
@@ -59,8 +60,9 @@ pub struct UndoOutcome {
     pub at: DateTime<Utc>,
     /// One entry per item undone (or one for the whole call).
     pub audit: Vec<NewAuditEntry>,
-    /// Events to publish when the commit lands.
-    pub events: Vec<Event>,
+    /// What the commit announces when (and only when) it lands: its events and the pushes they
+    /// ask for.
+    pub outbox: Outbox,
 }
 
 /// Storage of undos from the card. Implemented by `crates/store` for SQLite and PostgreSQL.
@@ -83,7 +85,7 @@ pub trait UndoStore: Send + Sync {
     async fn record_undo(&self, outcome: &UndoOutcome) -> Result<bool, StoreError>;
 
     /// Notes on approval `approval_id` that an undo from the chat acted on some of its items
-    /// (`audit`: one [`crate::wire::AuditKind::Undo`] entry per item), with `events`, in one
+    /// (`audit`: one [`crate::wire::AuditKind::Undo`] entry per item), with `outbox`, in one
     /// commit, while the card has no undo of its own: its undo stays for the other items, and
     /// `undo_left` (the button's words for them, e.g. "Restore 3 emails") becomes the row's
     /// `undo_left`. `Ok(false)` when it has one (nothing written).
@@ -95,7 +97,7 @@ pub trait UndoStore: Send + Sync {
         approval_id: &str,
         audit: &[NewAuditEntry],
         undo_left: Option<&str>,
-        events: &[Event],
+        outbox: &Outbox,
     ) -> Result<bool, StoreError>;
 
     /// The approval ids of `running` undos whose lease passed by the store's time source

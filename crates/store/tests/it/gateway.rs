@@ -36,8 +36,8 @@ async fn open_with_agents(engine: Engine) -> TestDb {
 /// The unit with at most `max_waiting` pending cards per agent.
 async fn request_capped(store: &Store, row: &NewApproval, max_waiting: u32) -> GatewayWrite {
     let since = row.created_at - Duration::hours(24);
-    let events = [Event::ApprovalRequested(row.pending_view())];
-    GatewayStore::request(store, row, since, max_waiting, &events)
+    let outbox = iris_core::ports::Outbox::of([Event::ApprovalRequested(row.pending_view())]);
+    GatewayStore::request(store, row, since, max_waiting, &outbox)
         .await
         .expect("gateway request")
 }

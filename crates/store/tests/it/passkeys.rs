@@ -214,7 +214,7 @@ async fn a_decision_uses_its_cards_ceremony_once(engine: Engine) {
                 },
                 response,
                 after,
-                events: Vec::new(),
+                outbox: iris_core::ports::Outbox::default(),
                 passkey: Some(proof(ceremony, "AAA")),
             })
         }

@@ -168,7 +168,7 @@ async fn an_unknown_execution_is_never_run_again_and_the_owner_is_told() {
                     outcome: iris_core::ports::Outcome::Executed,
                     result: json!({"done": "delete_file"}),
                     audit: vec![],
-                    events: vec![],
+                    outbox: iris_core::ports::Outbox::default(),
                 }
             )
             .await,

@@ -143,7 +143,7 @@ pub async fn seed_card(
             transcript: vec![],
             transcript_version: 0,
             lines: vec![],
-            events: vec![],
+            outbox: iris_core::ports::Outbox::default(),
             actions: Vec::new(),
             halt: Some(HaltRecord {
                 approval,

@@ -207,7 +207,7 @@ pub async fn insert(store: &Store, row: &NewApproval) -> Result<(), StoreError> 
                 approval: row.clone(),
                 checkpoint: checkpoint(&row.id),
             }),
-            events: Vec::new(),
+            outbox: iris_core::ports::Outbox::default(),
         })
         .await
 }
@@ -235,7 +235,7 @@ pub async fn decide(store: &Store, id: &str, response: &Response) -> Result<bool
                 at: response.at,
             },
             after,
-            events: Vec::new(),
+            outbox: iris_core::ports::Outbox::default(),
             passkey: None,
         })
     };

@@ -62,7 +62,7 @@ async fn a_resumed_turn_and_its_lines_land_with_the_job_end(engine: Engine) {
             }],
             halt: None,
             actions: Vec::new(),
-            events: Vec::new(),
+            outbox: iris_core::ports::Outbox::default(),
         }),
         ..done()
     };

@@ -34,7 +34,7 @@ async fn a_halt_writes_row_checkpoint_link_transcript_and_lines_in_one_commit(en
             approval: row.clone(),
             checkpoint: checkpoint("a1"),
         }),
-        events: vec![Event::ApprovalRequested(row.pending_view())],
+        outbox: iris_core::ports::Outbox::of([Event::ApprovalRequested(row.pending_view())]),
     };
     let mut events = store.subscribe();
     store.commit_turn(&turn).await.expect("halt");

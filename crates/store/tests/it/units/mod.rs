@@ -67,7 +67,7 @@ fn outcome() -> OutcomeRecord {
             surface: None,
             at: t0(),
         }],
-        events: Vec::new(),
+        outbox: iris_core::ports::Outbox::default(),
     }
 }
 
@@ -76,7 +76,7 @@ fn done() -> JobFinish {
         turn: None,
         end: JobEnd::Done,
         resume_error: ResumeErrorChange::Leave,
-        events: Vec::new(),
+        outbox: iris_core::ports::Outbox::default(),
     }
 }
 
