@@ -1,6 +1,7 @@
 //! The card's own HTML form (`POST /ui/answer_card`, app/src/card_form.rs), the way a card is
-//! answered before the page's wasm has arrived, through the real `iris` binary and a paired
-//! browser's session cookie:
+//! answered before the page's wasm has arrived, over real HTTP to the server in process
+//! (`support::TestApp` on a listener, its background work running) and a paired browser's
+//! session cookie:
 //!
 //! - posted from this site it answers through the approvals service like the live page
 //!   (surface `web`, the pinned call runs once) and sends the browser (303) to the card's page;
@@ -14,14 +15,15 @@
 //! - the card's undo form (`POST /ui/undo_card`) runs the undo once, refuses a second post and
 //!   a post from another site;
 //! - in the demo, a form posted from the demo's page without a session (a page drawn before
-//!   the server restarted) answers as the demo's owner.
+//!   the server restarted) answers as the demo's owner (the real `iris serve --demo`).
 
 use crate::support;
 
 use chrono::Utc;
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{no_redirects, Iris, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use support::{no_redirects, Client, ModelServer, TestApp, World, CATEGORY_TRASH_SCRIPT};
 
 async fn world(model: &ModelServer) -> World {
     let world = World::new(&model.base_url);
@@ -30,9 +32,8 @@ async fn world(model: &ModelServer) -> World {
 }
 
 /// A new card from the owner's chat (the demo model halts on the promo clean-up).
-async fn new_card(server: &Iris, owner: &str) -> String {
+async fn new_card(server: &Client, owner: &str) -> String {
     let (_, halted) = server
-        .client()
         .post(
             "/api/chat",
             Some(owner),
@@ -43,16 +44,15 @@ async fn new_card(server: &Iris, owner: &str) -> String {
 }
 
 /// The row as the API shows it.
-async fn row(server: &Iris, owner: &str, id: &str) -> Value {
+async fn row(server: &Client, owner: &str, id: &str) -> Value {
     server
-        .client()
         .get(&format!("/governance/approvals/{id}"), owner)
         .await
 }
 
 /// Posts the card's answer form as a browser does (see [`post_to`]).
 async fn post_form(
-    server: &Iris,
+    server: &Client,
     form: &[(&str, &str)],
     cookie: Option<&str>,
     site: &str,
@@ -63,7 +63,7 @@ async fn post_form(
 /// Posts a form to `path` as a browser does: url-encoded, `Accept: text/html`, from a page of
 /// `site` (its `Origin`, `Referer` and `Sec-Fetch-Site`), with `cookie` when given.
 async fn post_to(
-    server: &Iris,
+    server: &Client,
     path: &str,
     form: &[(&str, &str)],
     cookie: Option<&str>,
@@ -99,7 +99,7 @@ fn refusal_cookie(response: &reqwest::Response) -> Option<String> {
 }
 
 /// GETs a page of the server as a browser of this site with `cookie`.
-async fn page(server: &Iris, path: &str, cookie: &str) -> reqwest::Response {
+async fn page(server: &Client, path: &str, cookie: &str) -> reqwest::Response {
     no_redirects()
         .get(format!("{}{path}", server.url))
         .header("cookie", cookie)
@@ -109,28 +109,32 @@ async fn page(server: &Iris, path: &str, cookie: &str) -> reqwest::Response {
         .unwrap()
 }
 
-/// A running server with a card waiting, asked by the owner's token, and a browser paired as
-/// `name` with `scope`. Bind `_model` and `world` too: they keep the model server and the
-/// server's folder alive.
+/// A server in process with a card waiting, asked by the owner's token, a client of it on its
+/// listener, and a browser paired as `name` with `scope`. Bind `_model` and `app` too: they keep
+/// the model server and the server's folder alive.
 struct Scene {
     _model: ModelServer,
-    world: World,
-    server: Iris,
+    app: TestApp,
+    server: Client,
     owner: String,
     browser: String,
     id: String,
 }
 
-async fn scene(scope: &str, name: &str) -> Scene {
+async fn scene(scope: Scope, name: &str) -> Scene {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = world(&model).await;
-    let server = world.start();
-    let owner = world.add_device("owner", "control");
-    let browser = server.pair_browser(&world, scope, name).await;
+    let app = TestApp::with_model(&model)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    let server = app.client().await;
+    let owner = app.add_device("owner", Scope::Control).await;
+    let browser = app.pair_browser(&server.url, scope, name).await;
     let id = new_card(&server, &owner).await;
     Scene {
         _model: model,
-        world,
+        app,
         server,
         owner,
         browser,
@@ -156,8 +160,8 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
         browser,
         id,
         _model,
-        world: _world,
-    } = scene("control", "phone").await;
+        app: _app,
+    } = scene(Scope::Control, "phone").await;
 
     // From another site, or without the session: refused, nothing changes.
     let forged = post_form(
@@ -253,10 +257,7 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
 
     // Its undo form, once it ran: from another site refused; from this site the undo runs
     // once; a second post is refused with the reason.
-    server
-        .client()
-        .wait_execution(&id, &owner, "executed")
-        .await;
+    server.wait_execution(&id, &owner, "executed").await;
     let undo = [("id", id.as_str())];
     let forged = post_to(
         &server,
@@ -288,8 +289,8 @@ async fn a_read_device_cannot_answer_through_the_form() {
         browser: tablet,
         id,
         _model,
-        world: _world,
-    } = scene("read", "tablet").await;
+        app: _app,
+    } = scene(Scope::Read, "tablet").await;
 
     let refused = post_form(
         &server,
@@ -313,8 +314,8 @@ async fn a_form_that_cannot_be_read_is_a_400_and_changes_nothing() {
         browser,
         id,
         _model,
-        world: _world,
-    } = scene("control", "phone").await;
+        app: _app,
+    } = scene(Scope::Control, "phone").await;
     let long_id = "x".repeat(100_000);
 
     let forms: [(&str, Vec<(&str, &str)>); 5] = [
@@ -351,12 +352,15 @@ async fn a_form_that_cannot_be_read_is_a_400_and_changes_nothing() {
     assert_eq!(row(&server, &owner, &id).await["status"], "pending");
 }
 
+// Needs a process: `--demo` (in process `iris::build` would take the demo's database from the
+// process's environment, `./data/demo.db` without IRIS_DATABASE_URL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_the_demo_a_form_posted_without_a_session_answers_as_the_demos_owner() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = world(&model).await;
     let owner = world.add_device("owner", "control");
-    let server = world.start_with(&["serve", "--demo"]);
+    let iris = world.start_with(&["serve", "--demo"]);
+    let server = iris.client();
     let id = new_card(&server, &owner).await;
 
     // From another site: refused, and not signed in.

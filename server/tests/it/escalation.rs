@@ -1,6 +1,6 @@
-//! `IRIS_ESCALATION` end to end (DESIGN §2 "escalation"): the real `iris` binary with
-//! the rule judge around `/api/chat`, the scripted model on loopback, and the curator table read
-//! back from the server's SQLite database. In `enforce` mode an answer that "doesn't know how"
+//! `IRIS_ESCALATION` end to end (DESIGN §2 "escalation"): the server in process
+//! (`support::TestApp`) with the rule judge around `/api/chat`, the scripted model on loopback,
+//! and the curator table read back from the server's SQLite database. In `enforce` mode an answer that "doesn't know how"
 //! and ran nothing is re-run once (and the re-run answers), a turn that ran a write is never
 //! re-run, a turn waiting on an approval is never re-run, and the hop limit holds; in `shadow`
 //! mode every verdict is recorded and nothing is re-run.
@@ -8,9 +8,8 @@
 use crate::support;
 
 use iris_core::escalation::{CuratorStore, EscalationMode, NotActed, Verdict};
-use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{ModelServer, World};
+use support::{ModelServer, TestApp};
 
 const SCRIPT: &str = r#"
 rules:
@@ -35,51 +34,40 @@ fallback: "I don't know how to do that."
 "#;
 
 struct Rig {
-    world: World,
-    server: support::Iris,
-    token: String,
+    server: TestApp,
     model: ModelServer,
 }
 
-async fn rig(mode: &str) -> Rig {
+async fn rig(mode: EscalationMode) -> Rig {
     let model = ModelServer::start(SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world.env.push(("IRIS_ESCALATION".into(), mode.into()));
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let token = world.add_device("phone", "control");
-    let server = world.start();
-    Rig {
-        world,
-        server,
-        token,
-        model,
-    }
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .escalation(mode)
+        .start()
+        .await;
+    Rig { server, model }
 }
 
 impl Rig {
+    /// `POST /api/chat`, which must answer 200: its body.
     async fn chat(&self, message: &str) -> Value {
-        let resp = reqwest::Client::new()
-            .post(format!("{}/api/chat", self.server.url))
-            .bearer_auth(&self.token)
-            .json(&json!({ "message": message }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), StatusCode::OK);
-        resp.json().await.unwrap()
+        self.server.chat(message).await
     }
 
+    /// The curator table's rows of `conversation` (all rows when it is null).
     async fn records(&self, conversation: &Value) -> Vec<iris_core::escalation::CuratorRecord> {
-        let store = iris_store::Store::connect(&self.world.database_url)
+        self.server
+            .state
+            .store
+            .records(conversation.as_str())
             .await
-            .unwrap();
-        store.records(conversation.as_str()).await.unwrap()
+            .unwrap()
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enforce_reruns_only_what_the_rules_allow() {
-    let r = rig("enforce").await;
+    let r = rig(EscalationMode::Enforce).await;
 
     // Ran nothing and "doesn't know how": re-run once in the same conversation; the re-run
     // answers and is judged ok.
@@ -141,7 +129,7 @@ async fn enforce_reruns_only_what_the_rules_allow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_records_and_never_reruns() {
-    let r = rig("shadow").await;
+    let r = rig(EscalationMode::Shadow).await;
     let body = r.chat("list my promos").await;
     assert_eq!(body["reply"], "I don't know how to do that.");
     assert_eq!(
@@ -160,7 +148,7 @@ async fn shadow_records_and_never_reruns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn off_records_nothing() {
-    let r = rig("off").await;
+    let r = rig(EscalationMode::Off).await;
     let body = r.chat("list my promos").await;
     assert_eq!(body["reply"], "I don't know how to do that.");
     assert!(r.records(&Value::Null).await.is_empty());

@@ -1,16 +1,19 @@
-//! The main job end to end over real HTTP: the real `iris` binary on port 0 with a temp
-//! SQLite database and a real Maildir, the chat driven through a scripted OpenAI-compatible
+//! The main job end to end over real HTTP, in process: `iris::build` + `iris::app` on a listener
+//! (`support::TestApp`) with its resume workers and sweeps, a temp SQLite database (or a fresh
+//! PostgreSQL one) and a real Maildir, the chat driven through a scripted OpenAI-compatible
 //! server on loopback. A trash request halts, nothing moves, a read device gets 403, reject moves
-//! nothing, the pending approval survives a restart, approve moves exactly the pinned files to
-//! `.Trash` once, the audit has one entry per item, and a second answer is 409; the card's undo
-//! then restores exactly those files once (403 read, 404 unknown, 409 a rejected card or a second
-//! tap).
+//! nothing, the pending approval survives a restart (the same database served again), approve
+//! moves exactly the pinned files to `.Trash` once, the audit has one entry per item, and a
+//! second answer is 409; the card's undo then restores exactly those files once (403 read, 404
+//! unknown, 409 a rejected card or a second tap). Two servers on one database are two `iris`
+//! processes.
 
 use crate::support;
 
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{copy_messages, eventually, snapshot, Client, ModelServer, World};
+use support::{copy_messages, eventually, snapshot, Client, ModelServer, TestApp, World};
 
 fn script(search_args: Value) -> String {
     format!(
@@ -30,12 +33,42 @@ fallback: "?"
     )
 }
 
-async fn trash_flow(world: World, model: ModelServer, request: &str) {
-    let control = world.add_device("phone", "control");
-    let read = world.add_device("wall", "read");
-    let server = world.start();
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+/// A server in process on `dir` (its `Maildir/` written already), on `database_url` when given,
+/// with its background work running.
+async fn serve(model: &ModelServer, dir: tempfile::TempDir, database_url: Option<&str>) -> TestApp {
+    let build = TestApp::with_model(model)
+        .in_dir(dir)
+        .mailbox()
+        .background();
+    match database_url {
+        Some(url) => build.database_url(url),
+        None => build,
+    }
+    .start()
+    .await
+}
+
+/// A temp folder whose `Maildir/` holds the demo mailbox: how many messages were written.
+fn demo_folder() -> (tempfile::TempDir, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let written =
+        iris_email::demo::write_demo_maildir(&dir.path().join("Maildir"), chrono::Utc::now())
+            .unwrap();
+    (dir, written)
+}
+
+async fn trash_flow(
+    model: ModelServer,
+    dir: tempfile::TempDir,
+    database_url: Option<&str>,
+    request: &str,
+) {
+    let server = serve(&model, dir, database_url).await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let read = server.add_device("wall", Scope::Read).await;
+    let client = server.client().await;
+    let maildir = server.maildir();
+    let original = snapshot(&maildir);
 
     // 401 without credentials, 403 for a read device on a state-changing route.
     let (s, _) = client
@@ -60,11 +93,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         .as_str()
         .unwrap()
         .contains(&format!("/activity/{rejected_id}")));
-    assert_eq!(
-        snapshot(&world.maildir),
-        original,
-        "a halted call moved mail"
-    );
+    assert_eq!(snapshot(&maildir), original, "a halted call moved mail");
 
     let (s, body) = client
         .post(
@@ -86,11 +115,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     })
     .await;
     assert!(reply.contains("Nothing was changed"), "{reply}");
-    assert_eq!(
-        snapshot(&world.maildir),
-        original,
-        "a rejected call moved mail"
-    );
+    assert_eq!(snapshot(&maildir), original, "a rejected call moved mail");
     let row = client
         .get(&format!("/governance/approvals/{rejected_id}"), &control)
         .await;
@@ -104,9 +129,8 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     assert_eq!(halted["status"], "awaiting_approval", "{halted}");
     let id = halted["approval_id"].as_str().unwrap().to_string();
     let conversation = halted["conversation_id"].as_str().unwrap().to_string();
-    drop(server);
-    let server = world.start();
-    let client = server.client();
+    let server = serve(&model, server.stop().await, database_url).await;
+    let client = server.client().await;
     let row = client
         .get(&format!("/governance/approvals/{id}"), &control)
         .await;
@@ -183,7 +207,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert_eq!(snapshot(&world.maildir), original);
+    assert_eq!(snapshot(&maildir), original);
 
     // --- Approve, with a forged tool and args in the body: they are ignored.
     let (s, body) = client
@@ -200,7 +224,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     assert_eq!(row["result"]["trashed"], n);
 
     // Exactly the pinned files moved to .Trash, byte for byte; nothing was deleted.
-    let after = snapshot(&world.maildir);
+    let after = snapshot(&maildir);
     assert_eq!(after.len(), original.len(), "a file was lost");
     let gone: Vec<&String> = original
         .keys()
@@ -267,7 +291,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     })
     .await;
     assert_eq!(reply, format!("Done: moved {n} emails to Trash."));
-    assert_eq!(snapshot(&world.maildir), after, "something ran twice");
+    assert_eq!(snapshot(&maildir), after, "something ran twice");
 
     // --- Undo from the card: the card's undo tool for exactly the items that executed, once.
     let undo_path = format!("/governance/approvals/{id}/undo");
@@ -292,7 +316,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         .await;
     assert_eq!(s, StatusCode::CONFLICT, "{body}");
     assert!(body["approval"]["undo"].is_null(), "{body}");
-    assert_eq!(snapshot(&world.maildir), after, "a refused undo moved mail");
+    assert_eq!(snapshot(&maildir), after, "a refused undo moved mail");
     let row = client
         .get(&format!("/governance/approvals/{id}"), &control)
         .await;
@@ -303,7 +327,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         .post(&undo_path, Some(&control), json!({"items": [pinned[0]]}))
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(snapshot(&world.maildir), after, "a refused undo moved mail");
+    assert_eq!(snapshot(&maildir), after, "a refused undo moved mail");
     let (s, body) = client.post(&undo_path, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     let undo = &body["approval"]["undo"];
@@ -319,7 +343,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
     );
     // Every file is back where it was, byte for byte.
     assert_eq!(
-        snapshot(&world.maildir),
+        snapshot(&maildir),
         original,
         "the undo did not restore the mail"
     );
@@ -333,7 +357,7 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
             .contains("already undone by phone via api"),
         "{body}"
     );
-    assert_eq!(snapshot(&world.maildir), original);
+    assert_eq!(snapshot(&maildir), original);
     let audit = client
         .get(&format!("/api/audit?approval_id={id}"), &control)
         .await;
@@ -359,17 +383,15 @@ async fn trash_flow(world: World, model: ModelServer, request: &str) {
         .unwrap()
         .iter()
         .any(|m| m["role"] == "tool")));
-    drop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trash_flow_on_the_demo_mailbox() {
     let model =
         ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
-    let world = World::new(&model.base_url);
-    let written = iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let (dir, written) = demo_folder();
     assert!(written > 0);
-    trash_flow(world, model, "trash the promo emails from this week").await;
+    trash_flow(model, dir, None, "trash the promo emails from this week").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,13 +401,17 @@ async fn corpus_trash_flow_on_real_mail() {
         return;
     };
     let model = ModelServer::start(&script(json!({"query": "notmuch", "limit": 3}))).await;
-    let world = World::new(&model.base_url);
+    let dir = tempfile::tempdir().unwrap();
+    let maildir = dir.path().join("Maildir");
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(maildir.join(sub)).unwrap();
+    }
     let copied = copy_messages(
         &std::path::Path::new(&corpora).join("notmuch-default/cur"),
-        &world.maildir,
+        &maildir,
     );
     assert_eq!(copied, 53);
-    trash_flow(world, model, "trash the three newest notmuch emails").await;
+    trash_flow(model, dir, None, "trash the three newest notmuch emails").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,15 +419,20 @@ async fn trash_flow_on_postgres() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     let model =
         ModelServer::start(&script(json!({"category": "promotions", "since_days": 7}))).await;
-    let mut world = World::new(&model.base_url);
-    world.database_url = url;
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    trash_flow(world, model, "trash the promo emails from this week").await;
+    let (dir, _) = demo_folder();
+    trash_flow(
+        model,
+        dir,
+        Some(&url),
+        "trash the promo emails from this week",
+    )
+    .await;
 }
 
 /// DESIGN §8 "one pinned call executes at most once, whatever … two surfaces answering at
 /// once": two servers on one PostgreSQL database share the queue; concurrent approves through
 /// both give one decision and one execution.
+// Needs a process: several servers on one database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_on_one_postgres_database_execute_once() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
@@ -496,12 +527,11 @@ async fn two_servers_on_one_postgres_database_execute_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn category_cleanup_and_undo_on_the_demo_mailbox() {
     let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let control = server.token.clone();
+    let client = server.client().await;
+    let maildir = server.maildir();
+    let original = snapshot(&maildir);
     let in_trash = |s: &std::collections::BTreeMap<String, Vec<u8>>| {
         s.keys()
             .filter(|k| k.starts_with(".Trash/cur/") || k.starts_with(".Trash/new/"))
@@ -527,7 +557,7 @@ async fn category_cleanup_and_undo_on_the_demo_mailbox() {
         "{reply}"
     );
     assert!(reply.contains("undo that"), "{reply}");
-    let after = snapshot(&world.maildir);
+    let after = snapshot(&maildir);
     assert_eq!(in_trash(&after), 5);
     let mut trashed_subjects: Vec<String> = Vec::new();
     for (name, bytes) in after.iter().filter(|(k, _)| k.starts_with(".Trash/cur/")) {
@@ -565,12 +595,11 @@ async fn category_cleanup_and_undo_on_the_demo_mailbox() {
         undo["reply"],
         "Restored 5 emails from Trash to where they were."
     );
-    let restored = snapshot(&world.maildir);
+    let restored = snapshot(&maildir);
     assert_eq!(in_trash(&restored), 0);
     for (k, v) in &original {
         assert_eq!(restored.get(k), Some(v), "{k} is back where it was");
     }
-    drop(server);
 }
 
 /// Mail that arrives after start-up is synced by the periodic mail sync
@@ -589,12 +618,14 @@ fallback: "?"
 "#,
     )
     .await;
-    let mut world = World::new(&model.base_url);
-    world.env.push(("IRIS_MAIL_SYNC_SECS".into(), "1".into()));
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .mail_sync_secs(1)
+        .background()
+        .start()
+        .await;
+    let control = server.token.clone();
+    let client = server.client().await;
     let ask = || async {
         let (status, turn) = client
             .post(
@@ -608,7 +639,7 @@ fallback: "?"
     };
     assert_eq!(ask().await, "found 0");
     std::fs::write(
-        world.maildir.join("new/1795000000.M1P1.late"),
+        server.maildir().join("new/1795000000.M1P1.late"),
         "From: Late Comer <late@example.net>\r\nTo: owner@example.org\r\nSubject: The latecomer\r\nDate: Mon, 30 Nov 2026 09:00:00 +0000\r\nMessage-ID: <late@example.net>\r\n\r\nHello.\r\n",
     )
     .unwrap();
@@ -616,7 +647,6 @@ fallback: "?"
         (ask().await == "found 1").then_some(())
     })
     .await;
-    drop(server);
 }
 
 /// A tool called with arguments that do not match its schema gets a clear
@@ -650,12 +680,11 @@ fallback: "?"
 "#,
     )
     .await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
-    let before = snapshot(&world.maildir);
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let control = server.token.clone();
+    let client = server.client().await;
+    let maildir = server.maildir();
+    let before = snapshot(&maildir);
     for (word, tool) in [
         ("one", "trash_email"),
         ("two", "trash_category"),
@@ -673,8 +702,7 @@ fallback: "?"
         );
         assert!(turn["approval_id"].is_null(), "{turn}");
     }
-    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
+    assert_eq!(snapshot(&maildir), before, "nothing moved");
     let approvals = client.get("/governance/approvals", &control).await;
     assert_eq!(approvals["approvals"], json!([]));
-    drop(server);
 }

@@ -1,5 +1,6 @@
 //! The OpenAPI document and the route walk (DESIGN §2 "device, scope", §7 HTTP), over
-//! real HTTP against the real `iris` binary.
+//! real HTTP against the server in process (`support::TestApp` on a listener, its background
+//! work running).
 //!
 //! `GET /api/openapi.json` must list exactly the operations of the router's route table
 //! (`server/src/api_routes.rs`, included below: the router is built from it, so a route added to
@@ -18,9 +19,10 @@ mod api_routes;
 
 use std::collections::BTreeSet;
 
+use iris_core::ports::Scope;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use support::{snapshot, Client, ModelServer, World};
+use support::{snapshot, Client, ModelServer, TestApp, World};
 
 /// The operations answered without credentials, on purpose: liveness, and the document itself
 /// (static, none of the owner's data; see `server/src/openapi.rs`).
@@ -61,11 +63,12 @@ fn concrete(path: &str, id: &str) -> String {
     path.replace("{id}", id)
 }
 
-/// A demo mailbox, a control and a read device, a running server and one pending approval.
+/// A demo mailbox, a control and a read device, a server in process with a client of it on its
+/// listener, and one pending approval.
 struct Fixture {
-    world: World,
+    app: TestApp,
     model: ModelServer,
-    server: support::Iris,
+    client: Client,
     control: String,
     read: String,
     pending: String,
@@ -73,28 +76,32 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let model = ModelServer::start(&support::scripts::promo_trash()).await;
-    let mut world = World::new(&model.base_url);
-    // Web Push on, so its key route answers 200 like every other read.
-    world.env.push((
-        "IRIS_VAPID_SUBJECT".into(),
-        "mailto:owner@example.org".into(),
-    ));
-    let written = iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let written =
+        iris_email::demo::write_demo_maildir(&dir.path().join("Maildir"), chrono::Utc::now())
+            .unwrap();
     assert!(written > 0);
-    let control = world.add_device("phone", "control");
-    let read = world.add_device("wall", "read");
-    let server = world.start();
-    let (s, halted) = server
-        .client()
+    let app = TestApp::with_model(&model)
+        .in_dir(dir)
+        .mailbox()
+        // Web Push on, so its key route answers 200 like every other read.
+        .vapid_subject("mailto:owner@example.org")
+        .background()
+        .start()
+        .await;
+    let control = app.add_device("phone", Scope::Control).await;
+    let read = app.add_device("wall", Scope::Read).await;
+    let client = app.client().await;
+    let (s, halted) = client
         .post("/api/chat", Some(&control), json!({"message": REQUEST}))
         .await;
     assert_eq!(s, StatusCode::OK, "{halted}");
     assert_eq!(halted["status"], "awaiting_approval", "{halted}");
     let pending = halted["approval_id"].as_str().unwrap().to_string();
     Fixture {
-        world,
+        app,
         model,
-        server,
+        client,
         control,
         read,
         pending,
@@ -115,7 +122,7 @@ async fn state_of(
     (
         client.get("/governance/approvals", &f.control).await,
         client.get("/api/audit", &f.control).await,
-        snapshot(&f.world.maildir),
+        snapshot(&f.app.maildir()),
         f.model.requests.lock().unwrap().len(),
     )
 }
@@ -138,8 +145,8 @@ async fn served_document(client: &Client) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_route_is_gated() {
     let f = fixture().await;
-    let client = f.server.client();
-    let doc = served_document(&client).await;
+    let client = &f.client;
+    let doc = served_document(client).await;
 
     // The document is OpenAPI 3 and lists exactly the router's operations.
     assert!(
@@ -203,11 +210,11 @@ async fn every_documented_route_is_gated() {
         "the Approval schema is described"
     );
 
-    let before = state_of(&f, &client).await;
+    let before = state_of(&f, client).await;
 
     // Without credentials (and with a token nobody issued): 401, except the public ones.
     for (method, path) in &documented {
-        let url = format!("{}{}", f.server.url, concrete(path, &f.pending));
+        let url = format!("{}{}", f.client.url, concrete(path, &f.pending));
         let method_of = Method::from_bytes(method.as_bytes()).unwrap();
         let resp = client
             .http
@@ -247,7 +254,7 @@ async fn every_documented_route_is_gated() {
     // serves no operation there that the document leaves out.
     let paths: BTreeSet<&String> = documented.iter().map(|(_, p)| p).collect();
     for path in paths {
-        let url = format!("{}{}", f.server.url, concrete(path, &f.pending));
+        let url = format!("{}{}", f.client.url, concrete(path, &f.pending));
         for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
             if documented.contains(&(method.to_string(), path.clone())) {
                 continue;
@@ -271,11 +278,11 @@ async fn every_documented_route_is_gated() {
     // A read device, by token and as a paired browser (its session cookie, from this site):
     // 403 on every state-changing method, and it may look at everything else.
     let read_browser = f
-        .server
-        .pair_browser(&f.world, "read", "wall browser")
+        .app
+        .pair_browser(&f.client.url, Scope::Read, "wall browser")
         .await;
     for (method, path) in &documented {
-        let url = format!("{}{}", f.server.url, concrete(path, &f.pending));
+        let url = format!("{}{}", f.client.url, concrete(path, &f.pending));
         for by_session in [false, true] {
             let mut request = client
                 .http
@@ -284,7 +291,7 @@ async fn every_documented_route_is_gated() {
             request = if by_session {
                 request
                     .header("cookie", &read_browser)
-                    .header("origin", &f.server.url)
+                    .header("origin", &f.client.url)
             } else {
                 request.bearer_auth(&f.read)
             };
@@ -316,7 +323,7 @@ async fn every_documented_route_is_gated() {
     }
 
     // Nothing changed: the row is still pending, no audit entry, no mail moved, no model call.
-    let after = state_of(&f, &client).await;
+    let after = state_of(&f, client).await;
     assert_eq!(after, before, "a refused request changed something");
     let row = client
         .get(&format!("/governance/approvals/{}", f.pending), &f.control)
@@ -337,7 +344,7 @@ async fn every_documented_route_is_gated() {
             .http
             .request(
                 wrong.clone(),
-                format!("{}{}", f.server.url, concrete(&path, &f.pending)),
+                format!("{}{}", f.client.url, concrete(&path, &f.pending)),
             )
             .bearer_auth(&f.control)
             .send()
@@ -360,7 +367,7 @@ async fn every_documented_route_is_gated() {
         );
     }
     assert_eq!(
-        state_of(&f, &client).await,
+        state_of(&f, client).await,
         after,
         "a wrong method changed something"
     );
@@ -389,11 +396,14 @@ async fn every_documented_route_is_gated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cross_site_cookie_posts_are_refused() {
     let f = fixture().await;
-    let client = f.server.client();
-    let doc = served_document(&client).await;
+    let client = &f.client;
+    let doc = served_document(client).await;
     // A browser paired as a control device (its session cookie).
-    let cookie = f.server.pair_browser(&f.world, "control", "browser").await;
-    let before = state_of(&f, &client).await;
+    let cookie = f
+        .app
+        .pair_browser(&f.client.url, Scope::Control, "browser")
+        .await;
+    let before = state_of(&f, client).await;
 
     // A control device's own cookie, sent by a page of another site: every state-changing
     // operation refuses with 403; so does a cookie request carrying no Origin or Referer.
@@ -403,7 +413,7 @@ async fn cross_site_cookie_posts_are_refused() {
         .collect();
     assert!(!changing.is_empty());
     for (method, path) in &changing {
-        let url = format!("{}{}", f.server.url, concrete(path, &f.pending));
+        let url = format!("{}{}", f.client.url, concrete(path, &f.pending));
         for origin in [Some("http://evil.example"), None] {
             let mut request = client
                 .http
@@ -426,7 +436,7 @@ async fn cross_site_cookie_posts_are_refused() {
             );
         }
     }
-    let after = state_of(&f, &client).await;
+    let after = state_of(&f, client).await;
     assert_eq!(after, before, "a cross-site request changed something");
 
     // The same cookie from this site's own origin is accepted (so the 403 above was the origin
@@ -435,10 +445,10 @@ async fn cross_site_cookie_posts_are_refused() {
         .http
         .post(format!(
             "{}/governance/approvals/{}/respond",
-            f.server.url, f.pending
+            f.client.url, f.pending
         ))
         .header("cookie", &cookie)
-        .header("origin", &f.server.url)
+        .header("origin", &f.client.url)
         .json(&json!({"decision": "reject"}))
         .send()
         .await
@@ -447,19 +457,19 @@ async fn cross_site_cookie_posts_are_refused() {
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["approval"]["status"], "rejected", "{body}");
     assert_eq!(body["approval"]["surface"], "web", "{body}");
-    assert_eq!(snapshot(&f.world.maildir), before.2, "a reject moved mail");
+    assert_eq!(snapshot(&f.app.maildir()), before.2, "a reject moved mail");
 }
 
 /// DESIGN §2's `agent` scope (the MCP gateway's tokens, `iris devices add --scope agent` only):
 /// every route but the approvals it requested answers 403 naming the scope and changes nothing;
 /// the approvals list and a row are filtered to its own (none here: the pending row is the
-/// owner's assistant's); no page opens for it; a browser is never paired as one.
+/// owner's assistant's); no page opens for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_token_reaches_only_the_approvals_it_requested() {
     let f = fixture().await;
-    let client = f.server.client();
-    let agent = f.world.add_device("claude-desktop", "agent");
-    let before = state_of(&f, &client).await;
+    let client = &f.client;
+    let agent = f.app.add_device("claude-desktop", Scope::Agent).await;
+    let before = state_of(&f, client).await;
     let readable = [
         ("GET", "/governance/approvals"),
         ("GET", "/governance/approvals/{id}"),
@@ -470,7 +480,7 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
         {
             continue;
         }
-        let url = format!("{}{}", f.server.url, concrete(route.path, &f.pending));
+        let url = format!("{}{}", f.client.url, concrete(route.path, &f.pending));
         let resp = client
             .http
             .request(Method::from_bytes(route.method.as_bytes()).unwrap(), &url)
@@ -496,7 +506,7 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
         );
     }
     assert_eq!(
-        state_of(&f, &client).await,
+        state_of(&f, client).await,
         before,
         "an agent changed something"
     );
@@ -511,7 +521,7 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
         .http
         .get(format!(
             "{}/governance/approvals/{}",
-            f.server.url, f.pending
+            f.client.url, f.pending
         ))
         .bearer_auth(&agent)
         .send()
@@ -521,7 +531,7 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
     // No page opens for it.
     let page = client
         .http
-        .get(format!("{}/activity/{}", f.server.url, f.pending))
+        .get(format!("{}/activity/{}", f.client.url, f.pending))
         .bearer_auth(&agent)
         .send()
         .await
@@ -530,15 +540,23 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
         .await
         .unwrap();
     assert!(!page.contains("Trash 5 emails"), "{page}");
-    // A browser is never paired as an agent.
+}
+
+/// The agent scope from the CLI: `iris devices add --scope agent` makes one, and a browser is
+/// never paired as one (`iris pair --scope agent` fails).
+// Needs a process: the CLI.
+#[test]
+fn a_browser_is_never_paired_as_an_agent() {
+    let world = World::new("http://127.0.0.1:9/v1");
+    world.add_device("claude-desktop", "agent");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
         .args(["pair", "--scope", "agent"])
-        .env("IRIS_DATABASE_URL", &f.world.database_url)
-        .env("IRIS_CONFIG", f.world.dir.path().join("iris.toml"))
+        .env("IRIS_DATABASE_URL", &world.database_url)
+        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let listed = String::from_utf8(f.world.run_ok(&["devices", "list"])).unwrap();
+    let listed = String::from_utf8(world.run_ok(&["devices", "list"])).unwrap();
     assert!(listed.contains("claude-desktop\tagent"), "{listed}");
 }
 
@@ -550,8 +568,8 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_document_states_the_limits_and_the_server_keeps_them() {
     let f = fixture().await;
-    let client = f.server.client();
-    let doc = served_document(&client).await;
+    let client = &f.client;
+    let doc = served_document(client).await;
     let schemas = &doc["components"]["schemas"];
     assert_eq!(
         schemas["ChatRequest"]["properties"]["message"]["minLength"],
@@ -580,7 +598,7 @@ async fn the_document_states_the_limits_and_the_server_keeps_them() {
 
     // `passkey.credential` is the browser's credential, an object: anything else is a 400 and
     // the card still waits (it needs no passkey, so the answer was never needed).
-    let before = state_of(&f, &client).await;
+    let before = state_of(&f, client).await;
     let respond = format!("/governance/approvals/{}/respond", f.pending);
     for credential in [json!(5), json!("x"), json!([]), json!(null)] {
         let (s, body) = client
@@ -599,10 +617,10 @@ async fn the_document_states_the_limits_and_the_server_keeps_them() {
             "{body}"
         );
     }
-    assert_eq!(state_of(&f, &client).await, before, "nothing changed");
+    assert_eq!(state_of(&f, client).await, before, "nothing changed");
 
     // The undo's body: none or an empty object, however it is spaced; anything else is a 400.
-    let undo = format!("{}/governance/approvals/{}/undo", f.server.url, f.pending);
+    let undo = format!("{}/governance/approvals/{}/undo", f.client.url, f.pending);
     for (body, status) in [
         ("{ }", StatusCode::CONFLICT),
         ("{\n}", StatusCode::CONFLICT),
@@ -622,5 +640,5 @@ async fn the_document_states_the_limits_and_the_server_keeps_them() {
         // A pending card has nothing to undo yet: 409 once the body is accepted.
         assert_eq!(resp.status(), status, "undo with {body:?}");
     }
-    assert_eq!(state_of(&f, &client).await, before, "nothing changed");
+    assert_eq!(state_of(&f, client).await, before, "nothing changed");
 }

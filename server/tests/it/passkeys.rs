@@ -1,5 +1,7 @@
-//! Passkeys bound to the call (ADR-0118 decision 4) with real `iris serve` processes and a
-//! software passkey (`support::authenticator`, ES256, checked by the server's `webauthn-rs`):
+//! Passkeys bound to the call (ADR-0118 decision 4) with the server in process
+//! (`support::TestApp` on a listener) or real `iris serve` processes where a test needs them (the
+//! CLI, two servers), and a software passkey (`support::authenticator`, ES256, checked by the
+//! server's `webauthn-rs`):
 //!
 //! - with `IRIS_PASSKEY_REQUIRED=destructive` a destructive card is approved only with an
 //!   assertion made for a challenge of that card and its call hash, with user verification; the
@@ -17,10 +19,14 @@
 
 use crate::support;
 
+use crate::smtp_sink;
+
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use smtp_sink::SmtpSink;
 use support::authenticator::SoftAuthenticator;
-use support::{snapshot, Client, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use support::{snapshot, Client, ModelServer, TestApp, World, CATEGORY_TRASH_SCRIPT};
 
 const REQUEST: &str = "trash the promo emails from this week";
 /// The relying party's origin the servers are told (`IRIS_PUBLIC_URL`); the tests reach them
@@ -156,6 +162,7 @@ async fn decisions(client: &Client, token: &str, id: &str) -> Vec<Value> {
         .collect()
 }
 
+// Needs a process: the CLI (`iris approvals`, `iris audit verify`, `iris passkeys`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     let (world, laptop, tablet) = world(None).await;
@@ -401,10 +408,15 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_an_ip_address_passkeys_are_off_and_a_card_that_needs_one_can_only_be_rejected() {
-    let (mut world, laptop, _tablet) = world(None).await;
-    world.env.retain(|(k, _)| k != "IRIS_PUBLIC_URL");
-    let server = world.start();
-    let client = server.client();
+    // No IRIS_PUBLIC_URL: the server's address is its bind address, an IP address.
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .passkey_required("destructive")
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let client = server.client().await;
     let listed = client.get("/api/passkeys", &laptop).await;
     assert_eq!(listed["enabled"], false, "{listed}");
     let why = listed["off_reason"].as_str().unwrap();
@@ -446,6 +458,7 @@ async fn on_an_ip_address_passkeys_are_off_and_a_card_that_needs_one_can_only_be
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
+// Needs a process: several servers on one database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_database_accept_one_answer_once() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
@@ -481,20 +494,22 @@ async fn two_servers_on_one_database_accept_one_answer_once() {
     assert_eq!(decisions(&ca, &laptop, &id).await.len(), 1);
 }
 
-/// `IRIS_PASSKEY_REQUIRED=approvals` covers pinned writes too (a reply that sends mail);
-/// `destructive` does not: the need is pinned into each card when it is written.
+/// `IRIS_PASSKEY_REQUIRED=approvals` covers pinned writes too (a reply that sends mail, to an
+/// SMTP sink); `destructive` does not: the need is pinned into each card when it is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_covers_a_pinned_write_and_destructive_does_not() {
+    let sink = SmtpSink::start();
     for (policy, needed) in [("approvals", true), ("destructive", false)] {
         let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
-        let mut world = World::new(&model.base_url);
-        world.env.push(("IRIS_PUBLIC_URL".into(), ORIGIN.into()));
-        world
-            .env
-            .push(("IRIS_PASSKEY_REQUIRED".into(), policy.into()));
-        let server = world.start_with(&["serve", "--demo"]);
-        let laptop = world.add_device("laptop", "control");
-        let client = server.client();
+        let server = TestApp::with_model(&model)
+            .mailbox()
+            .smtp_url(&sink.url())
+            .public_url(ORIGIN)
+            .passkey_required(policy)
+            .start()
+            .await;
+        let laptop = server.add_device("laptop", Scope::Control).await;
+        let client = server.client().await;
         let (status, halted) = client
             .post(
                 "/api/chat",

@@ -1,5 +1,7 @@
-//! Web Push (DESIGN §9 "the owner's phone") with real `iris serve` processes and a push service
-//! on loopback that checks the VAPID token and decrypts every push (`support::push`):
+//! Web Push (DESIGN §9 "the owner's phone") with the server in process (`support::TestApp` on a
+//! listener, its background work running; the real `iris serve` where a test needs processes)
+//! and a push service on loopback that checks the VAPID token and decrypts every push
+//! (`support::push`):
 //!
 //! - a card that waits pushes its title and link (never its lines) to every subscribed device,
 //!   read ones included, with `TTL` until its expiry, `Urgency: high` and `Topic` = the id's
@@ -13,10 +15,13 @@
 
 use crate::support;
 
+use iris_core::ports::{DeviceStore, PushStore, Scope};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use support::push::PushService;
-use support::{eventually, wait_for_line, Client, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use support::{
+    eventually, wait_for_line, Client, ModelServer, TestApp, World, CATEGORY_TRASH_SCRIPT,
+};
 
 const REQUEST: &str = "trash the promo emails from this week";
 const SUBJECT: &str = "mailto:owner@example.org";
@@ -36,6 +41,38 @@ async fn world(database_url: Option<&str>) -> (World, String, String) {
     let phone = world.add_device("phone", "control");
     let tablet = world.add_device("tablet", "read");
     (world, phone, tablet)
+}
+
+/// A server in process with the demo mailbox, its background work running, push on when `push`,
+/// devices `phone` (control) and `tablet` (read), and a client of it on its listener.
+struct Rig {
+    app: TestApp,
+    client: Client,
+    phone: String,
+    tablet: String,
+    _model: ModelServer,
+}
+
+async fn rig(push: bool) -> Rig {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let build = TestApp::with_model(&model).mailbox().background();
+    let app = if push {
+        build.vapid_subject(SUBJECT)
+    } else {
+        build
+    }
+    .start()
+    .await;
+    let phone = app.add_device("phone", Scope::Control).await;
+    let tablet = app.add_device("tablet", Scope::Read).await;
+    let client = app.client().await;
+    Rig {
+        app,
+        client,
+        phone,
+        tablet,
+        _model: model,
+    }
 }
 
 /// Subscribes `browser` as the device of `token`: the subscription's id.
@@ -79,20 +116,19 @@ async fn learn_key(push: &PushService, client: &Client, token: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_card_and_its_answer_reach_every_subscribed_device_once() {
     let push = PushService::start().await;
-    let (world, phone, tablet) = world(None).await;
-    let server = world.start();
-    let client = server.client();
-    learn_key(&push, &client, &phone).await;
+    let r = rig(true).await;
+    let (client, phone, tablet) = (&r.client, r.phone.clone(), r.tablet.clone());
+    learn_key(&push, client, &phone).await;
     let phone_browser = push.browser("phone");
     let tablet_browser = push.browser("tablet");
-    subscribe(&client, &phone, phone_browser.subscription()).await;
+    subscribe(client, &phone, phone_browser.subscription()).await;
     // A read device may subscribe itself: the one change its scope allows.
-    subscribe(&client, &tablet, tablet_browser.subscription()).await;
+    subscribe(client, &tablet, tablet_browser.subscription()).await;
 
-    let id = halt(&client, &phone).await;
+    let id = halt(client, &phone).await;
     // A second card while the first waits: its closing comes after everything the first one's
     // answer and execution wrote.
-    let second = halt(&client, &phone).await;
+    let second = halt(client, &phone).await;
     let row = client
         .get(&format!("/governance/approvals/{id}"), &phone)
         .await;
@@ -135,7 +171,7 @@ async fn a_waiting_card_and_its_answer_reach_every_subscribed_device_once() {
         first.ttl
     );
 
-    respond(&client, &phone, &id, "approve").await;
+    respond(client, &phone, &id, "approve").await;
     client.wait_execution(&id, &phone, "executed").await;
     for name in ["phone", "tablet"] {
         let closed = eventually("the closing push", || async {
@@ -154,7 +190,7 @@ async fn a_waiting_card_and_its_answer_reach_every_subscribed_device_once() {
     // The second card's closing goes out after everything the first one's events asked for
     // (the outbox is sent oldest first): by then the first card has exactly one push of each
     // kind per device, although its execution sent more `approval.responded` events.
-    respond(&client, &phone, &second, "reject").await;
+    respond(client, &phone, &second, "reject").await;
     for name in ["phone", "tablet"] {
         eventually("the second card's closing", || async {
             push.delivered(name, &second)
@@ -195,18 +231,17 @@ async fn a_waiting_card_and_its_answer_reach_every_subscribed_device_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gone_subscription_is_removed_and_a_failing_push_is_retried() {
     let push = PushService::start().await;
-    let (world, phone, tablet) = world(None).await;
-    let server = world.start();
-    let client = server.client();
-    learn_key(&push, &client, &phone).await;
+    let r = rig(true).await;
+    let (client, phone, tablet) = (&r.client, r.phone.clone(), r.tablet.clone());
+    learn_key(&push, client, &phone).await;
     let gone = push.browser("gone");
     let flaky = push.browser("flaky");
-    subscribe(&client, &phone, gone.subscription()).await;
-    subscribe(&client, &tablet, flaky.subscription()).await;
+    subscribe(client, &phone, gone.subscription()).await;
+    subscribe(client, &tablet, flaky.subscription()).await;
     push.gone("gone");
     push.fail_next("flaky", 1);
 
-    let id = halt(&client, &phone).await;
+    let id = halt(client, &phone).await;
     eventually("the gone subscription to be removed", || async {
         let list = client.get("/api/push/subscriptions", &phone).await;
         list["subscriptions"]
@@ -234,6 +269,7 @@ async fn a_gone_subscription_is_removed_and_a_failing_push_is_retried() {
     assert_eq!(gone_tries, 1);
 }
 
+// Needs a process: several servers on one database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_database_send_each_push_once() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
@@ -299,14 +335,13 @@ async fn two_servers_on_one_database_send_each_push_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_closed_before_its_push_went_out_is_not_pushed_and_late_devices_miss_its_closing() {
     let push = PushService::start().await;
-    let (world, phone, tablet) = world(None).await;
-    let server = world.start();
-    let client = server.client();
-    learn_key(&push, &client, &phone).await;
-    subscribe(&client, &phone, push.browser("phone").subscription()).await;
+    let r = rig(true).await;
+    let (client, phone, tablet) = (&r.client, r.phone.clone(), r.tablet.clone());
+    learn_key(&push, client, &phone).await;
+    subscribe(client, &phone, push.browser("phone").subscription()).await;
     // The phone's push service fails for now: the waiting push is retried in 5 s.
     push.fail_next("phone", 1000);
-    let unseen = halt(&client, &phone).await;
+    let unseen = halt(client, &phone).await;
     eventually("a first failed attempt", || async {
         push.received()
             .iter()
@@ -314,19 +349,19 @@ async fn a_card_closed_before_its_push_went_out_is_not_pushed_and_late_devices_m
             .then_some(())
     })
     .await;
-    respond(&client, &phone, &unseen, "reject").await;
+    respond(client, &phone, &unseen, "reject").await;
     push.fail_next("phone", 0);
 
     // A card the tablet subscribes to only after it was asked for.
-    let seen = halt(&client, &phone).await;
+    let seen = halt(client, &phone).await;
     eventually("the second card's waiting push", || async {
         (!push.delivered("phone", &seen).is_empty()).then_some(())
     })
     .await;
-    subscribe(&client, &tablet, push.browser("tablet").subscription()).await;
-    respond(&client, &phone, &seen, "reject").await;
+    subscribe(client, &tablet, push.browser("tablet").subscription()).await;
+    respond(client, &phone, &seen, "reject").await;
     // A third card is the barrier: its waiting push goes out after everything before it.
-    let barrier = halt(&client, &phone).await;
+    let barrier = halt(client, &phone).await;
     for name in ["phone", "tablet"] {
         eventually("the barrier's waiting push", || async {
             (!push.delivered(name, &barrier).is_empty()).then_some(())
@@ -356,24 +391,23 @@ async fn a_card_closed_before_its_push_went_out_is_not_pushed_and_late_devices_m
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_push_that_fails_after_its_card_closed_takes_the_closing_with_it() {
     let push = PushService::start().await;
-    let (world, phone, _tablet) = world(None).await;
-    let server = world.start();
-    let client = server.client();
-    learn_key(&push, &client, &phone).await;
-    subscribe(&client, &phone, push.browser("phone").subscription()).await;
+    let r = rig(true).await;
+    let (client, phone) = (&r.client, r.phone.clone());
+    learn_key(&push, client, &phone).await;
+    subscribe(client, &phone, push.browser("phone").subscription()).await;
     // The waiting push is on its way (the push service holds it) when the card is answered;
     // then the push service fails it.
     push.hold("phone");
     push.fail_next("phone", 1);
-    let id = halt(&client, &phone).await;
+    let id = halt(client, &phone).await;
     eventually("the waiting push to be in flight", || async {
         (push.arrived("phone") == 1).then_some(())
     })
     .await;
-    respond(&client, &phone, &id, "reject").await;
+    respond(client, &phone, &id, "reject").await;
     push.release("phone");
     // The barrier: a second card's waiting push goes out after anything left of the first.
-    let barrier = halt(&client, &phone).await;
+    let barrier = halt(client, &phone).await;
     eventually("the barrier's waiting push", || async {
         (!push.delivered("phone", &barrier).is_empty()).then_some(())
     })
@@ -388,12 +422,11 @@ async fn a_waiting_push_that_fails_after_its_card_closed_takes_the_closing_with_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_device_manages_only_its_own_subscriptions() {
     let push = PushService::start().await;
-    let (world, phone, tablet) = world(None).await;
-    let server = world.start();
-    let client = server.client();
+    let r = rig(true).await;
+    let (client, phone, tablet) = (&r.client, r.phone.clone(), r.tablet.clone());
     let http = reqwest::Client::new();
-    let mine = subscribe(&client, &phone, push.browser("phone").subscription()).await;
-    let theirs = subscribe(&client, &tablet, push.browser("tablet").subscription()).await;
+    let mine = subscribe(client, &phone, push.browser("phone").subscription()).await;
+    let theirs = subscribe(client, &tablet, push.browser("tablet").subscription()).await;
 
     let list = client.get("/api/push/subscriptions", &phone).await;
     let listed: Vec<&str> = list["subscriptions"]
@@ -425,7 +458,7 @@ async fn each_device_manages_only_its_own_subscriptions() {
             .replace("http://", "HTTP://")
             + "#again"
     );
-    let again = subscribe(&client, &phone, respelled).await;
+    let again = subscribe(client, &phone, respelled).await;
     assert_eq!(again, mine);
     // Another device cannot take it over: 409, and it stays the phone's.
     let (status, body) = client
@@ -496,22 +529,18 @@ async fn each_device_manages_only_its_own_subscriptions() {
     let list = client.get("/api/push/subscriptions", &phone).await;
     assert!(list["subscriptions"].as_array().unwrap().is_empty());
 
-    // Revoking a device removes its subscriptions.
-    world.run_ok(&["devices", "revoke", "tablet"]);
-    let store = iris_store::Store::connect(&world.database_url)
-        .await
-        .unwrap();
-    use iris_core::ports::PushStore;
+    // Revoking a device removes its subscriptions (the store's revoke, which `iris devices
+    // revoke` runs).
+    let store = &r.app.state.store;
+    assert!(store.revoke("tablet").await.unwrap(), "tablet was revoked");
     assert!(store.subscriptions("tablet").await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
     let push = PushService::start().await;
-    let (mut world, phone, _tablet) = world(None).await;
-    world.env.clear();
-    let server = world.start();
-    let client = server.client();
+    let r = rig(false).await;
+    let (client, phone) = (&r.client, r.phone.clone());
     let response = client
         .http
         .get(format!("{}/api/push/key", client.url))
@@ -536,17 +565,21 @@ async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
 
-    // A subject that is neither mailto: nor https: stops the server at start, naming it.
-    world.env = vec![("IRIS_VAPID_SUBJECT".into(), "owner@example.org".into())];
+/// A subject that is neither mailto: nor https: stops the server at start, naming it.
+// Needs a process: `iris serve`'s exit at start-up.
+#[test]
+fn a_vapid_subject_neither_mailto_nor_https_stops_the_server_at_start() {
+    let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
         .arg("serve")
-        .current_dir(world.dir.path())
+        .current_dir(dir.path())
         .env(
             "IRIS_DATABASE_URL",
-            format!("sqlite://{}", world.dir.path().join("other.db").display()),
+            format!("sqlite://{}", dir.path().join("other.db").display()),
         )
-        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
+        .env("IRIS_CONFIG", dir.path().join("iris.toml"))
         .env("IRIS_BIND", "127.0.0.1:0")
         .env("IRIS_VAPID_SUBJECT", "owner@example.org")
         .output()
@@ -563,6 +596,9 @@ async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
 /// `localhost`, so the subscription passes the static checks and the refusal can only come
 /// from the resolver: the server says so, and nothing reaches the push service. (Without the
 /// resolver wired into the client, the push is attempted and fails at TLS instead.)
+// Needs a process: the refusal is seen only in the server's log, read from its stderr (the
+// outbox keeps no error to read back, and an in-process server's log is the whole test
+// binary's).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_service_whose_name_resolves_inside_the_network_is_not_posted_to() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")

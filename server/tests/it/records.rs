@@ -1,17 +1,22 @@
-//! Truthful records (docs/liveness.md), with the real `iris` binary: an answer that loses to
-//! the card's expiry inside the decision's own unit is refused like any late answer (410, the
-//! expiry named, nothing changed), never a garbled 409 about a card "already pending"; and
-//! every page carries the headers that keep it from being framed, sniffed or leaking its
-//! address; the whole audit log comes in pages, newest first. A card says what it repeats, an
-//! overtaken card names the card that did its work, and each card's end gets IRIS's own line
-//! in the chat, whatever the model then says. A server whose clock runs ahead stamps in the
-//! database's time.
+//! Truthful records (docs/liveness.md): an answer that loses to the card's expiry inside the
+//! decision's own unit is refused like any late answer (410, the expiry named, nothing changed),
+//! never a garbled 409 about a card "already pending"; and every page carries the headers that
+//! keep it from being framed, sniffed or leaking its address; the whole audit log comes in
+//! pages, newest first. A card says what it repeats, an overtaken card names the card that did
+//! its work, and each card's end gets IRIS's own line in the chat, whatever the model then says.
+//! A server whose clock runs ahead stamps in the database's time.
+//!
+//! In process (`support::TestApp` on a listener) except where the test sets a failpoint: those
+//! are read from the process's environment, so they run the real `iris` binary.
 
 use crate::support;
 
+use iris_core::ports::Scope;
 use serde_json::{json, Value};
-use support::{snapshot, wait_for_line, ModelServer, World, TRASH_SCRIPT};
+use support::{snapshot, wait_for_line, ModelServer, TestApp, World, TRASH_SCRIPT};
 
+// Needs a process: it pauses the server at a failpoint, which is read from the process's
+// environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_that_loses_to_the_clock_is_a_410() {
     let model = ModelServer::start(TRASH_SCRIPT).await;
@@ -78,8 +83,9 @@ async fn an_answer_that_loses_to_the_clock_is_a_410() {
 /// policy allows only the scripts carrying its own nonce, and every inline script carries it.
 #[tokio::test]
 async fn every_response_carries_the_security_headers_and_pages_their_nonce() {
-    let world = World::new("http://127.0.0.1:9/v1");
-    let server = world.start_with(&["serve", "--demo"]);
+    let model = ModelServer::start(TRASH_SCRIPT).await;
+    let server = TestApp::with_model(&model).start().await;
+    let url = server.listen().await;
     let http = support::no_redirects();
     for path in [
         "/api/health",
@@ -87,11 +93,12 @@ async fn every_response_carries_the_security_headers_and_pages_their_nonce() {
         "/pair/not-a-link",
         "/no-such-page",
     ] {
-        let response = http
-            .get(format!("{}{path}", server.url))
-            .send()
-            .await
-            .unwrap();
+        let mut request = http.get(format!("{url}{path}"));
+        // The owner's page is drawn only for a device; the others answer anyone.
+        if path == "/activity" {
+            request = request.bearer_auth(&server.token);
+        }
+        let response = request.send().await.unwrap();
         let headers = response.headers().clone();
         let header = |name: &str| {
             headers
@@ -135,11 +142,9 @@ async fn every_response_carries_the_security_headers_and_pages_their_nonce() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bearer_token_records_only_cli_or_api_as_its_surface() {
     let model = ModelServer::start(TRASH_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let token = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let token = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
     for (claimed, recorded) in [
         ("telegram", "api"),
         ("phone", "api"),
@@ -180,11 +185,9 @@ async fn a_bearer_token_records_only_cli_or_api_as_its_surface() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_audit_log_comes_in_pages_newest_first() {
     let model = ModelServer::start(TRASH_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let token = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let token = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
     let reject_a_card = || async {
         let (_, halted) = client
             .post(
@@ -320,7 +323,6 @@ async fn lines_once(
     .await
 }
 
-/// Two cards waiting in one conversation for the same mail, on SQLite or PostgreSQL.
 /// The model playing `script`, a world with the demo mailbox, on SQLite or on a fresh
 /// PostgreSQL database (kept while the guard lives).
 async fn demo_world(
@@ -344,11 +346,32 @@ async fn demo_world(
     (model, world, guard)
 }
 
+/// The model playing `script` and a server in process with the demo mailbox and its background
+/// work, on SQLite or on a fresh PostgreSQL database (kept while the guard lives).
+async fn demo_app(
+    script: &str,
+    postgres: bool,
+) -> (
+    ModelServer,
+    TestApp,
+    Option<iris_store::testing::DropDatabase>,
+) {
+    let model = ModelServer::start(script).await;
+    let build = TestApp::with_model(&model).mailbox().background();
+    let (build, guard) = if postgres {
+        let (url, guard) = iris_store::testing::fresh_postgres_database().await;
+        (build.database_url(&url), Some(guard))
+    } else {
+        (build, None)
+    };
+    (model, build.start().await, guard)
+}
+
+/// Two cards waiting in one conversation for the same mail, on SQLite or PostgreSQL.
 async fn two_cards_for_the_same_mail(postgres: bool) {
-    let (_model, world, _guard) = demo_world(iris_core::scripted::DEMO_SCRIPT, postgres).await;
-    let token = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let (_model, server, _guard) = demo_app(iris_core::scripted::DEMO_SCRIPT, postgres).await;
+    let token = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
     let (conversation, ids) = two_waiting_cards(&client, &token).await;
     let (first, second) = (&ids[0], &ids[1]);
     let one = client
@@ -451,13 +474,10 @@ async fn a_card_for_mail_another_card_pins_says_so_and_the_second_approve_names_
 /// card's call was made for, not the newer one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rejecting_one_of_two_waiting_cards_says_nothing_changed() {
-    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let before = snapshot(&world.maildir);
-    let token = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let (_model, server, _guard) = demo_app(iris_core::scripted::DEMO_SCRIPT, false).await;
+    let before = snapshot(&server.maildir());
+    let token = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
     let (conversation, ids) = two_waiting_cards(&client, &token).await;
     let (status, body) = client
         .post(
@@ -489,7 +509,7 @@ async fn rejecting_one_of_two_waiting_cards_says_nothing_changed() {
         lines[5], "OK, I left them where they are. Nothing was changed, sent or deleted.",
         "{lines:?}"
     );
-    assert_eq!(snapshot(&world.maildir), before, "nothing moved");
+    assert_eq!(snapshot(&server.maildir()), before, "nothing moved");
 }
 
 /// A write that runs without a card, as its manifest allows (mail's `trash_category`), is
@@ -498,11 +518,9 @@ async fn rejecting_one_of_two_waiting_cards_says_nothing_changed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_without_a_card_is_audited_with_its_run() {
     let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let token = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let token = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
     let (status, done) = client
         .post(
             "/api/chat",
@@ -604,11 +622,13 @@ async fn a_server_with_a_fast_clock_stamps_in_database_time(postgres: bool) {
     }
 }
 
+// Needs a process: the skewed clock is a failpoint, read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_whose_clock_runs_ahead_stamps_in_the_database_time() {
     a_server_with_a_fast_clock_stamps_in_database_time(false).await;
 }
 
+// Needs a process: the skewed clock is a failpoint, read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_whose_clock_runs_ahead_stamps_in_the_database_time_on_postgres() {
     a_server_with_a_fast_clock_stamps_in_database_time(true).await;

@@ -1,8 +1,11 @@
 //! `send_email` end to end over real HTTP with the demo script (part C): "reply to Anna
 //! that Thursday works" searches, then halts on a `pinned_write` card naming Anna; nothing goes
-//! out until the owner approves; approving sends exactly one mail (to an aiosmtpd sink, or in
+//! out until the owner approves; approving sends exactly one mail (to an SMTP sink, or in
 //! `iris serve --demo` into `data/demo-outbox/`), a second answer is 409 and nothing is sent
 //! again. An invented address never reaches a card, and without a transport nothing does.
+//!
+//! The server runs in process (`support::TestApp` on a listener, its background work running)
+//! with the SMTP sink as its transport; the demo's own outbox is the real `iris serve --demo`.
 
 use crate::support;
 
@@ -10,11 +13,12 @@ use crate::smtp_sink;
 
 use std::path::Path;
 
+use iris_core::ports::Scope;
 use iris_core::scripted::DEMO_SCRIPT;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use smtp_sink::{Flaky, FlakySmtp, SmtpSink};
-use support::{eventually, snapshot, Client, ModelServer, World};
+use support::{eventually, snapshot, Client, ModelServer, TestApp, World};
 
 const REQUEST: &str = "reply to Anna that Thursday works";
 
@@ -30,15 +34,17 @@ fn sent_copies(maildir: &Path) -> usize {
     files(&maildir.join(".Sent/cur")).len() + files(&maildir.join(".Sent/new")).len()
 }
 
-/// Halts on the reply, checks the card, approves, waits for the execution; returns the
-/// approval after it ran. `delivered` counts what reached the transport.
-async fn reply_flow(world: &World, server_url: &str, delivered: impl Fn() -> usize) -> Value {
-    let control = world.add_device("phone", "control");
-    let client = Client {
-        http: reqwest::Client::new(),
-        url: server_url.to_string(),
-    };
-    let sent_before = sent_copies(&world.maildir);
+/// Halts on the reply as the control device `control`, checks the card, approves, waits for the
+/// execution; returns the approval after it ran. `delivered` counts what reached the transport,
+/// `maildir` is the server's mailbox (its `.Sent` gets a copy).
+async fn reply_flow(
+    client: &Client,
+    control: &str,
+    maildir: &Path,
+    delivered: impl Fn() -> usize,
+) -> Value {
+    let control = control.to_owned();
+    let sent_before = sent_copies(maildir);
     let (s, halted) = client
         .post("/api/chat", Some(&control), json!({"message": REQUEST}))
         .await;
@@ -92,7 +98,7 @@ async fn reply_flow(world: &World, server_url: &str, delivered: impl Fn() -> usi
     assert_eq!(s, StatusCode::OK, "{body}");
     let row = client.wait_execution(&id, &control, "executed").await;
     assert_eq!(delivered(), 1, "exactly one mail");
-    assert_eq!(sent_copies(&world.maildir), sent_before + 1);
+    assert_eq!(sent_copies(maildir), sent_before + 1);
 
     // A second answer is refused and nothing is sent again.
     let (s, _) = client
@@ -111,18 +117,26 @@ async fn reply_flow(world: &World, server_url: &str, delivered: impl Fn() -> usi
 async fn demo_reply_sends_once_through_smtp() {
     let sink = SmtpSink::start();
     let model = ModelServer::start(DEMO_SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world.env.push(("IRIS_SMTP_URL".into(), sink.url()));
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let server = world.start();
-    reply_flow(&world, &server.url, || sink.messages().len()).await;
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .smtp_url(&sink.url())
+        .background()
+        .start()
+        .await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
+    reply_flow(&client, &control, &server.maildir(), || {
+        sink.messages().len()
+    })
+    .await;
     let raw = String::from_utf8(sink.messages().remove(0)).unwrap();
     assert!(raw.contains("To: anna.weber@example.net"), "{raw}");
     assert!(raw.contains("Subject: Re: Dinner on Saturday?"), "{raw}");
     assert!(raw.contains("In-Reply-To: <"), "{raw}");
-    drop(server);
 }
 
+// Needs a process: `--demo` (in process `iris::build` would take the demo's database from the
+// process's environment, `./data/demo.db` without IRIS_DATABASE_URL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_reply_is_saved_to_the_demo_outbox() {
     let model = ModelServer::start(DEMO_SCRIPT).await;
@@ -130,7 +144,11 @@ async fn demo_reply_is_saved_to_the_demo_outbox() {
     let server = world.start_with(&["serve", "--demo"]);
     // Beside the demo mailbox (`data/demo-outbox` when the demo keeps its own `data/`).
     let outbox = world.maildir.parent().unwrap().join("demo-outbox");
-    reply_flow(&world, &server.url, || files(&outbox).len()).await;
+    let phone = world.add_device("phone", "control");
+    reply_flow(&server.client(), &phone, &world.maildir, || {
+        files(&outbox).len()
+    })
+    .await;
     let raw = String::from_utf8(files(&outbox).remove(0)).unwrap();
     assert!(raw.contains("To: anna.weber@example.net"), "{raw}");
     // The owner is told it was saved, not sent.
@@ -168,12 +186,13 @@ fallback: "?"
 async fn invented_address_and_missing_transport_never_reach_a_card() {
     let sink = SmtpSink::start();
     let model = ModelServer::start(INVENTED).await;
-    let mut world = World::new(&model.base_url);
-    world.env.push(("IRIS_SMTP_URL".into(), sink.url()));
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .smtp_url(&sink.url())
+        .start()
+        .await;
+    let control = server.token.clone();
+    let client = server.client().await;
     let (s, done) = client
         .post(
             "/api/chat",
@@ -194,12 +213,15 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
     let approvals = client.get("/governance/approvals", &control).await;
     assert_eq!(approvals["approvals"], json!([]), "no approval row");
     assert!(sink.messages().is_empty());
-    drop(server);
 
-    // No IRIS_SMTP_URL (and not the demo): refused, naming the missing setting.
-    world.env.clear();
-    let server = world.start();
-    let client = server.client();
+    // The same database served again without IRIS_SMTP_URL (and not the demo): refused, naming
+    // the missing setting.
+    let server = TestApp::with_model(&model)
+        .in_dir(server.dir)
+        .mailbox()
+        .start()
+        .await;
+    let client = server.client().await;
     let (_, done) = client
         .post(
             "/api/chat",
@@ -213,7 +235,6 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
     );
     let approvals = client.get("/governance/approvals", &control).await;
     assert_eq!(approvals["approvals"], json!([]), "no approval row");
-    drop(server);
 }
 
 /// The SMTP server takes the message and drops the connection before answering: nobody knows
@@ -223,12 +244,14 @@ async fn invented_address_and_missing_transport_never_reach_a_card() {
 async fn unknown_outcome_is_recorded_unknown_and_never_retried() {
     let flaky = FlakySmtp::start(Flaky::DropAfterData).await;
     let model = ModelServer::start(DEMO_SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world.env.push(("IRIS_SMTP_URL".into(), flaky.url()));
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .smtp_url(&flaky.url())
+        .background()
+        .start()
+        .await;
+    let control = server.token.clone();
+    let client = server.client().await;
     let (_, halted) = client
         .post("/api/chat", Some(&control), json!({"message": REQUEST}))
         .await;
@@ -260,23 +283,29 @@ async fn unknown_outcome_is_recorded_unknown_and_never_retried() {
         1,
         "handed over once, never retried"
     );
-    drop(server);
 }
 
 /// "Undo that" undoes the last action of its own conversation, once (DESIGN §5
 /// "restore_email"): after a sent mail it says a sent mail cannot be unsent instead of
 /// restoring an older trash (before, it restored the newest batch of any conversation); in a
 /// conversation that trashed nothing it restores nothing; in the trashing conversation it
-/// restores that batch, and asked again it says the batch was undone already.
+/// restores that batch, and asked again it says the batch was undone already. The mail goes to
+/// an SMTP sink.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undo_that_undoes_the_last_action_of_its_own_conversation_once() {
+    let sink = SmtpSink::start();
     let model = ModelServer::start(DEMO_SCRIPT).await;
-    let world = World::new(&model.base_url);
-    let server = world.start_with(&["serve", "--demo"]);
-    let control = world.add_device("phone", "control");
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .smtp_url(&sink.url())
+        .background()
+        .start()
+        .await;
+    let control = server.token.clone();
+    let client = server.client().await;
+    let maildir = server.maildir();
     let in_trash = || {
-        snapshot(&world.maildir)
+        snapshot(&maildir)
             .keys()
             .filter(|k| k.starts_with(".Trash/"))
             .count()
@@ -343,5 +372,5 @@ async fn undo_that_undoes_the_last_action_of_its_own_conversation_once() {
     let reply = again["reply"].as_str().unwrap();
     assert!(reply.contains("was undone already"), "{reply}");
     assert_eq!(in_trash(), 0);
-    drop(server);
+    assert_eq!(sink.messages().len(), 1, "the reply went out once");
 }

@@ -19,7 +19,7 @@ use iris_core::ports::{Device, DeviceStore, Scope};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-use super::ModelServer;
+use super::{Client, ModelServer};
 
 /// A server built in process. `token` is a device token of the scope [`Build::scope`] asked
 /// for (control by default), sent as `Authorization: Bearer` by [`TestApp::call`].
@@ -35,7 +35,7 @@ pub struct TestApp {
 }
 
 /// How a [`TestApp`] is built: the model, the mailbox, the device's scope, the Leptos options,
-/// the folder and whether the background work runs.
+/// the folder, the database, the settings a test changes and whether the background work runs.
 pub struct Build {
     dir: Option<tempfile::TempDir>,
     model: String,
@@ -44,6 +44,10 @@ pub struct Build {
     scope: Scope,
     leptos: Option<leptos::config::LeptosOptions>,
     background: bool,
+    database_url: Option<String>,
+    /// Every other setting, at its default until a builder method below changes it (the ones
+    /// [`Build::start`] fills in itself are overwritten there).
+    settings: iris::Settings,
 }
 
 impl TestApp {
@@ -139,6 +143,46 @@ impl TestApp {
         tokio::spawn(async move { axum::serve(listener, router).await });
         format!("http://{addr}")
     }
+
+    /// Serves the router ([`TestApp::listen`]) and returns a JSON client of it, for the tests
+    /// written against [`Client`]'s helpers (`wait_execution`, `last_reply`, …). Each call serves
+    /// on a port of its own.
+    pub async fn client(&self) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            url: self.listen().await,
+        }
+    }
+
+    /// Pairs a browser as device `name` with `scope` the way a person does, on the server at
+    /// `url` (this app's, from [`TestApp::listen`] or [`TestApp::client`]): a one-time link
+    /// stored as `iris pair` stores it (`iris::pairing::make_link`, made on `url`), then the
+    /// pairing page's form posted from that site. Returns the `Cookie` header value
+    /// (`iris_session=…`) that browser then sends.
+    pub async fn pair_browser(&self, url: &str, scope: Scope, name: &str) -> String {
+        let offer =
+            iris::pairing::make_link(&self.state.store, scope, "cli", url, chrono::Utc::now())
+                .await
+                .expect("store the pairing link");
+        super::post_pairing_form(&offer.url, url, name).await
+    }
+
+    /// Stops this server's job workers as a stop of `iris serve` does (the shutdown token
+    /// cancelled: no new job is claimed, a running one records its outcome first) and returns
+    /// its folder, for a second build on the same database: a restart. The sweeps and the mail
+    /// sync of the stopped build run on until the test's runtime ends; every one of them is
+    /// safe beside another server's.
+    pub async fn stop(self) -> tempfile::TempDir {
+        self.state.shutdown.cancel();
+        self.state.workers.close();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            self.state.workers.wait(),
+        )
+        .await
+        .expect("the stopped server's running jobs end within 30 s");
+        self.dir
+    }
 }
 
 /// Eight hex digits, new each call (a device name no other build of the same database has).
@@ -148,6 +192,8 @@ fn device_suffix() -> String {
 
 impl Build {
     fn new(model: String, model_name: Option<String>) -> Build {
+        let mut settings = iris::Settings::defaults();
+        settings.mail_sync_secs = 0;
         Build {
             dir: None,
             model,
@@ -156,7 +202,61 @@ impl Build {
             scope: Scope::Control,
             leptos: None,
             background: false,
+            database_url: None,
+            settings,
         }
+    }
+
+    /// On the database at `url` (`postgres://…`, say a fresh one from
+    /// `iris_store::testing::fresh_postgres_database`) instead of `iris.db` in the folder
+    /// (`IRIS_DATABASE_URL`).
+    pub fn database_url(mut self, url: &str) -> Build {
+        self.database_url = Some(url.to_owned());
+        self
+    }
+
+    /// Syncs the mailbox every `secs` seconds after start-up (`IRIS_MAIL_SYNC_SECS`; 0, the
+    /// default here, syncs only at start-up). Runs with [`Build::background`].
+    pub fn mail_sync_secs(mut self, secs: u64) -> Build {
+        self.settings.mail_sync_secs = secs;
+        self
+    }
+
+    /// The escalation judge's mode around `/api/chat` (`IRIS_ESCALATION`: off, the default,
+    /// shadow or enforce).
+    pub fn escalation(mut self, mode: iris_core::escalation::EscalationMode) -> Build {
+        self.settings.escalation = mode;
+        self
+    }
+
+    /// Web Push on, with `subject` as its contact (`IRIS_VAPID_SUBJECT`:
+    /// `mailto:owner@example.org` or an `https:` URL). The sender runs with
+    /// [`Build::background`].
+    pub fn vapid_subject(mut self, subject: &str) -> Build {
+        self.settings.vapid_subject = Some(subject.to_owned());
+        self
+    }
+
+    /// The address the owner's browsers open (`IRIS_PUBLIC_URL`, an origin such as
+    /// `http://localhost:9`): pairing links, the same-origin check and the passkeys' relying
+    /// party follow it.
+    pub fn public_url(mut self, origin: &str) -> Build {
+        self.settings.public_url = Some(origin.to_owned());
+        self
+    }
+
+    /// Which approvals need the owner's passkey (`IRIS_PASSKEY_REQUIRED`: `never`, the
+    /// default, `destructive` or `approvals`).
+    pub fn passkey_required(mut self, policy: &str) -> Build {
+        self.settings.passkey_required = Some(policy.to_owned());
+        self
+    }
+
+    /// `send_email`'s transport (`IRIS_SMTP_URL`, `smtp://127.0.0.1:PORT`); without it (and
+    /// outside the demo) `send_email` is refused before any card.
+    pub fn smtp_url(mut self, url: &str) -> Build {
+        self.settings.smtp_url = Some(url.to_owned());
+        self
     }
 
     /// On `dir` (kept: a second build on the same folder sees the same rows and mailbox).
@@ -193,11 +293,12 @@ impl Build {
     /// Builds the server and adds the token's device.
     pub async fn start(self) -> TestApp {
         let dir = self.dir.unwrap_or_else(|| tempfile::tempdir().unwrap());
-        let mut settings = iris::Settings::defaults();
-        settings.database_url = format!("sqlite://{}", dir.path().join("iris.db").display());
+        let mut settings = self.settings;
+        settings.database_url = self
+            .database_url
+            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("iris.db").display()));
         settings.model = Some(self.model);
         settings.model_name = self.model_name;
-        settings.mail_sync_secs = 0;
         if self.mailbox {
             let maildir = dir.path().join("Maildir");
             if !maildir.exists() {

@@ -27,7 +27,9 @@ pub use {
     kernel::{kernel_store, kernel_store_on, owner, seed_card, service},
     maildir::{contents, copy_messages, snapshot, trashed},
     model::{Fault, ModelServer},
-    process::{no_redirects, session_cookie, wait_for_line, Client, Iris, World},
+    process::{
+        no_redirects, post_pairing_form, session_cookie, wait_for_line, Client, Iris, World,
+    },
     scripts::{CATEGORY_TRASH_SCRIPT, TRASH_SCRIPT},
 };
 

@@ -239,20 +239,27 @@ impl Iris {
     /// (`iris_session=…`) that browser then sends.
     pub async fn pair_browser(&self, world: &World, scope: &str, name: &str) -> String {
         let path = world.pair_path(scope);
-        let response = no_redirects()
-            .post(format!("{}{path}", self.url))
-            .header("origin", &self.url)
-            .form(&[("name", name)])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            response.status(),
-            303,
-            "pairing `{name}` redirects to the app"
-        );
-        session_cookie(&response).expect("pairing sets the session cookie")
+        post_pairing_form(&format!("{}{path}", self.url), &self.url, name).await
     }
+}
+
+/// Posts the pairing form at `link` (a pairing link's full URL) as a browser on `origin` naming
+/// itself `name`; asserts the 303 to the app and returns the `Cookie` header value
+/// (`iris_session=…`) that browser then sends.
+pub async fn post_pairing_form(link: &str, origin: &str, name: &str) -> String {
+    let response = no_redirects()
+        .post(link)
+        .header("origin", origin)
+        .form(&[("name", name)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        303,
+        "pairing `{name}` redirects to the app"
+    );
+    session_cookie(&response).expect("pairing sets the session cookie")
 }
 
 /// A client that does not follow redirects (to read a pairing's 303 and its cookie).
