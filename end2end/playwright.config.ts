@@ -36,10 +36,51 @@ fs.writeFileSync(
   ].join('\n'),
 );
 
+// Two lanes run side by side, each with a demo server and mailbox of its own, its specs one at a
+// time in file order (a spec may leave cards behind for the next; zz-older-cards.spec.ts runs
+// last in its lane). The second lane takes the specs that need only the main server, about half
+// of the time; the first keeps the rest and the passkey and MCP servers' specs.
+const LANE_B = [
+  'a11y.spec.ts',
+  'answered-here-and-there.spec.ts',
+  'chat-reload.spec.ts',
+  'dark.spec.ts',
+  'devices.spec.ts',
+  'dialog-keyboard.spec.ts',
+  'narrow.spec.ts',
+  'surfaces.spec.ts',
+].map((spec) => `**/${spec}`);
+const LANE_B_PORT = 3213;
+const laneBDir = path.join(runDir, 'lane-b');
+fs.mkdirSync(laneBDir, { recursive: true });
+
+/** A demo server on `port` keeping its database and Maildir in `dir`. */
+function demoServer(port: number, dir: string) {
+  return {
+    command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
+    url: `http://127.0.0.1:${port}/activity`,
+    reuseExistingServer: false,
+    timeout: 120_000,
+    stdout: 'pipe' as const,
+    stderr: 'pipe' as const,
+    env: {
+      IRIS_BIND: `127.0.0.1:${port}`,
+      IRIS_DATABASE_URL: `sqlite://${path.join(dir, 'iris.db')}`,
+      IRIS_MAILDIR: path.join(dir, 'Maildir'),
+      LEPTOS_SITE_ROOT: '../target/site',
+      LEPTOS_SITE_PKG_DIR: 'pkg',
+      LEPTOS_OUTPUT_NAME: 'iris',
+      LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+      // Web Push on (push.spec.ts), with a push service of the spec's own on loopback.
+      IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
+    },
+  };
+}
+
 export default defineConfig({
   testDir: './tests',
-  // One server and one demo mailbox shared by every spec: run them one at a time.
-  workers: 1,
+  // One worker per lane (the projects below); within a lane, one spec at a time.
+  workers: 2,
   fullyParallel: false,
   retries: 0,
   timeout: 90_000,
@@ -64,27 +105,25 @@ export default defineConfig({
       ],
     },
   },
-  projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
-  webServer: [
+  projects: [
     {
-      command: process.env.IRIS_E2E_SERVER_CMD ?? '../target/debug/iris serve --demo',
-      url: `${BASE_URL}/activity`,
-      reuseExistingServer: false,
-      timeout: 120_000,
-      stdout: 'pipe',
-      stderr: 'pipe',
-      env: {
-        IRIS_BIND: `127.0.0.1:${PORT}`,
-        IRIS_DATABASE_URL: `sqlite://${path.join(runDir, 'iris.db')}`,
-        IRIS_MAILDIR: path.join(runDir, 'Maildir'),
-        LEPTOS_SITE_ROOT: '../target/site',
-        LEPTOS_SITE_PKG_DIR: 'pkg',
-        LEPTOS_OUTPUT_NAME: 'iris',
-        LEPTOS_SITE_ADDR: `127.0.0.1:${PORT}`,
-        // Web Push on (push.spec.ts), with a push service of the spec's own on loopback.
-        IRIS_VAPID_SUBJECT: 'mailto:owner@example.org',
-      },
+      name: 'chromium',
+      workers: 1,
+      testIgnore: LANE_B,
+      metadata: { serverDir: runDir },
+      use: { browserName: 'chromium', baseURL: BASE_URL },
     },
+    {
+      name: 'chromium-b',
+      workers: 1,
+      testMatch: LANE_B,
+      metadata: { serverDir: laneBDir },
+      use: { browserName: 'chromium', baseURL: `http://127.0.0.1:${LANE_B_PORT}` },
+    },
+  ],
+  webServer: [
+    demoServer(PORT, runDir),
+    demoServer(LANE_B_PORT, laneBDir),
     // A second demo server for passkeys.spec.ts: WebAuthn needs `localhost` (browsers refuse an
     // IP address as a passkey's site), and every destructive card needs the owner's passkey.
     {

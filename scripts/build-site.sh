@@ -20,16 +20,18 @@ say() { printf '[build-site] %s\n' "$*"; }
 features=()
 if awk '/^\[features\]/{f=1; next} /^\[/{f=0} f && /^[[:space:]]*ssr[[:space:]]*=/{found=1} END{exit !found}' \
   server/Cargo.toml; then
-  features=(--features ssr)
+  features=(--features server/ssr)
 fi
+# shellcheck source=scripts/lib/server_bin.sh
+source "$root/scripts/lib/server_bin.sh"
 
 # Leptos reads LEPTOS_OUTPUT_NAME at compile time (it then asks for NAME.wasm instead of
 # NAME_bg.wasm). Build with it unset, like plain `cargo build`/`cargo test`, so every build of
 # this workspace shares the same artefacts; the name is given to the server when it runs.
 unset LEPTOS_OUTPUT_NAME
 
-say "server: cargo build -p server --bin iris ${features[*]}"
-cargo build -p server --bin iris "${features[@]}"
+say "server: target/debug/iris ${features[*]}${IRIS_SERVER_BUILD:+ (from the tests build)}"
+build_server_bin "${features[@]}"
 
 site=target/site
 pkg=$site/pkg

@@ -25,7 +25,9 @@ fi
 
 # The server as the other scripts build it (cheap when the build is warm).
 unset LEPTOS_OUTPUT_NAME
-cargo build -p server --bin iris "${IRIS_SERVER_FEATURES[@]}"
+# shellcheck source=scripts/lib/server_bin.sh
+source "$here/lib/server_bin.sh"
+build_server_bin "${IRIS_SERVER_FEATURES[@]}"
 iris="${CARGO_TARGET_DIR:-$IRIS_ROOT/target}/debug/iris"
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/iris-schemathesis.XXXXXX")

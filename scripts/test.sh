@@ -73,6 +73,8 @@ clippy_browser() {
 }
 step "clippy (browser side)" clippy_browser || true
 step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
+# The API fuzz and the site take the server binary this step built (scripts/lib/server_bin.sh).
+export IRIS_SERVER_BUILD=tests
 # The kernel suites again, on PostgreSQL (each test gets its own database); the store suite and
 # the HTTP suites already run on both engines inside `cargo test`.
 # `--workspace` as in "cargo test", so the features unify the same way and nothing is built

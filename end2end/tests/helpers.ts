@@ -1,5 +1,5 @@
 // Shared steps for the approval specs: ask in chat, follow the halt link, take screenshots.
-import { expect, type Locator, type Page } from '@playwright/test';
+import { expect, test, type Locator, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -31,6 +31,19 @@ export const MCP_PORT = 3212;
 export const MCP_URL = `http://127.0.0.1:${MCP_PORT}`;
 
 const SHOTS = path.join(__dirname, '..', 'screenshots');
+
+/**
+ * The folder of the demo server this test's lane talks to (playwright.config.ts: each lane has
+ * a server of its own, with its `iris.db` and `Maildir` here). Call it inside a test.
+ */
+export function serverDir(): string {
+  return test.info().project.metadata.serverDir as string;
+}
+
+/** The database URL of this test's lane's server, for the CLI (`iris devices add`, `iris pair`). */
+export function serverDatabaseUrl(): string {
+  return `sqlite://${path.join(serverDir(), 'iris.db')}`;
+}
 
 /** Collects the page's console errors and warnings (hydration mismatches, panics). */
 export function watchConsole(page: Page): string[] {
@@ -214,9 +227,8 @@ export function addDevice(
   scope: 'read' | 'control',
 ): { name: string; token: string } {
   const name = `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
-  const databaseUrl = `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'iris.db')}`;
   const added = irisCli(['devices', 'add', '--name', name, '--scope', scope], {
-    IRIS_DATABASE_URL: databaseUrl,
+    IRIS_DATABASE_URL: serverDatabaseUrl(),
   });
   return { name, token: added.trim().split('\n').pop()!.trim() };
 }
@@ -336,15 +348,15 @@ export async function backgroundOf(target: Locator): Promise<string> {
 }
 
 /**
- * `iris pair --scope SCOPE` against the e2e server's database: the one-time link it prints
- * (its last line), made on the e2e server's address.
+ * `iris pair --scope SCOPE` against the database of this test's lane's server: the one-time
+ * link it prints (its last line), made on that server's address.
  */
 export function pairingLink(scope: 'read' | 'control'): string {
   const out: string = execFileSync(IRIS_BIN, ['pair', '--scope', scope], {
     env: {
       ...process.env,
-      IRIS_DATABASE_URL: `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'iris.db')}`,
-      IRIS_BIND: '127.0.0.1:3210',
+      IRIS_DATABASE_URL: serverDatabaseUrl(),
+      IRIS_BIND: new URL(test.info().project.use.baseURL!).host,
     },
     encoding: 'utf8',
   });

@@ -5,7 +5,7 @@
 import { test, expect } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { askAndOpenCard, shotBothWidths, WEEK_PROMOS } from './helpers';
+import { askAndOpenCard, serverDatabaseUrl, shotBothWidths, WEEK_PROMOS } from './helpers';
 
 const IRIS = process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
 
@@ -17,7 +17,7 @@ test('a card answered elsewhere first shows who decided', async ({ page, baseURL
   await page.route('**/api/events', (route) => route.abort());
   const { id, card } = await askAndOpenCard(page);
 
-  const databaseUrl = `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'iris.db')}`;
+  const databaseUrl = serverDatabaseUrl();
   const added = iris(['devices', 'add', '--name', 'phone', '--scope', 'control'], {
     IRIS_DATABASE_URL: databaseUrl,
   });

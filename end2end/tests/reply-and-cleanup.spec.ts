@@ -4,7 +4,14 @@
 import { test, expect, Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { shotBothWidths, pageShots, watchConsole, WEEK_PROMOS, followLive } from './helpers';
+import {
+  shotBothWidths,
+  pageShots,
+  serverDir,
+  watchConsole,
+  WEEK_PROMOS,
+  followLive,
+} from './helpers';
 
 async function ask(page: Page, message: string): Promise<void> {
   const input = page.getByTestId('chat-input');
@@ -88,7 +95,7 @@ test('the reply card acts for you, shows the whole mail, and approving sends it 
   );
   await shotBothWidths(page, () => card, 'send-card');
 
-  const outbox = path.join(process.env.IRIS_E2E_RUN_DIR!, 'demo-outbox');
+  const outbox = path.join(serverDir(), 'demo-outbox');
   const sentBefore = fs.existsSync(outbox) ? fs.readdirSync(outbox).length : 0;
 
   await card.getByTestId('action-button').click();

@@ -12,6 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
   addDevice,
+  serverDir,
   askAndOpenCard,
   backgroundOf,
   expectReadable,
@@ -25,7 +26,8 @@ import {
 
 /** The demo's one Maildir account (server/src/state.rs) and its folder on disk. */
 const ACCOUNT = 'maildir';
-const MAILDIR = path.join(process.env.IRIS_E2E_RUN_DIR!, 'Maildir');
+/** The Maildir of this test's lane's server (call inside a test). */
+const maildir = (): string => path.join(serverDir(), 'Maildir');
 
 /**
  * The email id the server gives a Maildir file (plugins/email/src/id.rs): "m" + the first 12
@@ -40,11 +42,12 @@ function emailId(fileName: string): string {
 /** Every message file under the Maildir (INBOX and its `.Folder`s), by email id. */
 function messageFiles(): Map<string, string> {
   const found = new Map<string, string>();
-  const folders = [MAILDIR].concat(
+  const root = maildir();
+  const folders = [root].concat(
     fs
-      .readdirSync(MAILDIR, { withFileTypes: true })
+      .readdirSync(root, { withFileTypes: true })
       .filter((e) => e.isDirectory() && e.name.startsWith('.'))
-      .map((e) => path.join(MAILDIR, e.name)),
+      .map((e) => path.join(root, e.name)),
   );
   for (const folder of folders) {
     for (const sub of ['cur', 'new']) {
@@ -84,8 +87,8 @@ test('a card whose emails went away says Not done, in amber, with the reason', a
 
   const files = messageFiles();
   const pinned = items.map((item) => files.get(item));
-  expect(pinned, `files of ${items.join(', ')} under ${MAILDIR}`).not.toContain(undefined);
-  const aside = fs.mkdtempSync(path.join(process.env.IRIS_E2E_RUN_DIR!, 'aside-'));
+  expect(pinned, `files of ${items.join(', ')} under ${maildir()}`).not.toContain(undefined);
+  const aside = fs.mkdtempSync(path.join(serverDir(), 'aside-'));
   const moved: Array<[string, string]> = [];
   try {
     for (const file of pinned as string[]) {

@@ -7,7 +7,18 @@
 import { test, expect, type Browser, type BrowserContext, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { askAndOpenCard, pairingLink, pairThrough, PHONE, shot, watchConsole, WEEK_PROMOS, openLive, followLive } from './helpers';
+import {
+  askAndOpenCard,
+  pairingLink,
+  pairThrough,
+  PHONE,
+  serverDatabaseUrl,
+  shot,
+  watchConsole,
+  WEEK_PROMOS,
+  openLive,
+  followLive,
+} from './helpers';
 
 const IRIS =
   process.env.IRIS_E2E_IRIS_BIN ?? path.resolve(__dirname, '..', '..', 'target', 'debug', 'iris');
@@ -18,7 +29,7 @@ function iris(args: string[], env: Record<string, string>): string {
 
 /** Adds a device to the e2e database and returns its token (the last line `devices add` prints). */
 function addDevice(name: string, scope: 'read' | 'control'): string {
-  const databaseUrl = `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'iris.db')}`;
+  const databaseUrl = serverDatabaseUrl();
   const added = iris(['devices', 'add', '--name', name, '--scope', scope], {
     IRIS_DATABASE_URL: databaseUrl,
   });
