@@ -24,6 +24,8 @@ if awk '/^\[features\]/{f=1; next} /^\[/{f=0} f && /^[[:space:]]*ssr[[:space:]]*
 fi
 # shellcheck source=scripts/lib/server_bin.sh
 source "$root/scripts/lib/server_bin.sh"
+# shellcheck source=scripts/lib/tools.sh
+source "$root/scripts/lib/tools.sh"
 
 # Leptos reads LEPTOS_OUTPUT_NAME at compile time (it then asks for NAME.wasm instead of
 # NAME_bg.wasm). Build with it unset, like plain `cargo build`/`cargo test`, so every build of
@@ -44,6 +46,7 @@ for bundle in activity setup; do
   say "wasm ($name): cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate,bundle-$bundle"
   cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features \
     --features "hydrate,bundle-$bundle"
+  tool_ready wasm-bindgen
   say "wasm-bindgen --target web --out-dir $pkg --out-name $name"
   wasm-bindgen --target web --out-dir "$pkg" --out-name "$name" \
     target/wasm32-unknown-unknown/debug/app.wasm

@@ -16,6 +16,12 @@ if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 
 setup_say() { printf '[setup] %s\n' "$*"; }
 
+# shellcheck source=scripts/lib/tools.sh
+source "$IRIS_ROOT/scripts/lib/tools.sh"
+tools_where() {
+  if [ "${IRIS_TOOLS_IN_BACKGROUND:-0}" = 1 ]; then echo ", in the background"; fi
+}
+
 # Server features: `ssr` when the server crate declares it (used the same way by every script,
 # so cargo reuses one set of artefacts).
 IRIS_SERVER_FEATURES=()
@@ -76,6 +82,7 @@ setup_main() {
 
   # 0. The build cache (above).
   setup_build_cache
+  tools_forget
 
   # 1. Rust target for the browser half.
   if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -91,8 +98,8 @@ setup_main() {
   need=${need:-0.2.130}
   wb_version=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
   if [ "$wb_version" != "$need" ]; then
-    setup_say "installing wasm-bindgen-cli $need (found: ${wb_version:-none}; takes about 5 min)"
-    cargo install wasm-bindgen-cli --version "$need" --force
+    setup_say "installing wasm-bindgen-cli $need (found: ${wb_version:-none}; takes about 3 min)$(tools_where)"
+    tool_install wasm-bindgen cargo install wasm-bindgen-cli --version "$need" --force
   else
     setup_say "wasm-bindgen $need: present"
   fi
@@ -214,8 +221,8 @@ setup_main() {
   deny_version=$(cargo deny --version 2>/dev/null | awk '{print $2}' || true)
   if [ -z "$deny_version" ] ||
     [ "$(printf '%s\n' 0.20.0 "$deny_version" | sort -V | head -1)" != 0.20.0 ]; then
-    setup_say "installing cargo-deny 0.20.2 (found: ${deny_version:-none}; takes about 3.5 min)"
-    cargo install cargo-deny --version 0.20.2 --locked --force
+    setup_say "installing cargo-deny 0.20.2 (found: ${deny_version:-none}; takes about 3 min)$(tools_where)"
+    tool_install cargo-deny cargo install cargo-deny --version 0.20.2 --locked --force
   else
     setup_say "cargo-deny $deny_version: present"
   fi

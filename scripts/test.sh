@@ -5,6 +5,9 @@
 # summary, and exits non-zero if any step failed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Missing tools that only later steps need (cargo-deny, wasm-bindgen) are built behind clippy and
+# the tests (scripts/lib/tools.sh); those steps wait for them.
+export IRIS_TOOLS_IN_BACKGROUND=1
 # shellcheck source=scripts/setup.sh
 source "$here/setup.sh"
 cd "$IRIS_ROOT"
@@ -49,17 +52,6 @@ skip() {
 step "format" cargo fmt --all -- --check || true
 # Every module is named in its crate's map (the crate doc docs/ARCHITECTURE.md relies on).
 step "crate maps and docs references" python3 "$here/check-maps.py" || true
-# The patched crates in vendor/ are their release plus vendor/patches/NAME.patch and what
-# Cargo.lock uses; every dependency's licence, source and bans are as deny.toml allows (offline:
-# `cargo deny check advisories` needs the network, README.md). Duplicate versions are counted,
-# not listed (`cargo deny check bans` lists them).
-dependencies() {
-  local rc=0
-  bash "$here/check-vendor.sh" || rc=1
-  cargo deny --locked --log-level error check --show-stats bans licenses sources || rc=1
-  return "$rc"
-}
-step "dependencies" dependencies || true
 step "clippy (server side)" \
   cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
 # The browser half as cargo-leptos builds it (every page) and as each per-page wasm
@@ -75,6 +67,19 @@ step "clippy (browser side)" clippy_browser || true
 step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 # The API fuzz and the site take the server binary this step built (scripts/lib/server_bin.sh).
 export IRIS_SERVER_BUILD=tests
+# The patched crates in vendor/ are their release plus vendor/patches/NAME.patch and what
+# Cargo.lock uses; every dependency's licence, source and bans are as deny.toml allows (offline:
+# `cargo deny check advisories` needs the network, README.md). Duplicate versions are counted,
+# not listed (`cargo deny check bans` lists them). After the tests: on a machine without
+# cargo-deny, it is built behind them.
+dependencies() {
+  local rc=0
+  bash "$here/check-vendor.sh" || rc=1
+  tool_ready cargo-deny || return 1
+  cargo deny --locked --log-level error check --show-stats bans licenses sources || rc=1
+  return "$rc"
+}
+step "dependencies" dependencies || true
 # The kernel suites again, on PostgreSQL (each test gets its own database); the store suite and
 # the HTTP suites already run on both engines inside `cargo test`.
 # `--workspace` as in "cargo test", so the features unify the same way and nothing is built

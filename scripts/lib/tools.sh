@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# Builds of tools with `cargo install` that can run behind other work. Sourced by
+# scripts/setup.sh (which starts them) and by the scripts whose step needs one (which wait).
+#
+# On a machine without them, wasm-bindgen-cli and cargo-deny take about 5 minutes of compiling
+# on 2 cores. scripts/test.sh needs cargo-deny only in its "dependencies" step and wasm-bindgen
+# only in its "site build", both after "cargo test", whose tests leave the CPU mostly idle while
+# they wait on servers, so it asks (IRIS_TOOLS_IN_BACKGROUND=1) for them to be built behind
+# clippy and the tests instead of before them. Anything else runs them in the foreground.
+#
+# Each background build keeps its state in $IRIS_TOOLS_STATE/NAME.{pid,log,rc}; tool_ready
+# NAME waits for it (at most IRIS_TOOL_WAIT_SECS, 1800 by default) and fails with the end of
+# its log when it failed or did not end in time.
+
+IRIS_TOOLS_STATE="${XDG_CACHE_HOME:-$HOME/.cache}/iris/tools"
+
+# tools_forget: drops what an earlier run left in $IRIS_TOOLS_STATE (a build it started and did
+# not wait for must not be waited for now). Called by scripts/setup.sh before it starts any.
+tools_forget() {
+  rm -f "$IRIS_TOOLS_STATE"/*.pid "$IRIS_TOOLS_STATE"/*.rc
+}
+
+# tool_install NAME COMMAND...: runs COMMAND (a `cargo install`) now, or starts it in the
+# background when IRIS_TOOLS_IN_BACKGROUND=1.
+tool_install() {
+  local name=$1
+  shift
+  if [ "${IRIS_TOOLS_IN_BACKGROUND:-0}" != 1 ]; then
+    "$@"
+    return
+  fi
+  mkdir -p "$IRIS_TOOLS_STATE"
+  rm -f "$IRIS_TOOLS_STATE/$name.rc"
+  (
+    rc=0
+    "$@" >"$IRIS_TOOLS_STATE/$name.log" 2>&1 || rc=$?
+    echo "$rc" >"$IRIS_TOOLS_STATE/$name.rc"
+  ) &
+  echo $! >"$IRIS_TOOLS_STATE/$name.pid"
+}
+
+# tool_ready NAME: returns once NAME's background build (if one was started) has ended well;
+# non-zero, with the end of its log, when it failed or is still running after the deadline.
+tool_ready() {
+  local name=$1 pid waited=0 limit=${IRIS_TOOL_WAIT_SECS:-1800}
+  [ -f "$IRIS_TOOLS_STATE/$name.pid" ] || return 0
+  pid=$(cat "$IRIS_TOOLS_STATE/$name.pid")
+  if [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
+    printf '[tools] waiting for the build of %s (pid %s)\n' "$name" "$pid"
+  fi
+  while [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; do
+    if ! kill -0 "$pid" 2>/dev/null && [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
+      printf '[tools] the build of %s stopped without saying how it ended:\n' "$name"
+      tail -20 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
+      rm -f "$IRIS_TOOLS_STATE/$name.pid"
+      return 1
+    fi
+    if [ "$waited" -ge "$limit" ]; then
+      printf '[tools] the build of %s is still running after %ss; giving up\n' "$name" "$limit"
+      tail -20 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
+      return 1
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  if [ "$(cat "$IRIS_TOOLS_STATE/$name.rc")" != 0 ]; then
+    printf '[tools] the build of %s failed:\n' "$name"
+    tail -40 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
+    rm -f "$IRIS_TOOLS_STATE/$name.pid"
+    return 1
+  fi
+  rm -f "$IRIS_TOOLS_STATE/$name.pid"
+  printf '[tools] %s: built (%s)\n' "$name" "$IRIS_TOOLS_STATE/$name.log"
+}
