@@ -5,6 +5,7 @@
 //! refetches on every live event; pages loaded with "Older cards" stay, and are loaded again
 //! over the same range, so a card that moved into it since shows there once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use iris_core::wire::{Approval, ApprovalStatus};
@@ -14,10 +15,12 @@ use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
 use crate::history::HistoryLine;
 use crate::live::Live;
+use crate::shape::{any, flag, part, text};
+use crate::trail::TrailLine;
 
 /// How many times the page polls for a running call's outcome (every 2 s) on top of live
 /// events, in case the event stream is down.
-const MAX_POLLS: u32 = 60;
+const MAX_POLLS: u64 = 60;
 
 /// The Activity page.
 #[component]
@@ -25,11 +28,16 @@ pub fn ActivityPage(
     /// The card in the address (`/activity/{id}`): highlighted and brought into view.
     focus: Option<String>,
 ) -> impl IntoView {
-    let focus = Signal::stored(focus);
+    // Signals of the value types the app holds anyway, not `Signal`s or `StoredValue`s of new
+    // ones: each value type costs the phone's wasm its own copy of Leptos' signal code
+    // (BENCHMARKS.md). `focus` never changes; the values kept below are read untracked.
+    let focus = RwSignal::new(focus);
     let live = use_context::<Live>().unwrap_or_default();
     // A card answered here takes the highlight from the one in the URL.
     provide_context(crate::card::AnsweredHere(RwSignal::new(None)));
-    let poll = RwSignal::new(0_u32);
+    // A `u64` like the live tick's: each value type a signal holds costs the wasm its own copy
+    // of Leptos' signal code.
+    let poll = RwSignal::new(0_u64);
 
     // The page is drawn once per card in the URL (`first`, rendered on the server); live events
     // and polls load the lists again into `latest`, which the drawn lists follow card by card
@@ -78,8 +86,10 @@ pub fn ActivityPage(
     // Card states live with the page so a redraw keeps dialogs, errors and requests in flight.
     // Lists, not hash maps, here and below: a page holds a few hundred cards at most, and std's
     // hashing would cost the phone's wasm 2.7 KB (BENCHMARKS.md).
-    let owner = StoredValue::new(Owner::current().unwrap_or_default());
-    let states = StoredValue::new(Vec::<(String, CardState)>::new());
+    let held = StoredValue::new((
+        Owner::current().unwrap_or_default(),
+        Vec::<(String, CardState)>::new(),
+    ));
     // A refusal of the card's form (answered before the page was live, crate::card_form)
     // comes with the first snapshot and shows on that card like any other answer's error.
     let refused = move || {
@@ -89,7 +99,7 @@ pub fn ActivityPage(
             .and_then(|snapshot| snapshot.refused)
     };
     let state_for = move |id: &str| -> CardState {
-        let kept = states.with_value(|kept| {
+        let kept = held.with_value(|(_, kept)| {
             kept.iter()
                 .find(|(card, _)| card == id)
                 .map(|(_, state)| *state)
@@ -97,11 +107,11 @@ pub fn ActivityPage(
         if let Some(state) = kept {
             return state;
         }
-        let state = owner.with_value(|o| o.with(CardState::new));
+        let state = held.with_value(|(owner, _)| owner.with(CardState::new));
         if focus.get_untracked().as_deref() == Some(id) {
             state.error.set(refused());
         }
-        states.update_value(|m| {
+        held.update_value(|(_, m)| {
             m.push((id.to_owned(), state));
         });
         state
@@ -109,10 +119,10 @@ pub fn ActivityPage(
 
     // The cards this page has shown waiting (in the browser only: an effect, so the server's
     // render and hydration agree): answered later, here or elsewhere, they stay open in full.
-    let shown_pending = StoredValue::new(Vec::<String>::new());
+    let shown_pending = RwSignal::new(Vec::<String>::new());
     Effect::new(move |_| {
         if let Some(Ok(d)) = data() {
-            shown_pending.update_value(|shown| {
+            shown_pending.update_untracked(|shown| {
                 for card in &d.pending {
                     if !shown.contains(&card.id) {
                         shown.push(card.id.clone());
@@ -122,19 +132,19 @@ pub fn ActivityPage(
         }
     });
     let seen =
-        move |id: &str| shown_pending.with_value(|shown| shown.iter().any(|card| card == id));
+        move |id: &str| shown_pending.with_untracked(|shown| shown.iter().any(|card| card == id));
     // Read by the push control's effect only (in the browser, once the data has come).
     let push_off = Memo::new(move |_| data().and_then(|r| r.ok()).map(|d| d.push_off));
 
     // Bring the focused card into view once it is on screen (once per id).
-    let scrolled_for = StoredValue::new(None::<String>);
+    let scrolled_for = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         let loaded = matches!(data(), Some(Ok(_)));
         let Some(id) = focus.get() else { return };
-        if !loaded || scrolled_for.with_value(|s| s.as_deref() == Some(id.as_str())) {
+        if !loaded || scrolled_for.with_untracked(|s| s.as_deref() == Some(id.as_str())) {
             return;
         }
-        scrolled_for.set_value(Some(id.clone()));
+        scrolled_for.update_untracked(|s| *s = Some(id.clone()));
         request_animation_frame(move || scroll_to_card(&id));
     });
 
@@ -154,12 +164,12 @@ pub fn ActivityPage(
         }
     });
 
-    view! {
+    any(view! {
         <div class="activity">
             // Not a Transition: `first` never loads again (its key, the focus, is fixed for the
             // page's life; refreshes go to `latest`), so there is no old content to keep, and
             // the transition machinery would cost the phone's wasm 1.2 KB (BENCHMARKS.md).
-            <Suspense fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+            <Suspense fallback=|| any(view! { <p class="page-note">"Loading…"</p> })>
                 {move || Suspend::new(async move {
                     match first.await {
                         Ok(d) => {
@@ -169,18 +179,17 @@ pub fn ActivityPage(
                             activity_view(current, focus.get_untracked(), state_for, seen, older)
                                 .into_any()
                         }
-                        Err(e) => view! {
+                        Err(e) => any(view! {
                             <div class="page-error" role="alert" data-testid="page-error">
                                 <p>{e.to_string()}</p>
                             </div>
-                        }
-                        .into_any(),
+                        }),
                     }
                 })}
             </Suspense>
             <crate::push::PushControl server_off=push_off/>
         </div>
-    }
+    })
 }
 
 /// What "Older cards" has loaded so far (kept by the page across refetches).
@@ -258,6 +267,10 @@ impl Older {
     }
 }
 
+/// A list of cards as the page reads it: a plain shared closure, not a `Signal` (a `Signal` of
+/// a new value type would cost the phone's wasm its own copy of Leptos' signal code).
+type Cards = Arc<dyn Fn() -> Vec<Approval> + Send + Sync>;
+
 /// The lists: waiting, then answered (the first page, then what "Older cards" loaded), following
 /// `current` (the latest snapshot) card by card.
 fn activity_view(
@@ -281,32 +294,30 @@ fn activity_view(
     // Waiting cards in full; answered ones as lines of the history (a card already shown in
     // full on this page stays open). Keyed by the card's id and state: a card that did not
     // change keeps its elements when the lists load again.
-    let list = move |items: Signal<Vec<Approval>>| {
+    let list = move |items: Cards| {
         let viewer = viewer.clone();
         let focus = focus.clone();
-        view! {
-            <For each=move || items.get() key=card_key let:approval>
+        any(view! {
+            <For each=move || items() key=card_key let:approval>
                 {
                     let focused = focus.as_deref() == Some(approval.id.as_str());
                     let seen = seen(&approval.id);
                     let state = state_for(&approval.id);
                     if approval.status == ApprovalStatus::Pending {
-                        view! { <ApprovalCard approval viewer=viewer.clone() focused state/> }
-                            .into_any()
+                        any(view! { <ApprovalCard approval viewer=viewer.clone() focused state/> })
                     } else {
-                        view! {
+                        any(view! {
                             <HistoryLine approval viewer=viewer.clone() focused open=seen state/>
-                        }
-                        .into_any()
+                        })
                     }
                 }
             </For>
-        }
+        })
     };
-    let pending = Signal::derive(move || current.with(|d| d.pending.clone()));
-    let answered = Signal::derive(move || current.with(|d| d.answered.clone()));
+    let pending: Cards = Arc::new(move || current.with(|d| d.pending.clone()));
+    let answered: Cards = Arc::new(move || current.with(|d| d.answered.clone()));
     // Older cards not already on the first page (a refetch may have moved one up).
-    let older_cards = Signal::derive(move || {
+    let older_cards: Cards = Arc::new(move || {
         let shown: Vec<String> = current.with(|d| d.cards().map(|a| a.id.clone()).collect());
         older
             .cards
@@ -327,74 +338,72 @@ fn activity_view(
     let none_answered = Memo::new(move |_| answered_empty());
     let has_older = Memo::new(move |_| next_cursor().is_some());
 
-    view! {
+    any(view! {
         <p class="viewer-line" data-testid="viewer">
             "Signed in as "<strong>{name}</strong>
             {(!can_answer).then_some(" · This device can only view.")}
         </p>
-        {missing.map(|id| view! {
+        {missing.map(|id| any(view! {
             <p class="page-error" role="alert" data-testid="card-not-found">
                 "No card has the id \u{201c}"{id}"\u{201d}. The link may be mistyped or cut short; the cards that do exist are listed below."
             </p>
-        })}
+        }))}
         <section class="card-section" aria-labelledby="pending-title">
             <h2 id="pending-title" class="section-title">
                 {if can_answer { "Waiting for you" } else { "Waiting for an answer" }}
-                <span class="count" aria-label=move || format!("{} waiting", pending_count())>{move || pending_count().to_string()}</span>
+                <span class="count" aria-label=text(move || format!("{} waiting", pending_count()))>{text(move || pending_count().to_string())}</span>
             </h2>
-            {move || none_waiting.get().then(|| view! {
+            {part(move || none_waiting.get().then(|| any(view! {
                 <p class="empty">
                     {if can_answer { "Nothing is waiting for you." } else { "Nothing is waiting for an answer." }}
                 </p>
-            }.into_any())}
+            })))}
             <div class="card-list" data-testid="pending-list">{list.clone()(pending)}</div>
         </section>
         <section class="card-section" aria-labelledby="answered-title">
             <h2 id="answered-title" class="section-title">"Answered"</h2>
-            {move || none_answered.get().then(|| view! {
+            {part(move || none_answered.get().then(|| any(view! {
                 <p class="empty">"Nothing answered yet."</p>
-            }.into_any())}
-            {move || {
+            })))}
+            {part(move || {
                 let actions = current.with(|d| d.actions.clone());
-                (!actions.is_empty()).then(|| view! {
+                (!actions.is_empty()).then(|| any(view! {
                     <ul class="action-lines" data-testid="action-lines" aria-label="Done without a card">
-                        {actions.into_iter().map(|entry| view! { <ActionLine entry/> }).collect_view()}
+                        {actions.into_iter().map(|line| any(view! { <ActionLine line/> })).collect_view()}
                     </ul>
-                }.into_any())
-            }}
+                }))
+            })}
             <div class="card-list" data-testid="answered-list">{list.clone()(answered)}{list(older_cards)}</div>
             <div class="older">
-                {move || has_older.get().then(|| view! {
+                {part(move || has_older.get().then(|| any(view! {
                     <button
                         type="button"
                         class="btn btn-quiet"
                         data-testid="older"
-                        disabled=move || older.loading.get()
+                        disabled=flag(move || older.loading.get())
                         on:click=move |_| {
                             if let Some(from) = next_cursor() {
                                 older.load(from);
                             }
                         }
                     >
-                        {move || if older.loading.get() { "Loading older cards…" } else { "Older cards" }.to_owned()}
+                        {text(move || if older.loading.get() { "Loading older cards…" } else { "Older cards" }.to_owned())}
                     </button>
-                }.into_any())}
-                {move || older.error.get().map(|e| view! {
+                })))}
+                {part(move || older.error.get().map(|e| any(view! {
                     <p class="page-error" role="alert">{format!("Could not load older cards: {e}")}</p>
-                }.into_any())}
+                })))}
             </div>
         </section>
-    }
-    .into_any()
+    })
 }
 
-/// One write that ran without a card, as the owner asked (its audit entry, kind `action`): what
-/// it did in the tool's own words (which say how to undo it), and when.
-#[component]
-fn ActionLine(entry: iris_core::wire::AuditEntry) -> impl IntoView {
-    let offset = crate::live::clock_offset();
-    let at = entry.at;
-    let summary = entry
+/// One write that ran without a card, as the owner asked (its audit entry, kind `action`), as
+/// its line on Activity says it: what it did in the tool's own words (which say how to undo it),
+/// else which tool ran. Worded by the server ([`crate::api::ActivitySnapshot::actions`]), so
+/// the browser's wasm reads a [`TrailLine`], not the audit entry's shape.
+pub fn action_line(entry: &iris_core::wire::AuditEntry) -> TrailLine {
+    let text = entry
         .result
         .get("summary")
         .and_then(serde_json::Value::as_str)
@@ -403,15 +412,27 @@ fn ActionLine(entry: iris_core::wire::AuditEntry) -> impl IntoView {
             let tool = entry.result.get("tool").and_then(serde_json::Value::as_str);
             format!("Ran {}.", tool.unwrap_or("a tool"))
         });
-    view! {
+    TrailLine {
+        kind: entry.kind.as_str().to_owned(),
+        text,
+        at: entry.at,
+    }
+}
+
+/// One write that ran without a card ([`action_line`]), and when.
+#[component]
+fn ActionLine(line: TrailLine) -> impl IntoView {
+    let offset = crate::live::clock_offset();
+    let at = line.at;
+    any(view! {
         <li class="action-line" data-testid="action-line">
             <span class="badge badge-acts">"Without a card, as you asked"</span>
             " "
-            <span class="action-summary">{summary}</span>
+            <span class="action-summary">{line.text}</span>
             " "
-            <time class="action-time" datetime=at.to_rfc3339()>{move || crate::format::format_time(at, offset.get())}</time>
+            <time class="action-time" datetime=at.to_rfc3339()>{text(move || crate::format::format_time(at, offset.get()))}</time>
         </li>
-    }
+    })
 }
 
 /// Scrolls the card with this approval id to the middle of the screen (browser only).
@@ -433,4 +454,50 @@ fn scroll_to_card(id: &str) {
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = id;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use iris_core::wire::{AuditEntry, AuditKind};
+    use serde_json::json;
+
+    fn entry(result: serde_json::Value) -> AuditEntry {
+        AuditEntry {
+            id: 7,
+            approval_id: None,
+            run_id: Some("r1".into()),
+            kind: AuditKind::Action,
+            item: None,
+            result,
+            undo_available: true,
+            actor: "iris".into(),
+            surface: None,
+            at: Utc.with_ymd_and_hms(2026, 12, 5, 9, 30, 0).unwrap(),
+        }
+    }
+
+    /// A write without a card reads as the tool's own summary, else names the tool.
+    #[test]
+    fn an_action_line_says_the_tools_summary_or_its_name() {
+        let line = action_line(&entry(json!({
+            "tool": "trash_category",
+            "summary": "Moved 4 emails to Trash; say \"undo that\" to bring them back."
+        })));
+        assert_eq!(line.kind, "action");
+        assert_eq!(
+            line.text,
+            "Moved 4 emails to Trash; say \"undo that\" to bring them back."
+        );
+        assert_eq!(
+            line.at,
+            Utc.with_ymd_and_hms(2026, 12, 5, 9, 30, 0).unwrap()
+        );
+        assert_eq!(
+            action_line(&entry(json!({"tool": "trash_category"}))).text,
+            "Ran trash_category."
+        );
+        assert_eq!(action_line(&entry(json!({}))).text, "Ran a tool.");
+    }
 }

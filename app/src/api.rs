@@ -31,9 +31,10 @@ pub struct ActivitySnapshot {
     /// The cursor of the next older page ([`older_approvals`]), or `None` when this is all.
     pub older: Option<String>,
     /// The newest writes that ran without a card (`trash_category`), newest first: each a
-    /// line of the history with how to undo it.
+    /// line of the history with how to undo it, worded by the server
+    /// ([`crate::activity::action_line`]): the browser reads no audit entries.
     #[serde(default)]
-    pub actions: Vec<iris_core::wire::AuditEntry>,
+    pub actions: Vec<crate::trail::TrailLine>,
     /// The `/activity/:id` id when no card has it.
     pub missing: Option<String>,
     /// Why the card's own form answer for the `/activity/:id` card was refused, read from
@@ -143,7 +144,13 @@ pub async fn activity_data(
         pending,
         answered: page.approvals,
         older: page.next,
-        actions: backend.actions().await.map_err(AppError::Backend)?,
+        actions: backend
+            .actions()
+            .await
+            .map_err(AppError::Backend)?
+            .iter()
+            .map(crate::activity::action_line)
+            .collect(),
         missing: None,
         refused: None,
         push_off: backend.push_off(),

@@ -6,6 +6,8 @@
 use iris_core::wire::Approval;
 use leptos::prelude::*;
 
+use crate::shape::any;
+
 /// The card the banner announces: its id and title.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Announced {
@@ -68,17 +70,17 @@ impl Default for RequestBanner {
 #[component]
 pub fn RequestBannerView() -> impl IntoView {
     let banner = use_context::<RequestBanner>().unwrap_or_default();
-    let announcement = move || {
+    let announcement = crate::shape::text(move || {
         banner
             .announced
             .get()
             .map(|a| format!("New card waiting: {}", a.title))
             .unwrap_or_default()
-    };
-    let shown = move || {
+    });
+    let shown = crate::shape::part(move || {
         banner.announced.get().map(|announced| {
             let href = format!("/activity/{}", announced.id);
-            view! {
+            any(view! {
                 <div class="request-banner" data-testid="request-banner" data-approval-id=announced.id.clone()>
                     <p class="banner-text">
                         <strong>"New card waiting: "</strong>
@@ -92,13 +94,13 @@ pub fn RequestBannerView() -> impl IntoView {
                         "Dismiss"
                     </button>
                 </div>
-            }
+            })
         })
-    };
-    view! {
+    });
+    any(view! {
         <p class="visually-hidden" aria-live="polite" data-testid="card-announcer">{announcement}</p>
         {shown}
-    }
+    })
 }
 
 #[cfg(all(test, feature = "ssr"))]

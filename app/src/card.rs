@@ -30,6 +30,7 @@ use crate::backend::Viewer;
 use crate::dialog::part_view;
 use crate::format::{card_parts, clip, format_time, outcome_tone, undo_sentence};
 use crate::live::{clock_offset, is_live};
+use crate::shape::{any, part, text};
 use actions::CardActions;
 use dialog::CardDialog;
 pub use focus::CardFocus;
@@ -162,24 +163,23 @@ pub fn ApprovalCard(
     let expires_at = approval.expires_at;
     let created_at = approval.created_at;
 
-    let badges = view! {
+    let badges = any(view! {
         <div class="card-badges">
-            {destructive.then(|| view! { <span class="badge badge-danger" data-testid="badge-deletes">"Deletes data"</span> })}
-            {acts_for_you.then(|| view! { <span class="badge badge-acts" data-testid="badge-acts">"Acts for you"</span> })}
-            {evaluator.then(|| view! { <span class="badge badge-review">"Paused for review"</span> })}
+            {destructive.then(|| any(view! { <span class="badge badge-danger" data-testid="badge-deletes">"Deletes data"</span> }))}
+            {acts_for_you.then(|| any(view! { <span class="badge badge-acts" data-testid="badge-acts">"Acts for you"</span> }))}
+            {evaluator.then(|| any(view! { <span class="badge badge-review">"Paused for review"</span> }))}
             <span class=format!("badge badge-status status-{status} tone-{}", tone.as_str()) data-testid="card-status">
                 {badge_label}
             </span>
         </div>
-    }
-    .into_any();
+    });
 
     let lines = (!card.lines.is_empty()).then(|| {
-        view! {
+        any(view! {
             <ul class="card-lines" data-testid="card-lines">
                 {card_parts(&card.lines).into_iter().map(part_view).collect_view()}
             </ul>
-        }
+        })
     });
 
     let preview = call::preview_view(&card);
@@ -187,64 +187,58 @@ pub fn ApprovalCard(
     let exact_call = call::exact_call_view(&approval, state.show_call);
 
     let timing = if pending {
-        view! {
+        any(view! {
             <p class="card-time">
                 "Expires "
-                <time datetime=expires_at.to_rfc3339()>{move || format_time(expires_at, offset.get())}</time>
+                <time datetime=expires_at.to_rfc3339()>{text(move || format_time(expires_at, offset.get()))}</time>
             </p>
-        }
-        .into_any()
+        })
     } else {
-        view! {
+        any(view! {
             <p class="card-time">
                 "Asked "
-                <time datetime=created_at.to_rfc3339()>{move || format_time(created_at, offset.get())}</time>
+                <time datetime=created_at.to_rfc3339()>{text(move || format_time(created_at, offset.get()))}</time>
             </p>
-        }
-        .into_any()
+        })
     };
 
     let actions = if answerable {
-        Some(
-            view! {
-                <CardActions
-                    approval_id=approval.id.clone()
-                    action=card.action.clone()
-                    lines=card.lines.clone()
-                    destructive
-                    irreversible
-                    undo=undo.clone()
-                    passkey_required
-                    state
-                    respond
-                    live
-                    action_ref
-                    reject_ref
-                />
-            }
-            .into_any(),
-        )
+        Some(any(view! {
+            <CardActions
+                approval_id=approval.id.clone()
+                action=card.action.clone()
+                lines=card.lines.clone()
+                destructive
+                irreversible
+                undo=undo.clone()
+                passkey_required
+                state
+                respond
+                live
+                action_ref
+                reject_ref
+            />
+        }))
     } else if pending {
-        Some(
-            view! { <p class="view-only" data-testid="view-only">"This device can only view."</p> }
-                .into_any(),
-        )
+        Some(any(
+            view! { <p class="view-only" data-testid="view-only">"This device can only view."</p> },
+        ))
     } else {
         None
     };
 
     let outcome = (!pending).then(|| outcome::outcome_view(&approval, offset));
     let undo_part = (!pending).then(|| {
-        view! { <CardUndo approval=approval.clone() viewer=viewer.clone() state=state /> }
+        any(view! { <CardUndo approval=approval.clone() viewer=viewer.clone() state=state /> })
     });
     let trail = (!pending).then(|| {
-        view! {
+        any(view! {
             <crate::trail::CardTrail approval_id=id.clone() open=state.trail_open/>
-        }
+        })
     });
 
     let dialog = answerable.then(|| {
-        view! {
+        any(view! {
             <CardDialog
                 dialog_id
                 action=card.action.clone()
@@ -257,7 +251,7 @@ pub fn ApprovalCard(
                 respond
                 action_ref
             />
-        }
+        })
     });
 
     // The highlight: the card the page was opened on, until the owner answers another here.
@@ -277,16 +271,16 @@ pub fn ApprovalCard(
             " card-write"
         },
     );
-    let class = move || {
+    let class = text(move || {
         if highlighted() {
             format!("{class_base} focused")
         } else {
             class_base.clone()
         }
-    };
+    });
 
     let labelled_by = title_id.clone();
-    view! {
+    any(view! {
         <article
             class=class
             id=format!("card-{id}")
@@ -314,25 +308,24 @@ pub fn ApprovalCard(
             </p>
             // A long request is quoted in part, so the card's buttons stay near its title; the
             // whole of it is one tap away.
-            {asked_clipped.then(|| view! {
+            {asked_clipped.then(|| any(view! {
                 <details class="card-asked-all" data-testid="card-asked-all">
                     <summary>"Show the whole request"</summary>
                     <p class="card-asked-full">{asked.clone()}</p>
                 </details>
-            })}
+            }))}
             {exact_call}
             {timing}
             {actions}
-            {move || {
-                state.error.get().map(|e| view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> }.into_any())
-            }}
+            {part(move || {
+                state.error.get().map(|e| any(view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> }))
+            })}
             {outcome}
             {undo_part}
             {trail}
             {dialog}
         </article>
-    }
-    .into_any()
+    })
 }
 
 /// How many characters of the request a card quotes before "Show the whole request".

@@ -21,6 +21,7 @@ use leptos::html;
 use leptos::prelude::*;
 
 use crate::dialog::DialogWords;
+use crate::shape::{any, part};
 
 /// Where the card's form posts (`id`, `decision`: `approve` or `reject`, url-encoded).
 pub const ANSWER_URL: &str = "/ui/answer_card";
@@ -129,18 +130,18 @@ pub(crate) fn FormConfirm(
     /// The card's undo sentence, if any.
     undo: Option<String>,
     /// Whether the page is live (hydrated).
-    live: Signal<bool>,
+    live: RwSignal<bool>,
 ) -> impl IntoView {
     let dialog_ref: NodeRef<html::Dialog> = NodeRef::new();
     // Read when the page goes live: a dialog the owner opened before keeps its place.
     let open_now = move || dialog_ref.get_untracked().is_some_and(|d| d.open());
-    move || {
+    part(move || {
         (!live.get() || open_now()).then(|| {
             let dialog_id = form_dialog_id(&approval_id);
             let title_id = format!("{dialog_id}-title");
             let desc_id = format!("{dialog_id}-desc");
             let (labelled_by, described_by) = (title_id.clone(), desc_id.clone());
-            view! {
+            any(view! {
                 <dialog
                     class="dialog dialog-form"
                     class:dialog-danger=destructive
@@ -181,9 +182,9 @@ pub(crate) fn FormConfirm(
                         </button>
                     </form>
                 </dialog>
-            }
+            })
         })
-    }
+    })
 }
 
 #[cfg(test)]

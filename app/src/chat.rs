@@ -15,6 +15,7 @@ use crate::api::{current_viewer, load_conversation, send_chat};
 use crate::error::AppError;
 use crate::format::find_card_link;
 use crate::live::is_live;
+use crate::shape::{any, flag, maybe_text, part, text};
 
 /// Where the conversation id is remembered in the browser.
 pub const STORAGE_KEY: &str = "iris.conversation_id";
@@ -449,23 +450,23 @@ fn waits_for_answer(line: &ChatLine) -> bool {
 fn line_body(line: &ChatLine) -> AnyView {
     let text = line.text.clone();
     let Some(id) = line.approval_id.clone() else {
-        return view! { <p class="chat-text">{text}</p> }.into_any();
+        return any(view! { <p class="chat-text">{text}</p> });
     };
     let href = format!("/activity/{id}");
     let link = move || {
-        view! {
+        any(view! {
             <a href=href.clone() class="card-link" data-testid="chat-approval-link">
                 "open the card"
             </a>
-        }
+        })
     };
     match find_card_link(&text, &id) {
         Some((start, end)) => {
             let before = text[..start].to_owned();
             let after = text[end..].to_owned();
-            view! { <p class="chat-text">{before}{link()}{after}</p> }.into_any()
+            any(view! { <p class="chat-text">{before}{link()}{after}</p> })
         }
-        None => view! { <p class="chat-text">{text}" "{link()}</p> }.into_any(),
+        None => any(view! { <p class="chat-text">{text}" "{link()}</p> }),
     }
 }
 
@@ -514,7 +515,7 @@ pub fn ChatPanel() -> impl IntoView {
         }
     });
 
-    view! {
+    any(view! {
         <section class="chat" aria-labelledby="chat-title">
             <h2 id="chat-title" class="section-title">"Ask IRIS"</h2>
             <ol class="chat-log" node_ref=log_ref data-testid="chat-log" aria-live="polite">
@@ -524,7 +525,7 @@ pub fn ChatPanel() -> impl IntoView {
                         .map(|line| {
                             let owner = line.role == "owner";
                             let role = line.role.clone();
-                            view! {
+                            any(view! {
                                 <li
                                     class="chat-line"
                                     class:owner=owner
@@ -536,24 +537,24 @@ pub fn ChatPanel() -> impl IntoView {
                                     <span class="chat-who">{if owner { "You" } else { "IRIS" }}</span>
                                     {line_body(&line)}
                                 </li>
-                            }
+                            })
                         })
                         .collect_view()
                 }}
             </ol>
-            {move || waiting.get().then(|| view! {
-                <p class="chat-waiting" data-testid="chat-waiting" role="status">{move || {
+            {part(move || waiting.get().then(|| any(view! {
+                <p class="chat-waiting" data-testid="chat-waiting" role="status">{text(move || {
                     if chat.waiting.with(|w| w.as_ref().is_some_and(|p| p.unconfirmed)) {
                         "The connection failed while sending, so IRIS may not have your message. Waiting to see whether it answers…"
                     } else {
                         "Sent. Waiting for IRIS to answer…"
                     }
                     .to_owned()
-                }}</p>
-            }.into_any())}
-            {move || empty.get().then(|| view! {
+                })}</p>
+            })))}
+            {part(move || empty.get().then(|| any(view! {
                 <p class="chat-empty">"Ask for something, e.g. “trash the promo emails from this week”. Anything that deletes data waits for your approval."</p>
-            }.into_any())}
+            })))}
             <form
                 class="chat-form"
                 on:submit=move |ev| {
@@ -566,12 +567,12 @@ pub fn ChatPanel() -> impl IntoView {
                     id="chat-input"
                     data-testid="chat-input"
                     rows="2"
-                    placeholder=move || if chat.view_only() { "" } else { "Ask IRIS…" }.to_owned()
+                    placeholder=text(move || if chat.view_only() { "" } else { "Ask IRIS…" }.to_owned())
                     node_ref=input_ref
-                    readonly=move || !live.get()
-                    disabled=move || chat.view_only()
-                    aria-describedby=move || chat.view_only().then(|| "chat-view-only".to_owned())
-                    prop:value=move || chat.draft.get()
+                    readonly=flag(move || !live.get())
+                    disabled=flag(move || chat.view_only())
+                    aria-describedby=maybe_text(move || chat.view_only().then(|| "chat-view-only".to_owned()))
+                    prop:value=text(move || chat.draft.get())
                     on:input:target=move |ev| chat.draft.set(ev.target().value())
                     on:keydown=move |ev| {
                         if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
@@ -584,22 +585,22 @@ pub fn ChatPanel() -> impl IntoView {
                     type="submit"
                     class="btn btn-primary"
                     data-testid="chat-send"
-                    disabled=move || {
+                    disabled=flag(move || {
                         chat.sending.get() || !live.get() || chat.can_answer.get() != Some(true)
                             || too_long() || length() == 0
-                    }
+                    })
                 >
-                    {move || if chat.sending.get() { "Sending…" } else { "Send" }.to_owned()}
+                    {text(move || if chat.sending.get() { "Sending…" } else { "Send" }.to_owned())}
                 </button>
             </form>
             // A counter once the message nears the limit; past it, Send is off and it says why.
             <p
-                class=move || if too_long() { "chat-count chat-count-over" } else { "chat-count" }.to_owned()
+                class=text(move || if too_long() { "chat-count chat-count-over" } else { "chat-count" }.to_owned())
                 data-testid="chat-count"
                 aria-live="polite"
-                hidden=move || length() <= COUNT_FROM
+                hidden=flag(move || length() <= COUNT_FROM)
             >
-                {move || {
+                {text(move || {
                     let n = length();
                     if n > MAX_MESSAGE_CHARS {
                         format!(
@@ -609,16 +610,16 @@ pub fn ChatPanel() -> impl IntoView {
                     } else {
                         format!("{n} of {MAX_MESSAGE_CHARS} characters")
                     }
-                }}
+                })}
             </p>
-            {move || view_only.get().then(|| view! {
+            {part(move || view_only.get().then(|| any(view! {
                 <p class="chat-view-only" id="chat-view-only" data-testid="chat-view-only">"This device can only view."</p>
-            }.into_any())}
-            {move || {
+            })))}
+            {part(move || {
                 chat.error
                     .get()
-                    .map(|e| view! { <p class="chat-error" role="alert" data-testid="chat-error">{e}</p> }.into_any())
-            }}
+                    .map(|e| any(view! { <p class="chat-error" role="alert" data-testid="chat-error">{e}</p> }))
+            })}
         </section>
-    }
+    })
 }

@@ -10,6 +10,7 @@ use leptos::prelude::*;
 use crate::api::{load_devices, make_pairing_link, revoke_device, DevicesSnapshot};
 use crate::format::format_time;
 use crate::live::clock_offset;
+use crate::shape::{any, flag, part, text};
 
 /// "Read" / "Control" / "Agent" and the badge class.
 pub fn scope_badge(scope: DeviceScope) -> (&'static str, &'static str) {
@@ -56,7 +57,7 @@ fn revoke_consequence(device: &DeviceInfo) -> String {
 /// The Devices page.
 #[component]
 pub fn DevicesPage() -> impl IntoView {
-    let refresh = RwSignal::new(0u32);
+    let refresh = RwSignal::new(0_u64);
     let data = Resource::<_, crate::codec::PageJson>::new_with_options(
         move || refresh.get(),
         |_| load_devices(),
@@ -64,25 +65,24 @@ pub fn DevicesPage() -> impl IntoView {
     );
     // Read by the push control's effect only (in the browser, once the data has come).
     let push_off = Memo::new(move |_| data.get().and_then(|r| r.ok()).map(|d| d.push_off));
-    view! {
+    any(view! {
         <div class="devices-page" data-testid="devices-page">
             <h2 class="section-title">"Devices"</h2>
-            <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+            <Transition fallback=|| any(view! { <p class="page-note">"Loading…"</p> })>
                 {move || Suspend::new(async move {
                     match data.await {
-                        Ok(snapshot) => view! { <DeviceList snapshot refresh/> }.into_any(),
-                        Err(e) => view! {
+                        Ok(snapshot) => any(view! { <DeviceList snapshot refresh/> }),
+                        Err(e) => any(view! {
                             <div class="page-error" role="alert" data-testid="page-error">
                                 <p>{e.to_string()}</p>
                             </div>
-                        }
-                        .into_any(),
+                        }),
                     }
                 })}
             </Transition>
             <crate::push::PushControl server_off=push_off/>
         </div>
-    }
+    })
 }
 
 /// The list of devices and, for a control device, the pairing panel.
@@ -91,7 +91,7 @@ fn DeviceList(
     /// Who is looking and the devices.
     snapshot: DevicesSnapshot,
     /// Bumped to reload the list after a change.
-    refresh: RwSignal<u32>,
+    refresh: RwSignal<u64>,
 ) -> impl IntoView {
     let can_manage = snapshot.viewer.can_answer;
     let intro = if can_manage {
@@ -109,15 +109,15 @@ fn DeviceList(
         .into_iter()
         .map(|device| {
             let last_control = controls == 1 && device.scope == DeviceScope::Control;
-            view! { <DeviceRow device can_manage last_control refresh/> }
+            any(view! { <DeviceRow device can_manage last_control refresh/> })
         })
         .collect_view();
-    view! {
+    any(view! {
         <p class="plugins-intro">{intro}</p>
         <ul class="device-list" data-testid="device-list">{rows}</ul>
-        {can_manage.then(|| view! { <PairPanel/> })}
+        {can_manage.then(|| any(view! { <PairPanel/> }))}
         <crate::passkeys::PasskeyPanel can_manage/>
-    }
+    })
 }
 
 /// One device: name, scope badge, paired and last-used times, and its revoke control.
@@ -126,7 +126,7 @@ fn DeviceRow(
     device: DeviceInfo,
     can_manage: bool,
     last_control: bool,
-    refresh: RwSignal<u32>,
+    refresh: RwSignal<u64>,
 ) -> impl IntoView {
     let offset = clock_offset();
     let (scope_text, scope_class) = scope_badge(device.scope);
@@ -166,42 +166,41 @@ fn DeviceRow(
     let last = device.last_used_at;
     let warning = revoke_warning(&device, last_control);
     let row_name = device.name.clone();
-    view! {
+    any(view! {
         <li class="device-row" data-testid="device-row" data-device=row_name>
             <div class="device-head">
                 <span class="device-name">{device.name.clone()}</span>
                 <span class=scope_class>{scope_text}</span>
-                {this_device.then(|| view! { <span class="badge badge-this">"This device"</span> })}
-                {(device.notified > 0).then(|| view! {
+                {this_device.then(|| any(view! { <span class="badge badge-this">"This device"</span> }))}
+                {(device.notified > 0).then(|| any(view! {
                     <span class="badge badge-notified" data-testid="device-notified">"Notifications on"</span>
-                })}
+                }))}
             </div>
             <p class="device-times">
-                "Paired " {move || format_time(created, offset.get())}
+                "Paired " {text(move || format_time(created, offset.get()))}
                 " · last used "
-                {move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into())}
+                {text(move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into()))}
             </p>
-            {demo_owner.then(|| view! {
+            {demo_owner.then(|| any(view! {
                 <p class="device-note" data-testid="demo-owner-note">
                     "The demo’s owner: every browser of the demo signs in as it, so it stays while the demo runs."
                 </p>
-            })}
-            {can_revoke.then(|| view! {
+            }))}
+            {can_revoke.then(|| any(view! {
                 <div class="device-actions">
                     {move || {
                         if !asking.get() {
-                            return view! {
+                            return any(view! {
                                 <button class="btn btn-quiet" type="button"
                                     on:click=move |_| { error.set(None); confirming.set(true) }>
                                     "Revoke"
                                 </button>
-                            }
-                            .into_any();
+                            });
                         }
-                        view! {
+                        any(view! {
                             <p class="device-confirm" role="alert">{warning.clone()}</p>
                             <button class="btn btn-danger" type="button" data-testid="confirm-revoke"
-                                disabled=move || revoke.pending().get()
+                                disabled=flag(move || revoke.pending().get())
                                 on:click={
                                     let name = name.clone();
                                     move |_| { revoke.dispatch(name.clone()); }
@@ -211,14 +210,13 @@ fn DeviceRow(
                             <button class="btn btn-quiet" type="button" on:click=move |_| confirming.set(false)>
                                 "Cancel"
                             </button>
-                        }
-                        .into_any()
+                        })
                     }}
-                    {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> }.into_any())}
+                    {part(move || error.get().map(|e| any(view! { <p class="device-error" role="alert">{e}</p> })))}
                 </div>
-            })}
+            }))}
         </li>
-    }
+    })
 }
 
 /// "Pair a new device": choose the scope, get a one-time link to open on the new browser.
@@ -242,37 +240,37 @@ fn PairPanel() -> impl IntoView {
         }
     });
     let offset = clock_offset();
-    view! {
+    any(view! {
         <section class="pair-panel" aria-labelledby="pair-panel-title">
             <h3 id="pair-panel-title">"Pair a new device"</h3>
             <p>"Make a one-time link and open it on the new browser within 10 minutes. You can also run "
                <code>"iris pair --scope read"</code> " on the server."</p>
             <div class="pair-buttons">
                 <button class="btn" type="button" data-testid="pair-read"
-                    disabled=move || make.pending().get()
+                    disabled=flag(move || make.pending().get())
                     on:click=move |_| { make.dispatch(DeviceScope::Read); }>
                     "Link for a read device"
                 </button>
                 <button class="btn" type="button" data-testid="pair-control"
-                    disabled=move || make.pending().get()
+                    disabled=flag(move || make.pending().get())
                     on:click=move |_| { make.dispatch(DeviceScope::Control); }>
                     "Link for a control device"
                 </button>
             </div>
-            {move || error.get().map(|e| view! { <p class="device-error" role="alert">{e}</p> }.into_any())}
-            {move || offer.get().map(|o| {
+            {part(move || error.get().map(|e| any(view! { <p class="device-error" role="alert">{e}</p> })))}
+            {part(move || offer.get().map(|o| {
                 let (scope_text, _) = scope_badge(o.scope);
-                view! {
+                any(view! {
                     <div class="pair-offer" data-testid="pair-offer">
                         <p>{format!("{scope_text} link, works once until {}:", format_time(o.expires_at, offset.get()))}</p>
                         <textarea class="pair-url" readonly rows="2" prop:value=o.url.clone()
                             aria-label="Pairing link" data-testid="pair-url"></textarea>
                         <CopyButton text=o.url.clone()/>
                     </div>
-                }
-            })}
+                })
+            }))}
         </section>
-    }
+    })
 }
 
 /// Copies `text` to the clipboard, then says so on the button for a moment; when the browser
@@ -303,12 +301,12 @@ fn CopyButton(text: String) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = &text;
     };
-    view! {
+    any(view! {
         <button class="btn" type="button" data-testid="pair-copy" on:click=copy>
             "Copy link"
         </button>
         <span class="pair-copied" data-testid="pair-copied" role="status">{move || said.get()}</span>
-    }
+    })
 }
 
 #[cfg(test)]

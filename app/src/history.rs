@@ -11,6 +11,7 @@ use crate::backend::Viewer;
 use crate::card::{ApprovalCard, CardState};
 use crate::format::{badge_label, format_time, outcome_tone, who_and_where};
 use crate::live::clock_offset;
+use crate::shape::{any, text};
 
 /// An answered card: a line until it is opened, then the whole card.
 #[component]
@@ -54,16 +55,15 @@ pub fn HistoryLine(
     view! {
         {move || {
             if opened.get() {
-                return view! {
+                return any(view! {
                     <ApprovalCard approval=card.clone() viewer=viewer.clone() focused state/>
-                }
-                .into_any();
+                });
             }
             {
                 let id = id.clone();
                 let title = title.clone();
                 let who = who.clone();
-                view! {
+                any(view! {
                     // A link to the card's own page, so a tap works before the wasm has
                     // arrived (seconds on a slow phone) and a new-tab tap opens the card there;
                     // once hydrated, a plain tap opens the card in place instead.
@@ -85,14 +85,13 @@ pub fn HistoryLine(
                             <span class=format!("badge badge-status status-{status} tone-{tone}")>
                                 {outcome}
                             </span>
-                            {undone.map(|(words, state)| view! {
+                            {undone.map(|(words, state)| any(view! {
                                 <span class=format!("badge badge-undone undo-{state}") data-testid="line-undone">{words}</span>
-                            })}
+                            }))}
                         </span>
-                        <span class="history-meta">{move || format!("{}{who}", when())}</span>
+                        <span class="history-meta">{text(move || format!("{}{who}", when()))}</span>
                     </a>
-                }
-                .into_any()
+                })
             }
         }}
     }

@@ -23,6 +23,7 @@
 //! - [`devices`] is the Devices page: live devices, revoke, pairing links.
 //! - [`push`] is "Notify this device when a card waits" (Web Push), on Activity and Devices.
 //! - [`pairing`] is the page a one-time pairing link opens (rendered by the server).
+//! - [`shape`] gives each kind of reactive closure in a view one type (the rule below).
 //! - [`toggle`] keeps a `<details>` and the signal that remembers it in step (hydration never
 //!   shuts one the owner opened first).
 //! - [`format`] holds the pure wording helpers (undo sentence, result summary, times).
@@ -32,11 +33,19 @@
 //!
 //! The browser's wasm stays small (a phone on a slow network loads it first: BENCHMARKS.md, "A
 //! release build on a phone") by keeping down the number of types Leptos copies its generic
-//! code for, so the views keep three shapes:
+//! code for, so the views keep these shapes:
 //! - a reactive text or attribute returns `String` (or `bool`, `Option<String>` for an
 //!   attribute that may be absent), never a `&'static str` or a number;
 //! - a part shown on a condition is a closure over a `Memo<bool>` drawing an `AnyView` or
 //!   nothing (`Option<AnyView>`), not `<Show>`;
+//! - each reactive closure goes to the view through [`shape`] (`text`, `flag`, `maybe_text`,
+//!   `part`): one shared `Arc<dyn Fn>` type per kind, since every `move || …` is a type of its
+//!   own and gets its own copy of Leptos' rendering code;
+//! - each drawn part goes to its parent as [`shape::any`]: an `AnyView` of the element itself,
+//!   the same type as that element drawn inline, not of the `View<…>` wrapper around it;
+//! - a signal holds a value type the app holds anyway (`bool`, `u64`, `String`,
+//!   `Option<String>`, …) and is passed as the `RwSignal` or `Memo` itself, not as a `Signal`
+//!   or a `StoredValue` over it: each of those types costs its own copy of Leptos' signal code;
 //! - JSON is read by [`codec::read_json`] only.
 
 #![recursion_limit = "256"]
@@ -59,6 +68,7 @@ pub mod pairing;
 pub mod passkeys;
 pub mod plugins;
 pub mod push;
+pub mod shape;
 pub mod toggle;
 pub mod trail;
 
@@ -70,6 +80,7 @@ use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
 use crate::live::{ClientClock, Hydrated, Live};
 use crate::page::Page;
+use crate::shape::any;
 
 #[cfg(feature = "ssr")]
 pub use backend::AppBackend;
@@ -179,30 +190,30 @@ pub fn App() -> impl IntoView {
     // The header's link to the page shown says so (`aria-current="page"`), as screen readers
     // expect and the style sheet shows.
     let nav_link = move |href: &'static str, label: &'static str| {
-        view! {
+        any(view! {
             <a href=href aria-current=(current == Some(href)).then_some("page")>{label}</a>
-        }
+        })
     };
     let content = match page {
         Page::Activity(focus) => activity_page(focus),
         Page::Plugins => setup_page(|| {
             use crate::plugins::PluginsPage;
-            view! { <PluginsPage/> }.into_any()
+            any(view! { <PluginsPage/> })
         }),
         Page::Devices => setup_page(|| {
             use crate::devices::DevicesPage;
-            view! { <DevicesPage/> }.into_any()
+            any(view! { <DevicesPage/> })
         }),
         Page::NotFound => {
             #[cfg(feature = "ssr")]
             if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
                 response.set_status(axum::http::StatusCode::NOT_FOUND);
             }
-            view! { <p class="page-note">"This page does not exist."</p> }.into_any()
+            any(view! { <p class="page-note">"This page does not exist."</p> })
         }
     };
 
-    view! {
+    any(view! {
         <header class="topbar">
             <a href="/activity" class="brand">
                 <span class="brand-mark" aria-hidden="true">"◉"</span>
@@ -222,7 +233,7 @@ pub fn App() -> impl IntoView {
             </aside>
             <div class="cards-col">{content}</div>
         </main>
-    }
+    })
 }
 
 /// The Activity page, except in the setup bundle's wasm (`bundle-setup`), which never
@@ -231,7 +242,7 @@ fn activity_page(focus: Option<String>) -> AnyView {
     #[cfg(any(feature = "ssr", not(feature = "bundle-setup")))]
     {
         use crate::activity::ActivityPage;
-        return view! { <ActivityPage focus/> }.into_any();
+        return any(view! { <ActivityPage focus/> });
     }
     #[allow(unreachable_code)]
     {

@@ -53,11 +53,12 @@ impl Default for Hydrated {
 }
 
 /// Whether the app is live: `true` when no [`Hydrated`] context exists (a unit test rendering
-/// one component), else the context's value.
-pub fn is_live() -> Signal<bool> {
+/// one component), else the context's value. The signal itself, not a `Signal` over it: each
+/// signal type the app holds costs the browser's wasm its own copy of Leptos' signal code.
+pub fn is_live() -> RwSignal<bool> {
     match use_context::<Hydrated>() {
-        Some(h) => h.0.into(),
-        None => Signal::stored(true),
+        Some(h) => h.0,
+        None => RwSignal::new(true),
     }
 }
 
@@ -95,11 +96,12 @@ impl Default for ClientClock {
     }
 }
 
-/// The current offset, `None` without a [`ClientClock`] in context.
-pub fn clock_offset() -> Signal<Option<i32>> {
+/// The current offset, `None` without a [`ClientClock`] in context (the signal itself, as
+/// [`is_live`] gives it).
+pub fn clock_offset() -> RwSignal<Option<i32>> {
     match use_context::<ClientClock>() {
-        Some(c) => c.offset_minutes.into(),
-        None => Signal::stored(None),
+        Some(c) => c.offset_minutes,
+        None => RwSignal::new(None),
     }
 }
 

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::format::format_time;
 use crate::live::clock_offset;
+use crate::shape::{any, flag, text};
 
 /// One passkey as `GET /api/passkeys` lists it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -194,12 +195,12 @@ pub fn PasskeyPanel(
         run(Box::pin(add(chosen)), done);
     };
     let offset = clock_offset();
-    view! {
+    any(view! {
         <section class="passkey-panel" aria-labelledby="passkey-title" data-testid="passkey-panel">
             <h3 id="passkey-title" class="panel-title">"Passkeys"</h3>
             {move || match listing.get() {
-                None => view! { <p class="page-note">"Loading passkeys…"</p> }.into_any(),
-                Some(Err(e)) => view! { <p class="device-error" role="alert">{e}</p> }.into_any(),
+                None => any(view! { <p class="page-note">"Loading passkeys…"</p> }),
+                Some(Err(e)) => any(view! { <p class="device-error" role="alert">{e}</p> }),
                 Some(Ok(list)) => {
                     let needs_proof = !list.passkeys.is_empty();
                     let requirement = list.requirement();
@@ -216,67 +217,66 @@ pub fn PasskeyPanel(
                             let removed = format!("Passkey \u{201c}{}\u{201d} removed.", p.name);
                             let created = p.created_at;
                             let last = p.last_used_at;
-                            view! {
+                            any(view! {
                                 <li class="device-row" data-testid="passkey-row">
                                     <div class="device-head">
                                         <span class="device-name">{p.name.clone()}</span>
                                     </div>
                                     <p class="device-times">
-                                        "Added " {move || format_time(created, offset.get())}
+                                        "Added " {text(move || format_time(created, offset.get()))}
                                         " by " {p.added_by.clone()} " · last used "
-                                        {move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into())}
+                                        {text(move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into()))}
                                     </p>
-                                    {can_manage.then(|| view! {
+                                    {can_manage.then(|| any(view! {
                                         <div class="device-actions">
                                             <button class="btn btn-quiet" type="button" data-testid="passkey-remove"
-                                                disabled=move || busy.get()
+                                                disabled=flag(move || busy.get())
                                                 on:click=move |_| run(Box::pin(remove(id.clone())), removed.clone())>
                                                 "Remove"
                                             </button>
                                         </div>
-                                    })}
+                                    }))}
                                 </li>
-                            }
+                            })
                         })
                         .collect_view();
-                    view! {
+                    any(view! {
                         <p class="plugins-intro">{requirement}</p>
-                        {off.map(|why| view! { <p class="passkey-off" data-testid="passkeys-off">{why}</p> })}
-                        {elsewhere.map(|url| view! {
+                        {off.map(|why| any(view! { <p class="passkey-off" data-testid="passkeys-off">{why}</p> }))}
+                        {elsewhere.map(|url| any(view! {
                             <p class="passkey-off" data-testid="passkeys-elsewhere">
                                 "Passkeys work at this server's own address, not this one: "
                                 <a href=url.clone()>{url.clone()}</a>
                             </p>
-                        })}
-                        {(!needs_proof).then(|| view! {
+                        }))}
+                        {(!needs_proof).then(|| any(view! {
                             <p class="page-note" data-testid="passkeys-none">"No passkey yet."</p>
-                        })}
+                        }))}
                         <ul class="device-list" data-testid="passkey-list">{rows}</ul>
-                        {can_manage.then(|| view! {
+                        {can_manage.then(|| any(view! {
                             <form class="passkey-add" on:submit=on_add>
                                 <label for="passkey-name">"Name"</label>
                                 <input id="passkey-name" type="text" maxlength="60" placeholder="e.g. iPhone"
                                     data-testid="passkey-name"
-                                    prop:value=move || name.get()
+                                    prop:value=text(move || name.get())
                                     on:input=move |ev| name.set(event_target_value(&ev))/>
-                                <button class="btn" type="submit" data-testid="passkey-add" disabled=move || busy.get()>
+                                <button class="btn" type="submit" data-testid="passkey-add" disabled=flag(move || busy.get())>
                                     "Add a passkey"
                                 </button>
                             </form>
-                            {needs_proof.then(|| view! {
+                            {needs_proof.then(|| any(view! {
                                 <p class="page-note">"Adding or removing one asks for an existing passkey first."</p>
-                            })}
-                        })}
-                    }
-                    .into_any()
+                            }))}
+                        }))}
+                    })
                 }
             }}
             {move || said.get().map(|s| match s {
-                Ok(done) => view! { <p class="push-note" role="status" data-testid="passkey-said">{done}</p> }.into_any(),
-                Err(e) => view! { <p class="device-error" role="alert" data-testid="passkey-error">{e}</p> }.into_any(),
+                Ok(done) => any(view! { <p class="push-note" role="status" data-testid="passkey-said">{done}</p> }),
+                Err(e) => any(view! { <p class="device-error" role="alert" data-testid="passkey-error">{e}</p> }),
             })}
         </section>
-    }
+    })
 }
 
 #[cfg(test)]

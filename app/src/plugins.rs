@@ -7,6 +7,7 @@ use iris_core::wire::{Effect, PluginInfo, PluginList, PluginTool, ServerHints, T
 use leptos::prelude::*;
 
 use crate::api::load_plugins;
+use crate::shape::any;
 
 /// The words and badge class of an effect.
 pub fn effect_badge(effect: Effect) -> (&'static str, &'static str) {
@@ -63,23 +64,22 @@ fn days(n: u32) -> String {
 pub fn PluginsPage() -> impl IntoView {
     let data =
         Resource::<_, crate::codec::PageJson>::new_with_options(|| (), |()| load_plugins(), false);
-    view! {
+    any(view! {
         <div class="plugins-page" data-testid="plugins-page">
-            <Transition fallback=|| view! { <p class="page-note">"Loading…"</p> }>
+            <Transition fallback=|| any(view! { <p class="page-note">"Loading…"</p> })>
                 {move || Suspend::new(async move {
                     match data.await {
-                        Ok(list) => view! { <PluginTables list/> }.into_any(),
-                        Err(e) => view! {
+                        Ok(list) => any(view! { <PluginTables list/> }),
+                        Err(e) => any(view! {
                             <div class="page-error" role="alert" data-testid="page-error">
                                 <p>{e.to_string()}</p>
                             </div>
-                        }
-                        .into_any(),
+                        }),
                     }
                 })}
             </Transition>
         </div>
-    }
+    })
 }
 
 /// The heading, the legend and one table per plugin.
@@ -89,16 +89,16 @@ pub fn PluginTables(
     list: PluginList,
 ) -> impl IntoView {
     let empty = list.plugins.is_empty();
-    view! {
+    any(view! {
         <h2 class="section-title">"Plugins"</h2>
         <p class="plugins-intro">
             "What each tool may do. A tool marked "
             <span class="badge badge-gate gate-approval">"Approved per call"</span>
             " never runs on its own: every call waits for you on a card, and only that exact call runs."
         </p>
-        {empty.then(|| view! { <p class="empty">"No plugins are loaded."</p> })}
+        {empty.then(|| any(view! { <p class="empty">"No plugins are loaded."</p> }))}
         {list.plugins.into_iter().map(plugin_table).collect_view()}
-    }
+    })
 }
 
 /// One plugin's table.
@@ -109,18 +109,18 @@ fn plugin_table(plugin: PluginInfo) -> impl IntoView {
         mcp_path,
     } = plugin;
     let upstream = mcp_path.map(|path| {
-        view! {
+        any(view! {
             <p class="plugin-upstream" data-testid="plugin-upstream">
                 "An MCP server behind IRIS. Agents connect at "<code>{path}</code>
                 ". Its own hints are shown beside IRIS's effect; only IRIS's manifest decides."
             </p>
-        }
+        })
     });
     let heading_id = format!("plugin-{name}-title");
     let labelled_by = heading_id.clone();
     let count = tools.len();
     let tools_word = if count == 1 { "tool" } else { "tools" };
-    view! {
+    any(view! {
         <section class="plugin" data-testid=format!("plugin-{name}") aria-labelledby=labelled_by>
             <h3 class="plugin-name" id=heading_id>
                 <code>{name.clone()}</code>
@@ -139,7 +139,7 @@ fn plugin_table(plugin: PluginInfo) -> impl IntoView {
                 <tbody>{tools.into_iter().map(tool_row).collect_view()}</tbody>
             </table>
         </section>
-    }
+    })
 }
 
 /// One tool's row. Each cell carries `data-label` for the stacked phone layout.
@@ -147,32 +147,30 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
     let (effect_words, effect_class) = effect_badge(tool.effect);
     let (gate_words, gate_class) = gate_badge(tool.gate);
     let undo = match (&tool.undo, tool.undo_window_days) {
-        (Some(undo), window) => view! {
+        (Some(undo), window) => any(view! {
             <code class="undo-tool" data-testid="undo-tool">{undo.clone()}</code>
-            {window.map(|d| view! {
+            {window.map(|d| any(view! {
                 <span class="undo-window" data-testid="undo-window">{format!("within {}", days(d))}</span>
-            })}
-        }
-        .into_any(),
+            }))}
+        }),
         // A write without a card whose reply offers "undo that" (DESIGN §4 keeps `undo` on
         // destructive tools; this is what the owner is told after it ran).
         (None, _) => match &tool.reply_undo {
-            Some(undo) => view! {
+            Some(undo) => any(view! {
                 <span class="reply-undo" data-testid="reply-undo">
                     "in its reply ("<code class="undo-tool">{undo.clone()}</code>")"
                 </span>
-            }
-            .into_any(),
-            None => view! { <span class="no-undo">"No undo"</span> }.into_any(),
+            }),
+            None => any(view! { <span class="no-undo">"No undo"</span> }),
         },
     };
     let aliases = (!tool.aliases.is_empty()).then(|| {
-        view! {
+        any(view! {
             <p class="tool-aliases">
                 <span class="label">"Also answers to: "</span>
                 {tool.aliases.join(", ")}
             </p>
-        }
+        })
     });
     // An upstream's tool describes itself (its server's words); the assistant's are IRIS's.
     let told = if tool.server_hints.is_some() {
@@ -181,26 +179,26 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
         "What the assistant is told"
     };
     let description = (!tool.description.trim().is_empty()).then(|| {
-        view! {
+        any(view! {
             <details class="tool-more">
                 <summary>{told}</summary>
                 <p>{tool.description.clone()}</p>
             </details>
-        }
+        })
     });
     let server_says = tool.server_hints.map(|hints| {
-        view! {
+        any(view! {
             <span class="server-hints" data-testid="server-hints">
                 {format!("Server says: {}", hint_words(hints))}
             </span>
-        }
+        })
     });
     let row_class = if tool.approved_per_call {
         "tool-row per-call"
     } else {
         "tool-row"
     };
-    view! {
+    any(view! {
         <tr
             class=row_class
             data-testid=format!("tool-{}", tool.name)
@@ -221,7 +219,7 @@ fn tool_row(tool: PluginTool) -> impl IntoView {
             </td>
             <td data-label="Undo" class="undo-cell">{undo}</td>
         </tr>
-    }
+    })
 }
 
 #[cfg(all(test, feature = "ssr"))]

@@ -6,6 +6,8 @@
 
 use leptos::prelude::*;
 
+use crate::shape::any;
+
 /// Where this browser stands with notifications.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PushState {
@@ -136,7 +138,7 @@ pub fn PushControl(
     /// `None` until the page's data has come; then why Web Push is off on this server, or
     /// `None` when it is on.
     #[prop(into)]
-    server_off: Signal<Option<Option<String>>>,
+    server_off: Memo<Option<Option<String>>>,
 ) -> impl IntoView {
     let state = RwSignal::new(PushState::Unknown);
     Effect::new(move |_| match server_off.get() {
@@ -155,7 +157,7 @@ pub fn PushControl(
         state.set(PushState::Busy);
         run(state, || PushCall::Disable);
     };
-    view! {
+    any(view! {
         <div class="push-control" data-testid="push-control">
             {move || {
                 let now = state.get();
@@ -163,27 +165,27 @@ pub fn PushControl(
                 let sentence = now.sentence();
                 let waiting = matches!(now, PushState::Unknown | PushState::Busy);
                 let offered = !matches!(now, PushState::Unsupported | PushState::ServerOff(_));
-                view! {
+                any(view! {
                     {offered.then(|| if on {
-                        view! {
+                        any(view! {
                             <button type="button" class="btn btn-quiet" data-testid="push-off"
                                 disabled=waiting on:click=disable>
                                 "Stop notifications on this device"
                             </button>
-                        }.into_any()
+                        })
                     } else {
-                        view! {
+                        any(view! {
                             <button type="button" class="btn btn-quiet" data-testid="push-on"
                                 disabled=waiting on:click=enable>
                                 {if now == PushState::Busy { "Asking…" } else { "Notify this device when a card waits" }}
                             </button>
-                        }.into_any()
+                        })
                     })}
-                    {sentence.map(|s| view! { <p class="push-note" data-testid="push-note" role="status">{s}</p> })}
-                }
+                    {sentence.map(|s| any(view! { <p class="push-note" data-testid="push-note" role="status">{s}</p> }))}
+                })
             }}
         </div>
-    }
+    })
 }
 
 #[cfg(test)]

@@ -21,11 +21,13 @@ use leptos::prelude::*;
 /// The caller also sets `open` from the element's `toggle` event ([`open_of`]), so a tap on the
 /// summary lands in the signal. Never fails: without the element it does nothing.
 pub fn keep_in_step(details: NodeRef<html::Details>, open: RwSignal<bool>) {
-    let seen = StoredValue::new(false);
+    // Read untracked: a signal of a type the app holds anyway, not a `StoredValue<bool>` (each
+    // value type costs the browser's wasm its own copy of Leptos' signal code).
+    let seen = RwSignal::new(false);
     Effect::new(move |_| {
         let Some(element) = details.get() else { return };
-        if !seen.get_value() {
-            seen.set_value(true);
+        if !seen.get_untracked() {
+            seen.update_untracked(|seen| *seen = true);
             if element.open() && !open.get_untracked() {
                 open.set(true);
             }

@@ -14,12 +14,13 @@ use serde::{Deserialize, Serialize};
 use crate::api::approval_audit;
 use crate::format::format_time;
 use crate::live::{clock_offset, Live};
+use crate::shape::any;
 
 /// One entry of the trail as the card shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrailLine {
-    /// The entry's kind (`decision`, `execution`, `denial`, `lapse`, `undo`), for styling and
-    /// tests (`data-kind`).
+    /// The entry's kind (`decision`, `execution`, `denial`, `lapse`, `undo`; `action` for
+    /// Activity's lines of writes without a card), for styling and tests (`data-kind`).
     pub kind: String,
     /// The entry in words ([`trail_text`]).
     pub text: String,
@@ -167,33 +168,32 @@ pub fn CardTrail(
     });
 
     let list = move || match entries.get() {
-        None => view! { <p class="trail-note">"Loading…"</p> }.into_any(),
-        Some(Err(e)) => view! { <p class="trail-note" role="alert">{e}</p> }.into_any(),
+        None => any(view! { <p class="trail-note">"Loading…"</p> }),
+        Some(Err(e)) => any(view! { <p class="trail-note" role="alert">{e}</p> }),
         Some(Ok(list)) if list.is_empty() => {
-            view! { <p class="trail-note">"Nothing is recorded yet."</p> }.into_any()
+            any(view! { <p class="trail-note">"Nothing is recorded yet."</p> })
         }
-        Some(Ok(list)) => view! {
+        Some(Ok(list)) => any(view! {
             <ol class="trail" data-testid="trail">
                 {list
                     .into_iter()
                     .map(|TrailLine { kind, text, at }| {
-                        view! {
+                        any(view! {
                             <li class="trail-entry" data-testid="trail-entry" data-kind=kind>
                                 <span class="trail-text">{text}</span>
                                 " "
                                 <time class="trail-time" datetime=at.to_rfc3339()>
-                                    {move || format_time(at, offset.get())}
+                                    {crate::shape::text(move || format_time(at, offset.get()))}
                                 </time>
                             </li>
-                        }
+                        })
                     })
                     .collect_view()}
             </ol>
-        }
-        .into_any(),
+        }),
     };
 
-    view! {
+    any(view! {
         <details
             class="card-trail"
             data-testid="card-trail"
@@ -203,7 +203,7 @@ pub fn CardTrail(
             <summary>"What happened"</summary>
             {list}
         </details>
-    }
+    })
 }
 
 #[cfg(all(test, feature = "ssr"))]

@@ -11,6 +11,7 @@ use super::{AnsweredHere, CardState};
 use crate::api::respond_approval;
 use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
 use crate::live::Live;
+use crate::shape::{any, flag, maybe_text};
 
 /// The answer to card `id`, run by its Reject button and its dialog's confirm: one at a time
 /// (every answer button is disabled while one is in flight). ADR-0118 decision 4: approving a
@@ -83,7 +84,7 @@ pub(super) fn CardActions(
     /// The answer ([`answer`]).
     respond: Callback<Decision>,
     /// Whether the page is live (hydrated).
-    live: Signal<bool>,
+    live: RwSignal<bool>,
     /// The action button, for the card's focus.
     action_ref: NodeRef<html::Button>,
     /// The Reject button, for the card's focus.
@@ -102,25 +103,28 @@ pub(super) fn CardActions(
             data-testid="action-button"
             aria-haspopup="dialog"
             node_ref=action_ref
-            disabled=move || state.busy.get() || (!live.get() && !form_ready)
+            disabled=flag(move || state.busy.get() || (!live.get() && !form_ready))
             on:click=move |_| state.dialog_open.set(true)
         >
             {action_words}
         </button>
     }
-    .attr("command", move || {
-        (form_ready && !live.get()).then(|| "show-modal".to_owned())
-    })
+    // The element itself, not `view!`'s wrapper: the same type as every other button.
+    .into_inner()
+    .attr(
+        "command",
+        maybe_text(move || (form_ready && !live.get()).then(|| "show-modal".to_owned())),
+    )
     .attr("commandfor", {
         let dialog = form_dialog_id(&approval_id);
-        move || (form_ready && !live.get()).then(|| dialog.clone())
+        maybe_text(move || (form_ready && !live.get()).then(|| dialog.clone()))
     });
-    view! {
-        {passkey_required.then(|| view! {
+    any(view! {
+        {passkey_required.then(|| any(view! {
             <p class="card-passkey" data-testid="passkey-note">
                 "Approving needs your passkey: your browser asks for it after you confirm."
             </p>
-        })}
+        }))}
         <form class="card-actions" method="post" action=ANSWER_URL>
             <input type="hidden" name="id" value=approval_id.clone()/>
             <button
@@ -130,7 +134,7 @@ pub(super) fn CardActions(
                 class="btn btn-quiet"
                 data-testid="reject-button"
                 node_ref=reject_ref
-                disabled=move || state.busy.get()
+                disabled=flag(move || state.busy.get())
                 on:click=move |ev| {
                     ev.prevent_default();
                     respond.run(Decision::Reject);
@@ -140,7 +144,7 @@ pub(super) fn CardActions(
             </button>
             {action_button}
         </form>
-        {form_ready.then(|| view! {
+        {form_ready.then(|| any(view! {
             <FormConfirm
                 approval_id=approval_id.clone()
                 action=action.clone()
@@ -150,6 +154,6 @@ pub(super) fn CardActions(
                 undo=undo.clone()
                 live
             />
-        })}
-    }
+        }))}
+    })
 }

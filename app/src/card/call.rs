@@ -5,11 +5,12 @@ use iris_core::wire::{Approval, Card};
 use leptos::prelude::*;
 
 use crate::format::{exact_args, format_time, overlap_line_text, overlap_lines};
+use crate::shape::{any, text};
 
 /// What will change (a file write's diff), line by line, coloured by its +/- mark.
 pub(super) fn preview_view(card: &Card) -> Option<impl IntoView> {
     (!card.preview.is_empty()).then(|| {
-        view! {
+        any(view! {
             <pre class="card-preview" data-testid="card-preview" aria-label="What will change">
                 {card
                     .preview
@@ -21,11 +22,11 @@ pub(super) fn preview_view(card: &Card) -> Option<impl IntoView> {
                             Some('@') => "hunk",
                             _ => "",
                         };
-                        view! { <span class=class>{line.clone()}"\n"</span> }
+                        any(view! { <span class=class>{line.clone()}"\n"</span> })
                     })
                     .collect_view()}
             </pre>
-        }
+        })
     })
 }
 
@@ -35,21 +36,21 @@ pub(super) fn preview_view(card: &Card) -> Option<impl IntoView> {
 pub(super) fn overlaps_view(
     card: &Card,
     pending: bool,
-    offset: Signal<Option<i32>>,
+    offset: RwSignal<Option<i32>>,
 ) -> Option<impl IntoView> {
     (pending && !card.overlaps.is_empty()).then(|| {
         let lines = overlap_lines(&card.overlaps);
-        view! {
+        any(view! {
             <ul class="card-overlaps" data-testid="card-overlaps" role="note">
                 {lines
                     .into_iter()
                     .map(|line| {
                         let at = line.overlap.at;
-                        view! { <li>{move || overlap_line_text(&line, &format_time(at, offset.get()))}</li> }
+                        any(view! { <li>{text(move || overlap_line_text(&line, &format_time(at, offset.get())))}</li> })
                     })
                     .collect_view()}
             </ul>
-        }
+        })
     })
 }
 
@@ -59,14 +60,14 @@ pub(super) fn exact_call_view(approval: &Approval, show_call: RwSignal<bool>) ->
     let args = exact_args(approval);
     let call_ref: NodeRef<leptos::html::Details> = NodeRef::new();
     crate::toggle::keep_in_step(call_ref, show_call);
-    view! {
+    any(view! {
         <details
             class="exact-call"
             node_ref=call_ref
             on:toggle=move |ev| show_call.set(crate::toggle::open_of(&ev))
         >
             <summary data-testid="exact-call-toggle">
-                {move || if show_call.get() { "Hide exact call" } else { "Show exact call" }.to_owned()}
+                {text(move || if show_call.get() { "Hide exact call" } else { "Show exact call" }.to_owned())}
             </summary>
             <div class="exact-call-body" data-testid="exact-call">
                 <p class="exact-tool"><span class="label">"Tool "</span><code>{approval.tool.clone()}</code></p>
@@ -74,6 +75,5 @@ pub(super) fn exact_call_view(approval: &Approval, show_call: RwSignal<bool>) ->
                 <p class="exact-hash"><span class="label">"Call hash "</span><code>{approval.call_hash.clone()}</code></p>
             </div>
         </details>
-    }
-    .into_any()
+    })
 }

@@ -8,17 +8,17 @@ use leptos::prelude::*;
 
 use super::CardState;
 use crate::format::{card_parts, CardPart};
+use crate::shape::{any, flag, part, text};
 
 /// One part of a card's lines: a row, or a quoted block (a mail's body) drawn as text.
 pub(crate) fn part_view(part: CardPart) -> AnyView {
     match part {
-        CardPart::Line(line) => view! { <li>{line}</li> }.into_any(),
-        CardPart::Quote(text) => view! {
+        CardPart::Line(line) => any(view! { <li>{line}</li> }),
+        CardPart::Quote(text) => any(view! {
             <li class="card-quote" data-testid="card-quote">
                 <div class="quoted-body">{text}</div>
             </li>
-        }
-        .into_any(),
+        }),
     }
 }
 
@@ -35,7 +35,7 @@ pub(crate) fn ConfirmDialog(
     destructive: bool,
     irreversible: bool,
     undo: Option<String>,
-    busy: Signal<bool>,
+    busy: RwSignal<bool>,
     on_cancel: Callback<()>,
     on_confirm: Callback<()>,
     /// Approving needs the owner's passkey: the browser asks for it after this confirm.
@@ -92,7 +92,7 @@ pub(crate) fn ConfirmDialog(
     let labelled_by = title_id.clone();
     let described_by = desc_id.clone();
 
-    view! {
+    any(view! {
         <div
             class="dialog-backdrop"
             data-testid="dialog-backdrop"
@@ -137,15 +137,15 @@ pub(crate) fn ConfirmDialog(
                         class=if destructive { "btn btn-danger" } else { "btn btn-primary" }
                         data-testid="dialog-confirm"
                         node_ref=confirm_ref
-                        disabled=move || busy.get()
+                        disabled=flag(move || busy.get())
                         on:click=move |_| on_confirm.run(())
                     >
-                        {move || if busy.get() { "Working…".to_owned() } else { action.clone() }}
+                        {text(move || if busy.get() { "Working…".to_owned() } else { action.clone() })}
                     </button>
                 </div>
             </div>
         </div>
-    }
+    })
 }
 
 /// What a confirm dialog says under its title, in the card's own words: a destructive call's
@@ -174,24 +174,24 @@ pub(crate) fn DialogWords(
     let cap = if destructive { 6 } else { count };
     let shown: Vec<String> = lines.iter().take(cap).cloned().collect();
     let more = count.saturating_sub(shown.len());
-    view! {
+    any(view! {
         <div id=desc_id class="dialog-desc">
-            {destructive.then(|| view! { <p class="dialog-warning">"This deletes data."</p> })}
-            {irreversible.then(|| view! { <p class="dialog-warning" data-testid="dialog-no-undo">"This cannot be taken back once it runs."</p> })}
+            {destructive.then(|| any(view! { <p class="dialog-warning">"This deletes data."</p> }))}
+            {irreversible.then(|| any(view! { <p class="dialog-warning" data-testid="dialog-no-undo">"This cannot be taken back once it runs."</p> }))}
             // The undo sentence before the list: a long list scrolls inside the dialog on a
             // small phone, and what can be taken back must show without scrolling.
-            {undo.map(|u| view! { <p class="dialog-undo">{u}</p> })}
-            {(count > 0).then(|| view! {
+            {undo.map(|u| any(view! { <p class="dialog-undo">{u}</p> }))}
+            {(count > 0).then(|| any(view! {
                 <ul class="dialog-lines">
                     {card_parts(&shown).into_iter().map(part_view).collect_view()}
-                    {(more > 0).then(|| view! { <li class="more">{format!("and {more} more")}</li> })}
+                    {(more > 0).then(|| any(view! { <li class="more">{format!("and {more} more")}</li> }))}
                 </ul>
-            })}
-            {passkey.then(|| view! {
+            }))}
+            {passkey.then(|| any(view! {
                 <p class="dialog-passkey" data-testid="dialog-passkey">"Then your browser asks for your passkey."</p>
-            })}
+            }))}
         </div>
-    }
+    })
 }
 
 /// A card's dialog that was open when the card was answered elsewhere (this card is drawn anew
@@ -238,9 +238,9 @@ pub(super) fn CardDialog(
             let _ = button.focus();
         }
     });
-    move || {
+    part(move || {
         state.dialog_open.get().then(|| {
-            view! {
+            any(view! {
                 <ConfirmDialog
                     dialog_id=dialog_id.clone()
                     action=action.clone()
@@ -248,12 +248,12 @@ pub(super) fn CardDialog(
                     destructive=destructive
                     irreversible=irreversible
                     undo=undo.clone()
-                    busy=state.busy.into()
+                    busy=state.busy
                     on_cancel=close_dialog
                     on_confirm=Callback::new(move |()| respond.run(Decision::Approve))
                     passkey=passkey_required
                 />
-            }
+            })
         })
-    }
+    })
 }

@@ -8,14 +8,15 @@ use crate::format::{
     approved_problem, execution_sentence, format_time, lapse_notice, outcome_problem, outcome_tone,
     pretty_json, result_summary, running_sentence, status_label, who_and_where,
 };
+use crate::shape::{any, text};
 
 /// What happened to an answered card: status, who answered via which surface and when, what
 /// ran, and a failed resume if any.
-pub(super) fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> impl IntoView {
+pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -> impl IntoView {
     let status = approval.status;
     let who = who_and_where(approval);
     let answered_at = approval.responded_at.unwrap_or(approval.expires_at);
-    let when = move || format_time(answered_at, offset.get());
+    let when = text(move || format_time(answered_at, offset.get()));
     // A lapse is dated by the row's own expiry, not by when the sweep noticed it.
     let expires_at = approval.expires_at;
 
@@ -28,21 +29,19 @@ pub(super) fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> 
         _ => None,
     };
     let head = match status {
-        ApprovalStatus::Expired => view! {
+        ApprovalStatus::Expired => any(view! {
             <p class="outcome-head"><strong>"Expired"</strong></p>
-        }
-        .into_any(),
-        _ => view! {
+        }),
+        _ => any(view! {
             <p class="outcome-head">
                 <strong>{headline}</strong>
                 {who}
                 " at "
                 <time datetime=answered_at.to_rfc3339()>{when}</time>
-                {problem.map(|p| view! { ", "<strong>{p}</strong> }.into_any())}
+                {problem.map(|p| any(view! { ", "<strong>{p}</strong> }))}
                 "."
             </p>
-        }
-        .into_any(),
+        }),
     };
 
     let detail = match status {
@@ -57,41 +56,37 @@ pub(super) fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> 
             // running job").
             let running = approval.running.clone().map(|job| {
                 let since = job.since;
-                view! {
+                any(view! {
                     <p class="outcome-running" data-testid="outcome-running">
-                        {move || running_sentence(&job, since.map(|at| format_time(at, offset.get())).as_deref())}
+                        {text(move || running_sentence(&job, since.map(|at| format_time(at, offset.get())).as_deref()))}
                     </p>
-                }
+                })
             });
-            view! {
+            any(view! {
                 <p class="outcome-exec" data-testid="outcome-execution" data-execution=execution>{sentence}</p>
                 {running}
                 {raw.map(|raw| {
                     if show_raw_inline {
-                        view! { <pre class="outcome-result">{raw}</pre> }.into_any()
+                        any(view! { <pre class="outcome-result">{raw}</pre> })
                     } else {
-                        view! {
+                        any(view! {
                             <details class="outcome-details">
                                 <summary>"Result"</summary>
                                 <pre class="outcome-result">{raw}</pre>
                             </details>
-                        }
-                        .into_any()
+                        })
                     }
                 })}
-            }
-            .into_any()
+            })
         }
-        ApprovalStatus::Rejected => view! {
+        ApprovalStatus::Rejected => any(view! {
             <p class="outcome-exec" data-testid="outcome-execution" data-execution="none">"Nothing was changed."</p>
-        }
-        .into_any(),
-        ApprovalStatus::Expired => view! {
+        }),
+        ApprovalStatus::Expired => any(view! {
             <p class="outcome-exec" data-testid="outcome-execution" data-execution="none">
-                {move || lapse_notice(&format_time(expires_at, offset.get()))}
+                {text(move || lapse_notice(&format_time(expires_at, offset.get())))}
             </p>
-        }
-        .into_any(),
+        }),
         ApprovalStatus::Pending => ().into_any(),
     };
 
@@ -99,26 +94,27 @@ pub(super) fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> 
         .reason
         .clone()
         .filter(|r| !r.trim().is_empty())
-        .map(|r| view! { <p class="outcome-reason"><span class="label">"Reason: "</span>{r}</p> });
+        .map(|r| {
+            any(view! { <p class="outcome-reason"><span class="label">"Reason: "</span>{r}</p> })
+        });
     let problem = outcome_problem(approval);
     // The problem line already says the resume error when it is the only reason given.
     let resume_error_said = problem.is_some() && problem == approval.resume_error;
-    let problem = problem.map(|p| {
-        view! { <p class="outcome-problem" data-testid="outcome-problem">{p}</p> }
-    });
+    let problem = problem
+        .map(|p| any(view! { <p class="outcome-problem" data-testid="outcome-problem">{p}</p> }));
     let resume_error = approval
         .resume_error
         .clone()
         .filter(|_| !resume_error_said)
         .map(|e| {
-            view! {
+            any(view! {
                 <p class="outcome-error" role="alert" data-testid="resume-error">
                     "The assistant could not continue: "{e}
                 </p>
-            }
+            })
         });
 
-    view! {
+    any(view! {
         <div
             class=format!("outcome outcome-{} outcome-tone-{}", status.as_str(), tone.as_str())
             data-testid="outcome"
@@ -132,5 +128,5 @@ pub(super) fn outcome_view(approval: &Approval, offset: Signal<Option<i32>>) -> 
             {reason}
             {resume_error}
         </div>
-    }
+    })
 }

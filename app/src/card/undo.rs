@@ -14,6 +14,7 @@ use crate::card::CardState;
 use crate::card_form::UNDO_URL;
 use crate::format::format_time;
 use crate::live::{clock_offset, Live};
+use crate::shape::{any, flag, text};
 
 /// Now, by this machine's clock (the browser's `Date.now()` once hydrated).
 pub fn now_utc() -> DateTime<Utc> {
@@ -83,10 +84,10 @@ pub(crate) fn undo_lines(
                 && !matches!(approval.execution, Execution::Failed | Execution::Unknown)));
     (
         undo.filter(|_| undo_applies)
-            .map(|u| view! { <p class="card-undo" data-testid="card-undo">{u}</p> }),
-        (irreversible && pending).then(|| view! {
+            .map(|u| any(view! { <p class="card-undo" data-testid="card-undo">{u}</p> })),
+        (irreversible && pending).then(|| any(view! {
             <p class="card-no-undo" data-testid="card-no-undo">"Once it runs, this cannot be taken back."</p>
-        }),
+        })),
     )
 }
 
@@ -105,15 +106,14 @@ pub fn CardUndo(
     if let Some(undo) = approval.undo.clone() {
         let (head, detail) = undo_words(&undo);
         let at = undo_time(&undo);
-        return view! {
+        return any(view! {
             <p class=format!("card-undone undo-{}", undo.state.as_str()) data-testid="card-undone" data-undo=undo.state.as_str() role="status">
                 <strong>{head}</strong>
                 " at "
-                <time datetime=at.to_rfc3339()>{move || format_time(at, offset.get())}</time>
+                <time datetime=at.to_rfc3339()>{text(move || format_time(at, offset.get()))}</time>
                 {detail.map(|d| format!(": {d}")).unwrap_or_else(|| ".".into())}
             </p>
-        }
-        .into_any();
+        });
     }
     if !viewer.can_answer || !approval.undo_offered(now_utc()) {
         return ().into_any();
@@ -142,27 +142,26 @@ pub fn CardUndo(
         });
     };
     let until = approval.undo_until();
-    view! {
+    any(view! {
         <form class="card-undo-action" method="post" action=UNDO_URL>
             <input type="hidden" name="id" value=approval.id.clone()/>
             <button
                 type="submit"
                 class="btn btn-quiet"
                 data-testid="undo-button"
-                disabled=move || state.busy.get()
+                disabled=flag(move || state.busy.get())
                 on:click=run
             >
                 {approval.undo_label()}
             </button>
-            {until.map(|until| view! {
+            {until.map(|until| any(view! {
                 <span class="undo-until">
                     "Possible until "
-                    <time datetime=until.to_rfc3339()>{move || format_time(until, offset.get())}</time>
+                    <time datetime=until.to_rfc3339()>{text(move || format_time(until, offset.get()))}</time>
                 </span>
-            })}
+            }))}
         </form>
-    }
-    .into_any()
+    })
 }
 
 #[cfg(all(test, feature = "ssr"))]
