@@ -1,5 +1,6 @@
 //! Failed model calls are failures, never finished answers (DESIGN §8 "fail closed"), over real
-//! HTTP with the real `iris` binary and a scripted OpenAI-compatible server:
+//! HTTP with the server in process (`support::TestApp` on a listener, its background work
+//! running) and a scripted OpenAI-compatible server:
 //!
 //! - a streamed answer cut off before its final chunk, and a model that goes silent past
 //!   `IRIS_MODEL_TIMEOUT_SECS`, fail the resumed run: the card shows the resume error at once
@@ -10,7 +11,7 @@ use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, trashed, Fault, ModelServer, World};
+use support::{eventually, trashed, Fault, ModelServer, TestApp};
 
 /// Halts a trash request, breaks the model with `fault`, approves, and checks the failure is
 /// shown at once and the retry completes once the model behaves.
@@ -19,15 +20,16 @@ async fn a_broken_model_fails_the_resume_and_the_retry_runs_nothing_twice(
     needle: &str,
 ) {
     let model = ModelServer::start(&support::scripts::promo_trash()).await;
-    let mut world = World::new(&model.base_url);
-    world.env = vec![
-        ("IRIS_MODEL_STREAM".into(), "true".into()),
-        ("IRIS_MODEL_TIMEOUT_SECS".into(), "2".into()),
-    ];
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .model_stream()
+        .model_timeout_secs(2)
+        .background()
+        .start()
+        .await;
+    let control = server.token.clone();
+    let client = server.client().await;
+    let maildir = server.maildir();
     let (s, halted) = client
         .post(
             "/api/chat",
@@ -64,7 +66,7 @@ async fn a_broken_model_fails_the_resume_and_the_retry_runs_nothing_twice(
     let error = row["resume_error"].as_str().unwrap();
     assert!(error.contains(needle), "{error}");
     assert_eq!(row["execution"], "executed", "{row}");
-    let moved = trashed(&world.maildir);
+    let moved = trashed(&maildir);
     assert!(moved > 0);
     let lines = client
         .get(&format!("/api/conversations/{conversation}"), &control)
@@ -85,11 +87,7 @@ async fn a_broken_model_fails_the_resume_and_the_retry_runs_nothing_twice(
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(body["run"]["status"], "done", "{body}");
     assert!(body["approval"]["resume_error"].is_null(), "{body}");
-    assert_eq!(
-        trashed(&world.maildir),
-        moved,
-        "the approved call ran twice"
-    );
+    assert_eq!(trashed(&maildir), moved, "the approved call ran twice");
     let (s, _) = client.post(&resume, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::CONFLICT, "nothing left to retry");
 }

@@ -1,5 +1,6 @@
-//! The trash flow over real HTTP with an IMAP account: the real `iris` binary with an
-//! `iris.toml` whose `[[email.accounts]]` is a private Dovecot on loopback
+//! The trash flow over real HTTP with an IMAP account: the server in process
+//! (`support::TestApp` on a listener, its background work running) whose one mail account is a
+//! private Dovecot on loopback
 //! (`plugins/email/tests/it/dovecot/`), the chat driven by a scripted model. The halted call moves
 //! nothing; approving moves exactly the pinned message into Dovecot's Trash, nothing is expunged,
 //! and `restore_email` brings it back.
@@ -8,9 +9,11 @@ use crate::support;
 
 use crate::dovecot;
 
+use iris::config::AccountSetting;
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{eventually, ModelServer, World};
+use support::{eventually, ModelServer, TestApp};
 
 const SCRIPT: &str = r#"
 rules:
@@ -53,25 +56,23 @@ async fn approving_a_trash_moves_the_message_into_dovecots_trash() {
     );
 
     let model = ModelServer::start(SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    std::fs::write(
-        world.dir.path().join("iris.toml"),
-        format!(
-            "[[email.accounts]]\nname = \"personal\"\naddress = \"owner@example.org\"\n\
-             kind = \"imap\"\nhost = \"127.0.0.1\"\nport = {}\nuser = \"{}\"\n\
-             password_env = \"{}\"\n",
-            d.port,
-            dovecot::USER,
-            dovecot::PASSWORD_ENV
-        ),
-    )
-    .unwrap();
-    world
-        .env
-        .push((dovecot::PASSWORD_ENV.into(), dovecot::PASSWORD.into()));
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    let client = server.client();
+    // The password is read from `dovecot::PASSWORD_ENV`, which `Dovecot::start` set.
+    let server = TestApp::with_model(&model)
+        .email_account(AccountSetting {
+            name: "personal".into(),
+            address: "owner@example.org".into(),
+            kind: "imap".into(),
+            path: None,
+            host: Some("127.0.0.1".into()),
+            port: Some(d.port),
+            user: Some(dovecot::USER.into()),
+            password_env: Some(dovecot::PASSWORD_ENV.into()),
+        })
+        .background()
+        .start()
+        .await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
 
     let (s, halted) = client
         .post(
@@ -145,5 +146,4 @@ async fn approving_a_trash_moves_the_message_into_dovecots_trash() {
     assert_eq!(s, StatusCode::OK, "{undone}");
     assert_eq!(undone["status"], "done", "{undone}");
     assert_eq!((d.count("INBOX"), d.count("Trash")), (2, 0), "{undone}");
-    drop(server);
 }

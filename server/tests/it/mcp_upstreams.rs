@@ -1,31 +1,40 @@
-//! The gateway's upstreams beyond the filesystem server's stdio: a server reached over
-//! streamable HTTP, a server that dies (started again at the next call; the call it was
-//! running when it died is `unknown` and never runs again), and two IRIS servers on one
-//! PostgreSQL database, each with its own upstream process (one card, one write). The upstream is a notes server made
-//! with the official Python MCP SDK (`server/tests/mcp/notes_server.py`), the agent the SDK's
-//! client.
+//! The gateway's upstreams beyond the filesystem server's stdio: a server reached over streamable
+//! HTTP, a server that dies (started again at the next call; the call it was running when it died
+//! is `unknown` and never runs again), and two IRIS servers on one PostgreSQL database, each with
+//! its own upstream process (one card, one write). The upstream is a notes server made with the
+//! official Python MCP SDK (`server/tests/mcp/notes_server.py`), the agent the SDK's client.
+//!
+//! The IRIS server runs in process (`support::TestApp` on a listener) except where the test needs
+//! processes: two servers, and `iris serve` stopping at start-up.
 
 use crate::support;
 
 use std::path::Path;
 
+use iris::config::UpstreamSetting;
+use iris_core::ports::Scope;
 use serde_json::json;
-use support::mcp::{answer, files_upstream, one, row, script, world};
-use support::{eventually, Iris};
+use support::eventually;
+use support::mcp::{
+    answer, app, client, files_upstream, files_upstream_on, one, row, script, world,
+};
 
-/// `[[mcp.upstreams]]` `notes`, reached at `url` or run over stdio on `{notes}`.
-fn notes_upstream(url: Option<&str>) -> String {
-    let source = match url {
-        Some(url) => format!("url = {url:?}"),
-        None => format!(
-            "command = [\"python3\", {:?}, \"stdio\", \"{{notes}}\"]",
-            script("notes_server.py").display().to_string()
-        ),
-    };
-    format!(
-        "[[mcp.upstreams]]\nname = \"notes\"\n{source}\nmanifest = {:?}\n",
-        script("notes.yaml").display().to_string()
-    )
+/// The upstream `notes`, reached at `url` or run over stdio on the folder `notes`.
+fn notes_upstream(notes: &Path, url: Option<&str>) -> UpstreamSetting {
+    let command = url.is_none().then(|| {
+        vec![
+            "python3".to_string(),
+            script("notes_server.py").display().to_string(),
+            "stdio".to_string(),
+            notes.display().to_string(),
+        ]
+    });
+    UpstreamSetting {
+        name: "notes".into(),
+        command,
+        url: url.map(str::to_owned),
+        manifest: script("notes.yaml"),
+    }
 }
 
 /// A free loopback port.
@@ -71,16 +80,15 @@ async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
             .ok()
     })
     .await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let (world, _) = world(1, &notes_upstream(Some(&url)));
-    let owner = world.add_device("owner", "control");
-    let goose = world.add_device("goose", "agent");
-    let iris = world.start();
+    let upstream_url = format!("http://127.0.0.1:{port}/mcp");
+    let (server, url, _) = app(1, |notes| notes_upstream(notes, Some(&upstream_url)), |b| b).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let goose = server.add_device("goose", Scope::Agent).await;
 
-    let listed = one(&iris, "notes", &goose, json!({"list": true})).await;
+    let listed = one(&url, "notes", &goose, json!({"list": true})).await;
     assert_eq!(listed["tools"], json!(["append_note", "read_notes"]));
     let held = one(
-        &iris,
+        &url,
         "notes",
         &goose,
         json!({"call": "append_note", "args": {"text": "buy milk"}}),
@@ -91,19 +99,19 @@ async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
         .as_str()
         .unwrap()
         .to_owned();
-    let card = row(&iris, &owner, &id).await;
+    let card = row(&url, &owner, &id).await;
     assert_eq!(card["kind"], "pinned_write");
     assert_eq!(card["tool"], "notes.append_note");
     assert_eq!(card["card"]["lines"], json!(["“buy milk”"]));
     assert_eq!(card["requested_by"], "goose");
     assert_eq!(notes_file(upstream_dir.path()), "");
 
-    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
-    iris.client().wait_execution(&id, &owner, "executed").await;
-    let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
+    answer(&url, &owner, &id, json!({"decision": "approve"})).await;
+    client(&url).wait_execution(&id, &owner, "executed").await;
+    let read = one(&url, "notes", &goose, json!({"call": "read_notes"})).await;
     assert_eq!(read["text"], "buy milk\n");
     let first = one(
-        &iris,
+        &url,
         "notes",
         &goose,
         json!({"call": "append_note", "args": {"text": "buy milk"}}),
@@ -111,7 +119,7 @@ async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
     .await;
     assert_eq!(first["text"], "Added: buy milk", "{first}");
     let again = one(
-        &iris,
+        &url,
         "notes",
         &goose,
         json!({"call": "append_note", "args": {"text": "buy milk"}, "times": 3}),
@@ -125,15 +133,14 @@ async fn an_upstream_over_streamable_http_is_gated_by_iris_manifest() {
 
 #[tokio::test]
 async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknown() {
-    let (world, notes) = world(1, &notes_upstream(None));
-    let owner = world.add_device("owner", "control");
-    let goose = world.add_device("goose", "agent");
-    let iris: Iris = world.start();
+    let (server, url, notes) = app(1, |notes| notes_upstream(notes, None), |b| b).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let goose = server.add_device("goose", Scope::Agent).await;
     let before = notes_server_pids(&notes);
     assert_eq!(before.len(), 1, "one notes server: {before:?}");
 
     let held = one(
-        &iris,
+        &url,
         "notes",
         &goose,
         json!({"call": "append_note", "args": {"text": "hang"}}),
@@ -143,7 +150,7 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
         .as_str()
         .unwrap()
         .to_owned();
-    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
+    answer(&url, &owner, &id, json!({"decision": "approve"})).await;
     let hanging = notes.join("hanging");
     eventually("the approved call reaching the notes server", || {
         let hanging = hanging.clone();
@@ -156,7 +163,7 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
         .unwrap();
     assert!(killed.success());
 
-    let lost = iris.client().wait_execution(&id, &owner, "unknown").await;
+    let lost = client(&url).wait_execution(&id, &owner, "unknown").await;
     assert!(
         lost["result"]["message"]
             .as_str()
@@ -165,7 +172,7 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
         "{lost}"
     );
     let told = one(
-        &iris,
+        &url,
         "notes",
         &goose,
         json!({"call": "append_note", "args": {"text": "hang"}}),
@@ -174,7 +181,7 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
     assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
 
     // The next call starts the server again.
-    let read = one(&iris, "notes", &goose, json!({"call": "read_notes"})).await;
+    let read = one(&url, "notes", &goose, json!({"call": "read_notes"})).await;
     assert_eq!(read["isError"], false, "{read}");
     let after = notes_server_pids(&notes);
     assert_eq!(after.len(), 1, "{after:?}");
@@ -186,21 +193,22 @@ async fn an_upstream_that_dies_is_started_again_and_its_call_in_flight_is_unknow
 /// worker is free for the next card. (Without the deadline it stays `executing` for ever.)
 #[tokio::test]
 async fn an_upstream_that_never_answers_is_unknown_at_the_execute_deadline() {
-    let (mut world, notes) = world(1, &notes_upstream(None));
-    world
-        .env
-        .push(("IRIS_EXECUTE_TIMEOUT_SECS".into(), "2".into()));
-    let owner = world.add_device("owner", "control");
-    let goose = world.add_device("goose", "agent");
-    let iris: Iris = world.start();
+    let (server, url, notes) = app(
+        1,
+        |notes| notes_upstream(notes, None),
+        |b| b.execute_timeout_secs(2),
+    )
+    .await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let goose = server.add_device("goose", Scope::Agent).await;
     let hang = json!({"call": "append_note", "args": {"text": "hang"}});
-    let held = one(&iris, "notes", &goose, hang.clone()).await;
+    let held = one(&url, "notes", &goose, hang.clone()).await;
     let id = held["meta"]["iris/approval_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    answer(&iris, &owner, &id, json!({"decision": "approve"})).await;
-    let lost = iris.client().wait_execution(&id, &owner, "unknown").await;
+    answer(&url, &owner, &id, json!({"decision": "approve"})).await;
+    let lost = client(&url).wait_execution(&id, &owner, "unknown").await;
     let message = lost["result"]["message"].as_str().unwrap();
     assert!(message.contains("no answer within 2 s"), "{lost}");
     assert!(message.contains("will not be run again"), "{lost}");
@@ -208,12 +216,12 @@ async fn an_upstream_that_never_answers_is_unknown_at_the_execute_deadline() {
         notes.join("hanging").exists(),
         "the call had reached the upstream"
     );
-    let told = one(&iris, "notes", &goose, hang).await;
+    let told = one(&url, "notes", &goose, hang).await;
     assert_eq!(told["meta"]["iris/status"], "unknown", "{told}");
     // The next approved call runs as usual: the job's worker is free, and so is the gateway's
     // connection to the upstream (the hung call still waits there, unanswered).
     let held = one(
-        &iris,
+        &url,
         "notes",
         &goose,
         json!({"call": "append_note", "args": {"text": "after"}}),
@@ -223,13 +231,12 @@ async fn an_upstream_that_never_answers_is_unknown_at_the_execute_deadline() {
         .as_str()
         .unwrap()
         .to_owned();
-    answer(&iris, &owner, &next, json!({"decision": "approve"})).await;
-    iris.client()
-        .wait_execution(&next, &owner, "executed")
-        .await;
+    answer(&url, &owner, &next, json!({"decision": "approve"})).await;
+    client(&url).wait_execution(&next, &owner, "executed").await;
     assert_eq!(notes_file(&notes), "after\n");
 }
 
+// Needs a process: several servers on one database.
 #[tokio::test]
 async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
@@ -243,28 +250,28 @@ async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
     let plan = notes.join("plan.md");
     let write = json!({"call": "write_file", "args": {"path": "plan.md", "content": "v2"}});
 
-    let held = one(&a, "files", &claude, write.clone()).await;
+    let held = one(&a.url, "files", &claude, write.clone()).await;
     let id = held["meta"]["iris/approval_id"]
         .as_str()
         .unwrap()
         .to_owned();
     // The same call through the other server is the same card.
-    let again = one(&b, "files", &claude, write.clone()).await;
+    let again = one(&b.url, "files", &claude, write.clone()).await;
     assert_eq!(again["meta"]["iris/approval_id"], id.as_str(), "{again}");
-    assert_eq!(row(&b, &owner, &id).await["status"], "pending");
+    assert_eq!(row(&b.url, &owner, &id).await["status"], "pending");
 
-    answer(&b, &owner, &id, json!({"decision": "approve"})).await;
+    answer(&b.url, &owner, &id, json!({"decision": "approve"})).await;
     a.client().wait_execution(&id, &owner, "executed").await;
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
     std::fs::write(&plan, "edited by the owner").unwrap();
     // Its result is given once, whichever server is asked; then every repeat, on either, is
     // told it ran before.
-    let first = one(&b, "files", &claude, write.clone()).await;
+    let first = one(&b.url, "files", &claude, write.clone()).await;
     assert_eq!(first["meta"]["iris/status"], "executed", "{first}");
     let mut retries = write;
     retries["times"] = json!(5);
     for server in [&a, &b] {
-        let done = one(server, "files", &claude, retries.clone()).await;
+        let done = one(&server.url, "files", &claude, retries.clone()).await;
         assert_eq!(done["meta"]["iris/status"], "executed_before", "{done}");
     }
     assert_eq!(
@@ -278,6 +285,8 @@ async fn two_servers_on_one_database_hold_one_card_and_write_it_once() {
     assert_eq!(all["approvals"].as_array().unwrap().len(), 1);
 }
 
+// Needs a process: `iris serve`'s exit at start-up, and IRIS_MCP_START_SECS is read from the
+// process's environment.
 #[tokio::test]
 async fn a_server_that_never_answers_stops_iris_serve_with_a_sentence_and_leaves_nothing() {
     // `sleep` reads no MCP: the handshake never completes.
@@ -307,19 +316,22 @@ async fn a_server_that_never_answers_stops_iris_serve_with_a_sentence_and_leaves
     .await;
 }
 
+// Needs a process: `iris serve`'s exit at start-up (the table is read from `iris.toml`).
 #[tokio::test]
-async fn a_misspelt_table_and_an_unknown_upstream_are_said_plainly() {
+async fn a_misspelt_table_is_said_plainly() {
     let (world, _) = world(1, "[[mcp.upstream]]\nname = \"files\"\n");
     let out = world.command(&["serve"]).output().unwrap();
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("upstream"), "{said}");
+}
 
-    let (world, _) = world_with_files();
-    let goose = world.add_device("goose", "agent");
-    let iris = world.start();
+#[tokio::test]
+async fn an_unknown_upstream_is_said_plainly() {
+    let (server, url, _) = app(1, files_upstream_on, |b| b).await;
+    let goose = server.add_device("goose", Scope::Agent).await;
     let response = reqwest::Client::new()
-        .post(format!("{}/mcp/nope", iris.url))
+        .post(format!("{url}/mcp/nope"))
         .bearer_auth(&goose)
         .json(&json!({}))
         .send()
@@ -330,8 +342,4 @@ async fn a_misspelt_table_and_an_unknown_upstream_are_said_plainly() {
         response.text().await.unwrap(),
         "no MCP upstream `nope` here (configured: files)"
     );
-}
-
-fn world_with_files() -> (support::World, std::path::PathBuf) {
-    world(1, &files_upstream())
 }

@@ -1,27 +1,30 @@
-//! A failed resume over real HTTP: the real `iris` binary on a temp SQLite database and
-//! a real Maildir, the model a scripted OpenAI-compatible server that can be taken down. The
-//! model is down when the approved run resumes: the pinned trash runs once, the row records the
-//! resume error, and nothing retries it by itself. `POST /governance/approvals/{id}/resume`
-//! (control only; 404 unknown; 409 pending or nothing to retry) retries it once the model is
-//! back: the run completes from the ledger's result and the mail moved exactly once.
+//! A failed resume over real HTTP: the server in process (`support::TestApp` on a listener, its
+//! background work running) on a temp SQLite database and a real Maildir, the model a scripted
+//! OpenAI-compatible server that can be taken down. The model is down when the approved run
+//! resumes: the pinned trash runs once, the row records the resume error, and nothing retries it by
+//! itself. `POST /governance/approvals/{id}/resume` (control only; 404 unknown; 409 pending or
+//! nothing to retry) retries it once the model is back: the run completes from the ledger's result
+//! and the mail moved exactly once.
 
 use crate::support;
 
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{eventually, trashed, ModelServer, World};
-
-/// Messages that left their folders for `.Trash/`.
+use support::{eventually, trashed, ModelServer, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running_twice() {
     let model = ModelServer::start(&support::scripts::promo_trash()).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let control = world.add_device("phone", "control");
-    let read = world.add_device("wall", "read");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let read = server.add_device("wall", Scope::Read).await;
+    let client = server.client().await;
+    let maildir = server.maildir();
     let request = json!({"message": "trash the promo emails from this week"});
 
     let (s, halted) = client
@@ -71,7 +74,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     assert_eq!(row["execution"], "executed", "{row}");
     let n = row["items"].as_array().unwrap().len();
     assert!(n > 0);
-    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(trashed(&maildir), n);
 
     // A read device may not retry; the model still down: the retry fails again, recorded.
     let (s, _) = client.post(&resume, Some(&read), json!({})).await;
@@ -80,7 +83,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(!body["approval"]["resume_error"].is_null(), "{body}");
-    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(trashed(&maildir), n);
 
     // The model is back: the retry completes from the ledger's result.
     model.set_down(false);
@@ -105,7 +108,7 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
     // Once done, nothing to retry; the mail moved exactly once, one audit entry per item.
     let (s, _) = client.post(&resume, Some(&control), json!({})).await;
     assert_eq!(s, StatusCode::CONFLICT);
-    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(trashed(&maildir), n);
     let audit = client
         .get(&format!("/api/audit?approval_id={id}"), &control)
         .await;
@@ -116,5 +119,4 @@ async fn a_resume_that_failed_at_the_model_is_retried_on_request_without_running
         .filter(|e| e["kind"] == "execution")
         .count();
     assert_eq!(executions, n);
-    drop(server);
 }

@@ -1,15 +1,15 @@
-//! `IRIS_MODEL_STREAM` end to end: the real `iris` binary against the scripted model
-//! server on loopback, once asking for plain answers and once for streamed ones (server-sent
-//! chunks, each tool call's arguments in 4-character fragments). On both paths the streamed
-//! tool calls arrive intact (the approval row pins exactly the ids the search returned), and
-//! `effects_executed` is the same: the write that ran is recorded, the destructive call that
+//! `IRIS_MODEL_STREAM` end to end: the server in process (`support::TestApp` on a listener) against
+//! the scripted model server on loopback, once asking for plain answers and once for streamed ones
+//! (server-sent chunks, each tool call's arguments in 4-character fragments). On both paths the
+//! streamed tool calls arrive intact (the approval row pins exactly the ids the search returned),
+//! and `effects_executed` is the same: the write that ran is recorded, the destructive call that
 //! governance held back is not (DESIGN §2 "effects_executed").
 
 use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{snapshot, ModelServer, World};
+use support::{snapshot, ModelServer, TestApp};
 
 const SCRIPT: &str = r#"
 rules:
@@ -35,19 +35,21 @@ struct Run {
 
 async fn run(stream: bool) -> Run {
     let model = ModelServer::start(SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world
-        .env
-        .push(("IRIS_MODEL_STREAM".into(), stream.to_string()));
-    let written = iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let maildir = dir.path().join("Maildir");
+    let written = iris_email::demo::write_demo_maildir(&maildir, chrono::Utc::now()).unwrap();
     assert!(written > 0);
-    let token = world.add_device("phone", "control");
-    let server = world.start();
+    let build = TestApp::with_model(&model).in_dir(dir).mailbox();
+    let server = if stream { build.model_stream() } else { build }
+        .start()
+        .await;
+    let token = server.token.clone();
+    let url = server.listen().await;
     let http = reqwest::Client::new();
-    let original = snapshot(&world.maildir);
+    let original = snapshot(&maildir);
 
     let resp = http
-        .post(format!("{}/api/chat", server.url))
+        .post(format!("{url}/api/chat"))
         .bearer_auth(&token)
         .json(&json!({"message": "tidy up: undo, then trash this week's promos"}))
         .send()
@@ -55,18 +57,14 @@ async fn run(stream: bool) -> Run {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     let body: Value = resp.json().await.unwrap();
-    assert_eq!(
-        snapshot(&world.maildir),
-        original,
-        "a halted call moved mail"
-    );
+    assert_eq!(snapshot(&maildir), original, "a halted call moved mail");
 
     let id = body["approval_id"]
         .as_str()
         .unwrap_or_else(|| panic!("no approval: {body}"))
         .to_string();
     let approval: Value = http
-        .get(format!("{}/governance/approvals/{id}", server.url))
+        .get(format!("{url}/governance/approvals/{id}"))
         .bearer_auth(&token)
         .send()
         .await
@@ -75,7 +73,6 @@ async fn run(stream: bool) -> Run {
         .await
         .unwrap();
     let requests = model.requests.lock().unwrap().clone();
-    drop(server);
     Run {
         body,
         approval,

@@ -22,7 +22,7 @@ async fn killed_at(failpoint: &'static str) -> (String, Value) {
         ("IRIS_SWEEP_SECS", "3600"),
         ("IRIS_LEASE_SECS", "2"),
     ]);
-    let held = one(&iris, &claude, write("v2")).await;
+    let held = one(&iris.url, &claude, write("v2")).await;
     let id = held["meta"]["iris/approval_id"]
         .as_str()
         .unwrap()
@@ -71,7 +71,7 @@ async fn killed_at(failpoint: &'static str) -> (String, Value) {
     std::fs::write(&plan, "edited after the restart").unwrap();
     let mut retries = write("v2");
     retries["times"] = json!(20);
-    let told = one(&iris, &claude, retries).await;
+    let told = one(&iris.url, &claude, retries).await;
     assert_eq!(told["meta"]["iris/approval_id"], id.as_str());
     assert_eq!(
         std::fs::read_to_string(&plan).unwrap(),
@@ -86,6 +86,7 @@ async fn killed_at(failpoint: &'static str) -> (String, Value) {
     )
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test]
 async fn a_sigkill_between_approval_and_execution_writes_exactly_once_after_the_restart() {
     let (files, told) = killed_at("after_decision").await;
@@ -102,6 +103,7 @@ async fn a_sigkill_between_approval_and_execution_writes_exactly_once_after_the_
     );
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test]
 async fn a_sigkill_after_the_write_and_before_its_outcome_never_writes_again() {
     let (files, told) = killed_at("after_side_effect").await;

@@ -1,4 +1,5 @@
-//! IRIS as an MCP gateway, all real parts: `iris serve` with the official filesystem MCP server
+//! IRIS as an MCP gateway, all real parts: the server (in process, `support::TestApp` on a
+//! listener; the real `iris serve` where a test kills it) with the official filesystem MCP server
 //! (npm `@modelcontextprotocol/server-filesystem`) as its upstream over stdio, and the official
 //! Python MCP SDK (PyPI `mcp`) as the agent, over streamable HTTP at `/mcp/files` and through
 //! `iris mcp files` over stdio.
@@ -17,8 +18,9 @@
 //!   its cap of waiting cards; revoking an agent rejects its waiting cards and its name inherits
 //!   nothing.
 //!
-//! This module holds what they share: the world with the filesystem upstream, one agent step,
-//! a write, and reading and approving a card.
+//! This module holds what they share: the server (in process or a world) with the filesystem
+//! upstream, one agent step, a write, and reading and approving a card; the helpers take the
+//! server's address.
 
 mod crashes;
 mod pinned_writes;
@@ -27,28 +29,38 @@ mod waiting_cards;
 use crate::support;
 
 use serde_json::{json, Value};
-use support::mcp::{files_upstream, world as mcp_world};
-use support::Iris;
+use support::app::Build;
+use support::mcp::{files_upstream, files_upstream_on, world as mcp_world};
+use support::TestApp;
 
 fn world(hold_secs: u64) -> (support::World, std::path::PathBuf) {
     mcp_world(hold_secs, &files_upstream())
 }
 
-async fn one(iris: &Iris, token: &str, step: Value) -> Value {
-    support::mcp::one(iris, "files", token, step).await
+/// A server in process with the filesystem upstream on its `notes/` folder and what `configure`
+/// sets: the server, its address and the folder.
+async fn app(
+    hold_secs: u64,
+    configure: impl FnOnce(Build) -> Build,
+) -> (TestApp, String, std::path::PathBuf) {
+    support::mcp::app(hold_secs, files_upstream_on, configure).await
+}
+
+async fn one(url: &str, token: &str, step: Value) -> Value {
+    support::mcp::one(url, "files", token, step).await
 }
 
 fn write(content: &str) -> Value {
     json!({"call": "write_file", "args": {"path": "plan.md", "content": content}, "reason": "keep the plan current"})
 }
 
-async fn row(iris: &Iris, token: &str, id: &str) -> Value {
-    support::mcp::row(iris, token, id).await
+async fn row(url: &str, token: &str, id: &str) -> Value {
+    support::mcp::row(url, token, id).await
 }
 
 /// The owner's approval of `id`: the status and body.
-async fn approve(iris: &Iris, owner: &str, id: &str) -> (reqwest::StatusCode, Value) {
-    iris.client()
+async fn approve(url: &str, owner: &str, id: &str) -> (reqwest::StatusCode, Value) {
+    support::mcp::client(url)
         .post(
             &format!("/governance/approvals/{id}/respond"),
             Some(owner),

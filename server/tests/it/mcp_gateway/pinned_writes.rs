@@ -5,25 +5,29 @@
 //! "waiting", and a call approved within it returns the result. A card pins the file as it
 //! showed it: changed since, the approved write writes nothing. `iris mcp files` (stdio) passes
 //! reads and holds writes like the endpoint.
+//!
+//! The server runs in process (`support::TestApp` on a listener); the stdio bridge is the real
+//! `iris mcp files`, as an agent starts it.
 
 use crate::support;
 
+use iris_core::ports::Scope;
 use serde_json::json;
 use support::eventually;
-use support::mcp::{answers, script};
+use support::mcp::{answers, client, script};
 
-use super::{approve, one, row, world, write};
+use super::{app, approve, one, row, write};
 
 #[tokio::test]
 async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approves() {
-    let (world, notes) = world(1);
-    let owner = world.add_device("owner", "control");
-    let claude = world.add_device("Claude Desktop", "agent");
-    let iris = world.start();
+    let (server, url, notes) = app(1, |b| b).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let claude = server.add_device("Claude Desktop", Scope::Agent).await;
+    let client = client(&url);
     let plan = notes.join("plan.md");
 
     // Only what IRIS's manifest declares is offered; a read passes with the server's answer.
-    let listed = one(&iris, &claude, json!({"list": true})).await;
+    let listed = one(&url, &claude, json!({"list": true})).await;
     let tools: Vec<&str> = listed["tools"]
         .as_array()
         .unwrap()
@@ -39,7 +43,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         "undeclared tools are not offered: {listed}"
     );
     let read = one(
-        &iris,
+        &url,
         &claude,
         json!({"call": "read_text_file", "args": {"path": "plan.md"}}),
     )
@@ -48,7 +52,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert_eq!(read["text"], "v1");
     // A write without a card passes too, and the upstream's own errors come back as errors.
     let mkdir = one(
-        &iris,
+        &url,
         &claude,
         json!({"call": "create_directory", "args": {"path": "archive"}}),
     )
@@ -56,7 +60,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert_eq!(mkdir["isError"], false, "{mkdir}");
     assert!(notes.join("archive").is_dir());
     let missing = one(
-        &iris,
+        &url,
         &claude,
         json!({"call": "read_text_file", "args": {"path": "nowhere.md"}}),
     )
@@ -66,10 +70,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         missing["text"].as_str().unwrap().contains("nowhere.md"),
         "{missing}"
     );
-    let all = iris
-        .client()
-        .get("/governance/approvals?status=all", &owner)
-        .await;
+    let all = client.get("/governance/approvals?status=all", &owner).await;
     assert_eq!(
         all["approvals"].as_array().unwrap().len(),
         0,
@@ -77,7 +78,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     );
 
     // The Plugins list shows the upstream, IRIS's effect and, beside it, the server's hints.
-    let plugins = iris.client().get("/api/plugins", &owner).await;
+    let plugins = client.get("/api/plugins", &owner).await;
     let files = plugins["plugins"]
         .as_array()
         .unwrap()
@@ -96,7 +97,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert!(listed_write["server_hints"].is_object(), "{listed_write}");
 
     // A write is held on a card and, unanswered, answers "waiting" when the hold ends.
-    let held = one(&iris, &claude, write("v2")).await;
+    let held = one(&url, &claude, write("v2")).await;
     assert_eq!(held["isError"], false, "{held}");
     assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
     assert!(
@@ -115,7 +116,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         .unwrap()
         .ends_with(&format!("/activity/{id}")));
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v1");
-    let card = row(&iris, &owner, &id).await;
+    let card = row(&url, &owner, &id).await;
     assert_eq!(card["tool"], "files.write_file");
     assert_eq!(card["requested_by"], "Claude Desktop");
     assert_eq!(card["card"]["title"], "Overwrite plan.md");
@@ -134,9 +135,9 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     );
 
     // The same call attaches to it; other content is another card.
-    let again = one(&iris, &claude, write("v2")).await;
+    let again = one(&url, &claude, write("v2")).await;
     assert_eq!(again["meta"]["iris/approval_id"], id.as_str());
-    let other = one(&iris, &claude, write("v3")).await;
+    let other = one(&url, &claude, write("v3")).await;
     let other_id = other["meta"]["iris/approval_id"]
         .as_str()
         .unwrap()
@@ -144,8 +145,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     assert_ne!(other_id, id);
 
     // An agent can read its rows but never answer one.
-    let (status, body) = iris
-        .client()
+    let (status, body) = client
         .post(
             &format!("/governance/approvals/{id}/respond"),
             Some(&claude),
@@ -154,18 +154,18 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         .await;
     assert_eq!(status, reqwest::StatusCode::FORBIDDEN, "{body}");
     assert!(body.to_string().contains("agent"), "{body}");
-    assert_eq!(row(&iris, &claude, &id).await["status"], "pending");
+    assert_eq!(row(&url, &claude, &id).await["status"], "pending");
 
     // The owner approves: the pinned call runs at once, without the agent asking again.
-    let (status, body) = approve(&iris, &owner, &id).await;
+    let (status, body) = approve(&url, &owner, &id).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
-    iris.client().wait_execution(&id, &owner, "executed").await;
+    client.wait_execution(&id, &owner, "executed").await;
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v2");
 
     // The first repeat after the execution gets its result; twenty more are told it ran before
     // (never the old result as new); none writes again (the owner's later edit stays).
     std::fs::write(&plan, "edited by the owner").unwrap();
-    let done = one(&iris, &claude, write("v2")).await;
+    let done = one(&url, &claude, write("v2")).await;
     assert_eq!(done["isError"], false, "{done}");
     assert_eq!(done["meta"]["iris/status"], "executed", "{done}");
     assert_eq!(done["meta"]["iris/approval_id"], id.as_str());
@@ -178,7 +178,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     );
     let mut retries = write("v2");
     retries["times"] = json!(20);
-    let repeated = one(&iris, &claude, retries).await;
+    let repeated = one(&url, &claude, retries).await;
     assert_eq!(repeated["isError"], false, "{repeated}");
     assert_eq!(
         repeated["meta"]["iris/status"], "executed_before",
@@ -198,8 +198,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
     );
 
     // A rejection changes nothing and the agent is told why.
-    let (status, _) = iris
-        .client()
+    let (status, _) = client
         .post(
             &format!("/governance/approvals/{other_id}/respond"),
             Some(&owner),
@@ -207,7 +206,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         )
         .await;
     assert_eq!(status, reqwest::StatusCode::OK);
-    let rejected = one(&iris, &claude, write("v3")).await;
+    let rejected = one(&url, &claude, write("v3")).await;
     assert_eq!(rejected["isError"], true, "{rejected}");
     assert_eq!(
         rejected["text"],
@@ -220,7 +219,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
 
     // An undeclared tool is refused before anything is called; bad arguments make no card.
     let undeclared = one(
-        &iris,
+        &url,
         &claude,
         json!({"call": "read_file", "args": {"path": "plan.md"}}),
     )
@@ -231,7 +230,7 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         .unwrap()
         .contains("not a tool IRIS's manifest declares"));
     let bad = one(
-        &iris,
+        &url,
         &claude,
         json!({"call": "write_file", "args": {"path": "plan.md"}}),
     )
@@ -241,16 +240,12 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
         bad["text"].as_str().unwrap().contains("input schema"),
         "{bad}"
     );
-    let all = iris
-        .client()
-        .get("/governance/approvals?status=all", &owner)
-        .await;
+    let all = client.get("/governance/approvals?status=all", &owner).await;
     assert_eq!(all["approvals"].as_array().unwrap().len(), 2);
 
     // The agent sees only its own rows.
-    let cursor = world.add_device("Cursor", "agent");
-    let theirs = iris
-        .client()
+    let cursor = server.add_device("Cursor", Scope::Agent).await;
+    let theirs = client
         .get("/governance/approvals?status=all", &cursor)
         .await;
     assert_eq!(theirs["approvals"].as_array().unwrap().len(), 0);
@@ -261,18 +256,18 @@ async fn reads_pass_and_a_write_runs_once_as_pinned_only_after_the_owner_approve
 /// file as it now is.
 #[tokio::test]
 async fn an_approved_write_to_a_file_changed_since_its_card_writes_nothing() {
-    let (world, notes) = world(1);
-    let owner = world.add_device("owner", "control");
-    let claude = world.add_device("Claude Desktop", "agent");
-    let iris = world.start();
+    let (server, url, notes) = app(1, |b| b).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let claude = server.add_device("Claude Desktop", Scope::Agent).await;
+    let client = client(&url);
     let plan = notes.join("plan.md");
-    let held = one(&iris, &claude, write("v2")).await;
+    let held = one(&url, &claude, write("v2")).await;
     assert_eq!(held["meta"]["iris/status"], "pending", "{held}");
     let id = held["meta"]["iris/approval_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let card = row(&iris, &owner, &id).await;
+    let card = row(&url, &owner, &id).await;
     assert!(
         card["card"]["preview"]
             .as_array()
@@ -283,13 +278,13 @@ async fn an_approved_write_to_a_file_changed_since_its_card_writes_nothing() {
 
     // The owner changes the file by hand, then approves the card that showed "v1".
     std::fs::write(&plan, "changed by hand").unwrap();
-    let (status, body) = approve(&iris, &owner, &id).await;
+    let (status, body) = approve(&url, &owner, &id).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
-    let ended = iris.client().wait_execution(&id, &owner, "failed").await;
+    let ended = client.wait_execution(&id, &owner, "failed").await;
     assert_eq!(ended["result"]["status"], "stale", "{ended}");
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "changed by hand");
 
-    let told = one(&iris, &claude, write("v2")).await;
+    let told = one(&url, &claude, write("v2")).await;
     assert_eq!(told["isError"], true, "{told}");
     assert_eq!(told["meta"]["iris/status"], "failed", "{told}");
     assert!(
@@ -303,11 +298,11 @@ async fn an_approved_write_to_a_file_changed_since_its_card_writes_nothing() {
     // Asking again makes a new card, against the file as it is now.
     let mut again = write("v2");
     again["again"] = json!(true);
-    let asked = one(&iris, &claude, again).await;
+    let asked = one(&url, &claude, again).await;
     assert_eq!(asked["meta"]["iris/status"], "pending", "{asked}");
     let new_id = asked["meta"]["iris/approval_id"].as_str().unwrap();
     assert_ne!(new_id, id);
-    let card = row(&iris, &owner, new_id).await;
+    let card = row(&url, &owner, new_id).await;
     assert!(
         card["card"]["preview"]
             .as_array()
@@ -320,15 +315,14 @@ async fn an_approved_write_to_a_file_changed_since_its_card_writes_nothing() {
 
 #[tokio::test]
 async fn a_held_call_reports_progress_and_returns_the_result_when_approved_within_the_hold() {
-    let (world, notes) = world(30);
-    let owner = world.add_device("owner", "control");
-    let claude = world.add_device("Claude Desktop", "agent");
-    let iris = world.start();
+    let (server, url, notes) = app(30, |b| b).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let claude = server.add_device("Claude Desktop", Scope::Agent).await;
 
     let mut call = write("held");
     call["progress"] = json!(true);
     let held = {
-        let (url, token) = (iris.url.clone(), claude.clone());
+        let (url, token) = (url.clone(), claude.clone());
         tokio::spawn(async move {
             let out = tokio::process::Command::new("python3")
                 .arg(script("agent.py"))
@@ -340,7 +334,7 @@ async fn a_held_call_reports_progress_and_returns_the_result_when_approved_withi
             answers(out).remove(0)
         })
     };
-    let client = iris.client();
+    let client = client(&url);
     let id = eventually("the held call's card", || {
         let (client, owner) = (&client, &owner);
         async move {
@@ -370,9 +364,10 @@ async fn a_held_call_reports_progress_and_returns_the_result_when_approved_withi
 
 #[tokio::test]
 async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
-    let (world, notes) = world(1);
-    let claude = world.add_device("Claude Desktop", "agent");
-    let iris = world.start();
+    let (server, url, notes) = app(1, |b| b).await;
+    let claude = server.add_device("Claude Desktop", Scope::Agent).await;
+    // The bridge is the CLI, `iris mcp files`, started by the agent; the server it reaches runs
+    // in process.
     let out = tokio::process::Command::new("python3")
         .arg(script("agent.py"))
         .args(["stdio", env!("CARGO_BIN_EXE_iris"), "files"])
@@ -384,7 +379,7 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
             ])
             .to_string(),
         )
-        .env("IRIS_URL", &iris.url)
+        .env("IRIS_URL", &url)
         .env("IRIS_TOKEN", &claude)
         .output()
         .await

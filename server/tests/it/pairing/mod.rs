@@ -1,10 +1,14 @@
-//! Pairing a browser and its session (Devices, sessions, scopes) through the real
-//! `iris` binary: `iris pair --scope read|control` prints a one-time link; its page (GET) pairs
-//! nothing by itself; posting its form from this site pairs one browser with the link's scope
-//! and starts a session (cookie `iris_session`: HttpOnly, SameSite=Strict, Secure behind TLS)
-//! whose record lives in the same database; the link then refuses a second use, a lapsed link
-//! pairs nobody, a cross-site post is refused, and revoking the device ends its session and
-//! its event stream. The main flow runs on SQLite and PostgreSQL.
+//! Pairing a browser and its session (Devices, sessions, scopes): `iris pair --scope
+//! read|control` prints a one-time link; its page (GET) pairs nothing by itself; posting its form
+//! from this site pairs one browser with the link's scope and starts a session (cookie
+//! `iris_session`: HttpOnly, SameSite=Strict, Secure behind TLS) whose record lives in the same
+//! database; the link then refuses a second use, a lapsed link pairs nobody, a cross-site post is
+//! refused, and revoking the device ends its session and its event stream. The main flow runs on
+//! SQLite and PostgreSQL.
+//!
+//! The server runs in process (`support::TestApp` on a listener), its links made as `iris pair`
+//! makes them (`iris::pairing::make_link`); the CLI itself (`iris pair`, `iris devices`) and the
+//! demo (`iris serve --demo`) run the real binary.
 //!
 //! - [`links`]: the one-time link: it pairs one browser once, with its scope, and then refuses;
 //!   a lapsed or unknown link pairs nobody; a taken name keeps the link; a device's name follows
@@ -15,8 +19,8 @@
 //!   or the API; a page opened from another site is loaded again from this one; the web app's
 //!   state-changing functions are control-only and same-site only.
 //!
-//! This module holds what they share: the demo world, posting the pairing form, and reading the
-//! devices and sessions the database holds.
+//! This module holds what they share: the demo world and the in-process server, posting the
+//! pairing form, and reading the devices and sessions the database holds.
 
 mod links;
 mod sessions;
@@ -24,7 +28,35 @@ mod sessions;
 use crate::support;
 
 use chrono::Utc;
-use support::{no_redirects, ModelServer, World};
+use iris_core::ports::{DeviceStore, Scope};
+use support::{no_redirects, ModelServer, TestApp, World};
+
+/// A server in process with the demo mailbox.
+async fn app(model: &ModelServer) -> TestApp {
+    TestApp::with_model(model).mailbox().start().await
+}
+
+/// A one-time link for `scope` made as `iris pair` makes it, on `url` (the app's listener): its
+/// path, `/pair/CODE`.
+async fn pair_path(app: &TestApp, url: &str, scope: Scope) -> String {
+    let offer = iris::pairing::make_link(&app.state.store, scope, "cli", url, Utc::now())
+        .await
+        .expect("store the pairing link");
+    offer.url[url.len()..].to_string()
+}
+
+/// The live devices the app's database holds, as `iris devices list` shows them: name and
+/// scope.
+async fn devices(app: &TestApp) -> Vec<(String, Scope)> {
+    app.state
+        .store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.name, d.scope))
+        .collect()
+}
 
 async fn world(model: &ModelServer) -> World {
     let world = World::new(&model.base_url);

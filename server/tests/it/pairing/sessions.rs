@@ -2,29 +2,33 @@
 //! demo signs pages in but never the pairing page or the API; a page opened from another site
 //! (SameSite=Strict keeps the cookie off) is loaded again from this one and signs nobody in; the
 //! web app's state-changing functions are control-only and same-site only (DESIGN §2).
+//!
+//! In process (`support::TestApp` on a listener) except the demo's tests: `iris serve --demo`
+//! runs the real binary.
 
 use crate::support;
 
 use std::time::Duration;
 
 use futures::StreamExt;
+use iris_core::ports::{DeviceStore, Scope};
 use reqwest::StatusCode;
 use serde_json::json;
 use support::{no_redirects, session_cookie, snapshot, ModelServer, CATEGORY_TRASH_SCRIPT};
 
-use super::{devices_list, world};
+use super::{app, devices, devices_list, world};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = world(&model).await;
-    let owner = world.add_device("owner", "control");
-    let server = world.start();
-    let cookie = server.pair_browser(&world, "control", "laptop").await;
+    let server = app(&model).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let url = server.listen().await;
+    let cookie = server.pair_browser(&url, Scope::Control, "laptop").await;
     let http = reqwest::Client::new();
 
     let events = http
-        .get(format!("{}/api/events", server.url))
+        .get(format!("{url}/api/events"))
         .header("cookie", &cookie)
         .send()
         .await
@@ -32,17 +36,13 @@ async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
     assert_eq!(events.status(), StatusCode::OK);
     let mut stream = events.bytes_stream();
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
-        .args(["devices", "revoke", "laptop"])
-        .env("IRIS_DATABASE_URL", &world.database_url)
-        .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    // Revoked as `iris devices revoke laptop` revokes it (the store's revoke).
+    assert!(server.state.store.revoke("laptop").await.unwrap());
 
     // A card is requested: the revoked browser's stream ends instead of showing it.
     let (_, halted) = server
         .client()
+        .await
         .post(
             "/api/chat",
             Some(&owner),
@@ -71,7 +71,7 @@ async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
     );
 
     let refused = http
-        .get(format!("{}/governance/approvals", server.url))
+        .get(format!("{url}/governance/approvals"))
         .header("cookie", &cookie)
         .send()
         .await
@@ -84,6 +84,9 @@ async fn revoking_a_paired_browser_ends_its_session_and_event_stream() {
     );
 }
 
+// Needs a process: `--demo` (in process `iris::build` would take the demo's database from the
+// process's environment, `./data/demo.db` without IRIS_DATABASE_URL), killed and started again;
+// it also keeps the CLI's `iris devices revoke` tested.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
@@ -231,6 +234,8 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
     );
 }
 
+// Needs a process: `--demo` (in process `iris::build` would take the demo's database from the
+// process's environment, `./data/demo.db` without IRIS_DATABASE_URL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_opened_from_another_site_is_loaded_again_from_this_one() {
     // SameSite=Strict keeps the session cookie off a link followed from another site; the
@@ -296,10 +301,10 @@ async fn the_apps_state_changing_functions_are_control_only_and_same_site_only()
     // another site gets 403, and neither changes anything.
     use leptos::server_fn::ServerFn;
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let world = world(&model).await;
-    let owner = world.add_device("owner", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = app(&model).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let url = server.listen().await;
+    let client = server.client().await;
     let (_, halted) = client
         .post(
             "/api/chat",
@@ -308,8 +313,8 @@ async fn the_apps_state_changing_functions_are_control_only_and_same_site_only()
         )
         .await;
     let id = halted["approval_id"].as_str().unwrap().to_string();
-    let read = server.pair_browser(&world, "read", "wall").await;
-    let control = server.pair_browser(&world, "control", "laptop").await;
+    let read = server.pair_browser(&url, Scope::Read, "wall").await;
+    let control = server.pair_browser(&url, Scope::Control, "laptop").await;
     let calls = [
         (
             <app::api::RespondApproval as ServerFn>::PATH,
@@ -330,7 +335,7 @@ async fn the_apps_state_changing_functions_are_control_only_and_same_site_only()
     ];
     let http = no_redirects();
     let post = |path: &str, body: &serde_json::Value, cookie: &str, origin: &str| {
-        http.post(format!("{}{path}", server.url))
+        http.post(format!("{url}{path}"))
             .header("cookie", cookie)
             .header("origin", origin)
             .json(body)
@@ -338,21 +343,18 @@ async fn the_apps_state_changing_functions_are_control_only_and_same_site_only()
     };
     // What a refused call must leave as it was (device names and scopes: a refused request
     // still records the device's last use).
+    let database_url = server.state.settings.database_url.clone();
     let state = || async {
-        let devices: Vec<String> = devices_list(&world)
-            .lines()
-            .map(|l| l.split('\t').take(2).collect::<Vec<_>>().join(" "))
-            .collect();
         (
             client.get("/governance/approvals", &owner).await,
-            devices,
-            pairing_rows(&world.database_url).await,
+            devices(&server).await,
+            pairing_rows(&database_url).await,
         )
     };
     let before = state().await;
-    let mail = snapshot(&world.maildir);
+    let mail = snapshot(&server.maildir());
     for (path, body) in &calls {
-        let resp = post(path, body, &read, &server.url).await.unwrap();
+        let resp = post(path, body, &read, &url).await.unwrap();
         assert_eq!(
             resp.status(),
             StatusCode::FORBIDDEN,
@@ -369,20 +371,21 @@ async fn the_apps_state_changing_functions_are_control_only_and_same_site_only()
     }
     assert_eq!(state().await, before, "a refused call changed something");
     assert!(
-        snapshot(&world.maildir) == mail,
+        snapshot(&server.maildir()) == mail,
         "a refused call moved mail"
     );
 
     // The same calls from the control browser on this site are accepted (so the 403s above
     // were the scope and the origin, not the bodies).
-    let made = post(calls[3].0, &calls[3].1, &control, &server.url)
-        .await
-        .unwrap();
+    let made = post(calls[3].0, &calls[3].1, &control, &url).await.unwrap();
     assert_eq!(made.status(), StatusCode::OK);
-    assert_eq!(pairing_rows(&world.database_url).await, before.2 + 1);
-    let revoked = post(calls[2].0, &json!({"name": "wall"}), &control, &server.url)
+    assert_eq!(pairing_rows(&database_url).await, before.2 + 1);
+    let revoked = post(calls[2].0, &json!({"name": "wall"}), &control, &url)
         .await
         .unwrap();
     assert_eq!(revoked.status(), StatusCode::OK);
-    assert!(!devices_list(&world).contains("wall"));
+    assert!(!devices(&server)
+        .await
+        .iter()
+        .any(|(name, _)| name.contains("wall")));
 }

@@ -7,7 +7,10 @@
 //!
 //! Start the real binary (`super::World`) only where a test needs a process: kill -9, a paused
 //! process, shutdown, several servers on one database, busy locks held by another process, a
-//! hung upstream the server must outlive, the CLI, a dropped client.
+//! hung upstream the server must outlive, the CLI, a dropped client; a setting read from the
+//! process's environment (`IRIS_FAILPOINT_*`, `IRIS_MCP_START_SECS`), `--demo`, `iris serve`'s
+//! exit at start-up, or a signal seen only in the server's stderr log. Such a test says which,
+//! in a `// Needs a process: …` line above it.
 
 use std::path::PathBuf;
 
@@ -57,6 +60,12 @@ impl TestApp {
             format!("openai:{}", model.base_url),
             Some("scripted".into()),
         )
+    }
+
+    /// A server whose model is the OpenAI-compatible one at `base_url` (`http://HOST:PORT/v1`):
+    /// for a test that never asks the model, an address nothing answers (`http://127.0.0.1:9/v1`).
+    pub fn with_model_url(base_url: &str) -> Build {
+        Build::new(format!("openai:{base_url}"), Some("scripted".into()))
     }
 
     /// A server whose model is the scripted one read from the YAML file at `script` (no HTTP).
@@ -256,6 +265,84 @@ impl Build {
     /// outside the demo) `send_email` is refused before any card.
     pub fn smtp_url(mut self, url: &str) -> Build {
         self.settings.smtp_url = Some(url.to_owned());
+        self
+    }
+
+    /// How long a destructive card (and a pinned write) waits for its answer before it lapses,
+    /// in seconds (`IRIS_DESTRUCTIVE_TTL_SECS`, default 3600). The lapse is the expiry sweep's,
+    /// so pair it with a short [`Build::sweep_secs`] and [`Build::background`].
+    pub fn destructive_ttl_secs(mut self, secs: u64) -> Build {
+        self.settings.destructive_ttl_secs = secs;
+        self
+    }
+
+    /// How often the expiry and resume sweeps run, in seconds (`IRIS_SWEEP_SECS`, default 15).
+    /// They run with [`Build::background`].
+    pub fn sweep_secs(mut self, secs: u64) -> Build {
+        self.settings.sweep_secs = secs;
+        self
+    }
+
+    /// Asks the `openai:` model for streamed answers (`IRIS_MODEL_STREAM=true`: server-sent
+    /// chunks assembled into the same turn) instead of whole ones.
+    pub fn model_stream(mut self) -> Build {
+        self.settings.model_stream = true;
+        self
+    }
+
+    /// A model call that has not answered (or, streaming, sent its next chunk) within `secs`
+    /// seconds is a failed call (`IRIS_MODEL_TIMEOUT_SECS`, default 120).
+    pub fn model_timeout_secs(mut self, secs: u64) -> Build {
+        self.settings.model_timeout_secs = secs;
+        self
+    }
+
+    /// The deadline of one approved call's side effect, in seconds
+    /// (`IRIS_EXECUTE_TIMEOUT_SECS`, default 120): past it the call is `unknown`.
+    pub fn execute_timeout_secs(mut self, secs: u64) -> Build {
+        self.settings.execute_timeout_secs = secs;
+        self
+    }
+
+    /// The Telegram surface (`IRIS_TELEGRAM_API_URL`, `IRIS_TELEGRAM_TOKEN`,
+    /// `IRIS_TELEGRAM_CHAT_ID`): the Bot API at `api_url` (`http://127.0.0.1:PORT`), the bot's
+    /// `token` (`123456:secret`) and the owner's chat id (`4242`). It runs with
+    /// [`Build::background`].
+    pub fn telegram(mut self, api_url: &str, token: &str, chat_id: i64) -> Build {
+        self.settings.telegram_api_url = Some(api_url.to_owned());
+        self.settings.telegram_token = Some(token.to_owned());
+        self.settings.telegram_chat_id = Some(chat_id.to_string());
+        self
+    }
+
+    /// One more mail account, after the demo mailbox when there is one (an `[[email.accounts]]`
+    /// entry of `iris.toml`: a `maildir` with its `path`, or an `imap` with `host`, `port`,
+    /// `user` and `password_env`, the name of the environment variable holding its password).
+    pub fn email_account(mut self, account: iris::config::AccountSetting) -> Build {
+        self.settings.email.accounts.push(account);
+        self
+    }
+
+    /// One more upstream behind the MCP gateway (an `[[mcp.upstreams]]` entry of `iris.toml`:
+    /// its `name`, served at `/mcp/{name}`; a `command` run over stdio or a streamable HTTP
+    /// `url`; IRIS's `manifest` for its tools, an absolute path here). The upstream starts
+    /// with the build.
+    pub fn mcp_upstream(mut self, upstream: iris::config::UpstreamSetting) -> Build {
+        self.settings.mcp.upstreams.push(upstream);
+        self
+    }
+
+    /// How long the gateway holds an agent's gated call waiting for the owner, in seconds,
+    /// before it answers "waiting, call again" (`IRIS_MCP_HOLD_SECS`, default 50).
+    pub fn mcp_hold_secs(mut self, secs: u64) -> Build {
+        self.settings.mcp_hold_secs = secs;
+        self
+    }
+
+    /// The most cards one agent may have waiting for the owner at once
+    /// (`[mcp] max_waiting_per_agent`, default 20; 0 is not a setting).
+    pub fn max_waiting_per_agent(mut self, cards: std::num::NonZeroU32) -> Build {
+        self.settings.mcp.max_waiting_per_agent = Some(cards);
         self
     }
 

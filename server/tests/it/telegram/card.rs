@@ -16,9 +16,8 @@ use super::{card_keyboard, halt, lapse_time, row, start, REQUEST, STRANGER};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_is_answered_from_the_owners_chat() {
     let bot = FakeBot::start().await;
-    let (world, control, server) = start(&bot, &[]).await;
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+    let (server, control, client) = start(&bot, |b| b).await;
+    let original = snapshot(&server.maildir());
 
     let row0 = halt(&client, &control).await;
     let id = row0["id"].as_str().unwrap().to_string();
@@ -104,7 +103,7 @@ async fn the_card_is_answered_from_the_owners_chat() {
         ]]})
     );
     assert_eq!(
-        snapshot(&world.maildir),
+        snapshot(&server.maildir()),
         original,
         "nothing runs before Yes"
     );
@@ -124,7 +123,7 @@ async fn the_card_is_answered_from_the_owners_chat() {
     assert_eq!(done["surface"], "telegram");
     assert_eq!(done["responded_by"], "@owner");
     assert_eq!(done["result"]["trashed"], n);
-    let after = snapshot(&world.maildir);
+    let after = snapshot(&server.maildir());
     let arrived: Vec<&String> = after
         .keys()
         .filter(|k| !original.contains_key(*k))
@@ -160,7 +159,7 @@ async fn the_card_is_answered_from_the_owners_chat() {
         entries.iter().filter(|e| e["kind"] == "execution").count(),
         n
     );
-    assert_eq!(snapshot(&world.maildir), after, "something ran twice");
+    assert_eq!(snapshot(&server.maildir()), after, "something ran twice");
     assert_eq!(bot.calls("sendMessage").len(), 1, "one card per approval");
     // The first poll failed (502) and the poller retried: taps arrived after it.
     assert!(bot.calls("getUpdates").len() >= 2);
@@ -170,9 +169,8 @@ async fn the_card_is_answered_from_the_owners_chat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_is_one_tap_and_answers_elsewhere_edit_the_card() {
     let bot = FakeBot::start().await;
-    let (world, control, server) = start(&bot, &[]).await;
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+    let (server, control, client) = start(&bot, |b| b).await;
+    let original = snapshot(&server.maildir());
 
     // Reject: one tap, nothing moves, the message shows who rejected where.
     let first = halt(&client, &control).await;
@@ -228,7 +226,7 @@ async fn reject_is_one_tap_and_answers_elsewhere_edit_the_card() {
     let q = bot.tap(OWNER, OWNER, 2, &format!("y:{id}"));
     assert!(bot.answer(&q).await.contains("does not belong"));
     assert_eq!(row(&client, &control, &id).await["status"], "rejected");
-    let moved = snapshot(&world.maildir)
+    let moved = snapshot(&server.maildir())
         .keys()
         .filter(|k| !original.contains_key(*k))
         .count();
@@ -238,13 +236,8 @@ async fn reject_is_one_tap_and_answers_elsewhere_edit_the_card() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lapse_edits_the_card_to_the_notice() {
     let bot = FakeBot::start().await;
-    let (world, control, server) = start(
-        &bot,
-        &[("IRIS_DESTRUCTIVE_TTL_SECS", "2"), ("IRIS_SWEEP_SECS", "1")],
-    )
-    .await;
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+    let (server, control, client) = start(&bot, |b| b.destructive_ttl_secs(2).sweep_secs(1)).await;
+    let original = snapshot(&server.maildir());
     let lapsing = halt(&client, &control).await;
     let id = lapsing["id"].as_str().unwrap().to_string();
     let notice = bot.edited_to(1, "This request lapsed at").await;
@@ -263,7 +256,7 @@ async fn a_lapse_edits_the_card_to_the_notice() {
     let q = bot.tap(OWNER, OWNER, 1, &format!("y:{id}"));
     let answer = bot.answer(&q).await;
     assert!(answer.contains("expired"), "{answer}");
-    assert_eq!(snapshot(&world.maildir), original);
+    assert_eq!(snapshot(&server.maildir()), original);
 }
 
 /// DESIGN §8 "one pinned call executes at most once, whatever … two surfaces answering at
@@ -272,9 +265,8 @@ async fn a_lapse_edits_the_card_to_the_notice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn telegram_and_http_answering_at_once_decide_once() {
     let bot = FakeBot::start().await;
-    let (world, control, server) = start(&bot, &[]).await;
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+    let (server, control, client) = start(&bot, |b| b).await;
+    let original = snapshot(&server.maildir());
     let row0 = halt(&client, &control).await;
     let id = row0["id"].as_str().unwrap().to_string();
     let n = row0["items"].as_array().unwrap().len();
@@ -356,7 +348,7 @@ async fn telegram_and_http_answering_at_once_decide_once() {
         entries.iter().filter(|e| e["kind"] == "execution").count(),
         n
     );
-    let moved = snapshot(&world.maildir)
+    let moved = snapshot(&server.maildir())
         .keys()
         .filter(|k| !original.contains_key(*k))
         .count();
@@ -369,16 +361,12 @@ async fn telegram_and_http_answering_at_once_decide_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_that_needs_the_passkey_opens_the_web_app_and_can_only_be_rejected_here() {
     let bot = FakeBot::start().await;
-    let (world, control, server) = start(
-        &bot,
-        &[
-            ("IRIS_PASSKEY_REQUIRED", "destructive"),
-            ("IRIS_PUBLIC_URL", "https://iris.example.org"),
-        ],
-    )
+    let (server, control, client) = start(&bot, |b| {
+        b.passkey_required("destructive")
+            .public_url("https://iris.example.org")
+    })
     .await;
-    let client = server.client();
-    let original = snapshot(&world.maildir);
+    let original = snapshot(&server.maildir());
     let row0 = halt(&client, &control).await;
     assert_eq!(row0["passkey_required"], true);
     let id = row0["id"].as_str().unwrap().to_string();
@@ -406,7 +394,7 @@ async fn a_card_that_needs_the_passkey_opens_the_web_app_and_can_only_be_rejecte
         assert!(bot.answer(&q).await.contains("needs your passkey"));
         assert_eq!(row(&client, &control, &id).await["status"], "pending");
     }
-    assert_eq!(snapshot(&world.maildir), original);
+    assert_eq!(snapshot(&server.maildir()), original);
     let q = bot.tap(OWNER, OWNER, 1, &format!("r:{id}"));
     assert_eq!(bot.answer(&q).await, "Rejected; nothing was changed.");
     assert_eq!(row(&client, &control, &id).await["status"], "rejected");

@@ -1,6 +1,8 @@
-//! The Telegram surface end to end (Telegram): the real `iris` binary with
-//! `IRIS_TELEGRAM_API_URL` pointing at a fake Bot API server on loopback that records every call
-//! (method names compared case-insensitively) and delivers callback updates by long polling.
+//! The Telegram surface end to end (Telegram): the server with `IRIS_TELEGRAM_API_URL` pointing
+//! at a fake Bot API server on loopback that records every call (method names compared
+//! case-insensitively) and delivers callback updates by long polling. One server runs in process
+//! (`support::TestApp` on a listener, its background work running); restarts and two servers on
+//! one database are real `iris serve` processes.
 //!
 //! - [`card`]: a halted chat turn sends exactly one card with the escaped text and two buttons;
 //!   the action asks "…? Yes / Cancel"; Cancel goes back; Yes approves with surface `telegram`
@@ -24,29 +26,31 @@ mod stored_cards;
 
 use crate::support;
 
+use iris_core::ports::Scope;
 use serde_json::{json, Value};
-use support::telegram::{escape, FakeBot};
-use support::{Client, ModelServer, World, CATEGORY_TRASH_SCRIPT};
+use support::app::Build;
+use support::telegram::{escape, FakeBot, OWNER, TOKEN};
+use support::{Client, ModelServer, TestApp, CATEGORY_TRASH_SCRIPT};
 
 /// Another Telegram user, in their own chat: never allowed to answer.
 const STRANGER: i64 = 777;
 /// The owner's request: MarkdownV2 specials in "You asked" must arrive escaped.
 const REQUEST: &str = "trash the promo emails from this week (all of them) - thanks!";
 
-/// A server with the demo mailbox, a control device "phone" and Telegram pointed at `bot`.
-async fn start(bot: &FakeBot, extra: &[(&str, &str)]) -> (World, String, support::Iris) {
+/// A server in process with the demo mailbox, its background work running, a control device
+/// "phone", Telegram pointed at `bot` and the settings `configure` adds; a client of it.
+async fn start(bot: &FakeBot, configure: fn(Build) -> Build) -> (TestApp, String, Client) {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
-    let mut world = World::new(&model.base_url);
+    let build = TestApp::with_model(&model)
+        .mailbox()
+        .telegram(&bot.url, TOKEN, OWNER)
+        .background();
     // The model server's task keeps serving after this handle is dropped.
     drop(model);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    world.env = bot.env();
-    world
-        .env
-        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let control = world.add_device("phone", "control");
-    let server = world.start();
-    (world, control, server)
+    let server = configure(build).start().await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
+    (server, control, client)
 }
 
 /// Asks to trash the promo mail; the halted turn's approval row.

@@ -272,39 +272,52 @@ async fn a_lapse_after_a_restart_edits_the_old_message(database_url: Option<&str
     assert_eq!(bot.sent_for(&id).len(), 1);
 }
 
+// Needs a process: kill -9 (each restart kills the server; a stopped in-process build's
+// Telegram bridge would poll on beside the next one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_an_answer_after_a_restart_edits_the_old_message() {
     an_answer_after_a_restart_edits_the_old_message(None).await;
 }
 
+// Needs a process: kill -9 (each restart kills the server; a stopped in-process build's
+// Telegram bridge would poll on beside the next one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_an_answer_after_a_restart_edits_the_old_message() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     an_answer_after_a_restart_edits_the_old_message(Some(&url)).await;
 }
 
+// Needs a process: kill -9 (each restart kills the server; a stopped in-process build's
+// Telegram bridge would poll on beside the next one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_a_card_the_bot_never_saw_is_sent_once_across_restarts() {
     a_card_the_bot_never_saw_is_sent_once_across_restarts(None).await;
 }
 
+// Needs a process: kill -9 (each restart kills the server; a stopped in-process build's
+// Telegram bridge would poll on beside the next one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_card_the_bot_never_saw_is_sent_once_across_restarts() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     a_card_the_bot_never_saw_is_sent_once_across_restarts(Some(&url)).await;
 }
 
+// Needs a process: kill -9 (each restart kills the server; a stopped in-process build's
+// Telegram bridge would poll on beside the next one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_a_lapse_after_a_restart_edits_the_old_message() {
     a_lapse_after_a_restart_edits_the_old_message(None).await;
 }
 
+// Needs a process: kill -9 (each restart kills the server; a stopped in-process build's
+// Telegram bridge would poll on beside the next one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_lapse_after_a_restart_edits_the_old_message() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     a_lapse_after_a_restart_edits_the_old_message(Some(&url)).await;
 }
 
+// Needs a process: several servers on one database, one of them killed with SIGKILL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_share_one_bot_one_poller_one_card_one_edit() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
