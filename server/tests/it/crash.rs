@@ -289,26 +289,31 @@ async fn on_sqlite(failpoint: &str) {
     crash_at(failpoint, world, model).await;
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_claim_is_unknown_nothing_moved_and_never_retried() {
     on_sqlite("after_claim").await;
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_side_effect_is_unknown_and_moved_exactly_once() {
     on_sqlite("after_side_effect").await;
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_outcome_continues_once_from_the_ledger() {
     on_sqlite("after_outcome").await;
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_decision_is_resumed_by_the_sweep_and_executes_once() {
     on_sqlite("after_decision").await;
 }
 
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_side_effect_on_postgres() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;

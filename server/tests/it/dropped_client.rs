@@ -66,6 +66,7 @@ async fn drop_the_client_after(
     (conversation, lines)
 }
 
+// Needs a process: a dropped client.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_client_never_cuts_a_turn() {
     // Halting turns: the client goes away while the model is asked for step 1, then step 2.

@@ -80,6 +80,7 @@ async fn arrives(
     }
 }
 
+// Needs a process: several servers on one database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_card_requested_on_one_server_reaches_another_even_across_a_dropped_listener() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
@@ -212,6 +213,7 @@ impl Fleet {
     }
 }
 
+// Needs a process: several servers on one database, one killed with SIGKILL again and again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_servers_answer_200_cards_while_one_is_killed_again_and_again() {
     const CARDS: usize = 200;
@@ -431,6 +433,7 @@ async fn three_servers_answer_200_cards_while_one_is_killed_again_and_again() {
     );
 }
 
+// Needs a process: `iris serve`'s exit at start-up (a second server on one SQLite file).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_server_on_one_sqlite_file_refuses_to_start() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;

@@ -1,20 +1,22 @@
 //! DESIGN §8 "one pinned call executes at most once, whatever crashes, retries, double clicks or
-//! two surfaces answering at once", over real HTTP: one real `iris` server, a halted
-//! trash approval, 50 answers at once (approve and reject mixed, five control devices, several
-//! surfaces). Exactly one answer gets 200; the other 49 get 409 with a body naming who decided,
-//! through which surface and when (the winner's own values). If the winner approved, the pinned
-//! call runs exactly once: ledger `executed`, one audit execution entry per item, exactly the
-//! pinned files moved to Trash once. If it rejected, nothing runs and no file moves. Several
-//! rounds (one per mail category) on SQLite and on PostgreSQL.
+//! two surfaces answering at once", over real HTTP: one server in process (`support::TestApp`
+//! on a listener, its background work running), a halted trash approval, 50 answers at once
+//! (approve and reject mixed, five control devices, several surfaces). Exactly one answer gets
+//! 200; the other 49 get 409 with a body naming who decided, through which surface and when (the
+//! winner's own values). If the winner approved, the pinned call runs exactly once: ledger
+//! `executed`, one audit execution entry per item, exactly the pinned files moved to Trash once.
+//! If it rejected, nothing runs and no file moves. Several rounds (one per mail category) on
+//! SQLite and on PostgreSQL.
 
 use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, snapshot, Client, ModelServer, World};
+use support::{eventually, snapshot, Client, ModelServer, TestApp};
 use tokio::sync::Barrier;
 
 /// Answers per round.
@@ -62,7 +64,7 @@ fn moved(
 /// Returns the winner's decision.
 async fn round(
     client: &Client,
-    world: &World,
+    maildir: &std::path::Path,
     devices: &[(String, String)],
     request: &str,
     round_no: usize,
@@ -89,7 +91,7 @@ async fn round(
     let items: Vec<String> = serde_json::from_value(row["items"].clone()).unwrap();
     let n = items.len();
     assert!(n > 0, "{row}");
-    let before = snapshot(&world.maildir);
+    let before = snapshot(maildir);
 
     // 50 answers released together: decisions alternate (shifted per round), devices and
     // surfaces rotate, so the winner may be anyone with either decision.
@@ -209,7 +211,7 @@ async fn round(
             }
         })
         .await;
-        let after = snapshot(&world.maildir);
+        let after = snapshot(maildir);
         let (gone, arrived) = moved(&before, &after);
         assert_eq!(gone.len(), n, "exactly the pinned mail moved: {gone:?}");
         assert_eq!(arrived.len(), n, "each moved once: {arrived:?}");
@@ -238,11 +240,7 @@ async fn round(
             .get(&format!("/governance/approvals/{id}"), owner)
             .await;
         assert_eq!(row["execution"], "none", "{row}");
-        assert_eq!(
-            snapshot(&world.maildir),
-            before,
-            "a rejected call moved mail"
-        );
+        assert_eq!(snapshot(maildir), before, "a rejected call moved mail");
     }
 
     // The audit: one decision (the winner's), one execution entry per item or none.
@@ -273,23 +271,23 @@ async fn round(
     );
 
     // Nothing more happens later (no second execution from a late resume).
-    let settled = snapshot(&world.maildir);
+    let settled = snapshot(maildir);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert_eq!(snapshot(&world.maildir), settled, "something ran twice");
+    assert_eq!(snapshot(maildir), settled, "something ran twice");
     winner.decision
 }
 
-async fn race(world: World) {
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let devices: Vec<(String, String)> = (0..5)
-        .map(|i| {
-            let name = format!("device-{i}");
-            let token = world.add_device(&name, "control");
-            (name, token)
-        })
-        .collect();
-    let server = world.start();
-    let client = server.client();
+/// Three rounds on `server` (built with the demo mailbox and its background work), answered
+/// by five control devices of its own.
+async fn race(server: TestApp) {
+    let mut devices = Vec::new();
+    for i in 0..5 {
+        let name = format!("device-{i}");
+        let token = server.add_device(&name, Scope::Control).await;
+        devices.push((name, token));
+    }
+    let client = server.client().await;
+    let maildir = server.maildir();
     let mut outcomes = Vec::new();
     for (i, request) in [
         "trash the promo emails",
@@ -299,23 +297,31 @@ async fn race(world: World) {
     .into_iter()
     .enumerate()
     {
-        outcomes.push(round(&client, &world, &devices, request, i).await);
+        outcomes.push(round(&client, &maildir, &devices, request, i).await);
     }
     eprintln!("winning decisions per round: {outcomes:?}");
-    drop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_answers_one_decision_on_sqlite() {
     let model = ModelServer::start(SCRIPT).await;
-    race(World::new(&model.base_url)).await;
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    race(server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_answers_one_decision_on_postgres() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
     let model = ModelServer::start(SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world.database_url = url;
-    race(world).await;
+    let server = TestApp::with_model(&model)
+        .database_url(&url)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    race(server).await;
 }

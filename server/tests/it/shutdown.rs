@@ -16,6 +16,7 @@ use support::{eventually, ModelServer, World, CATEGORY_TRASH_SCRIPT as SCRIPT};
 /// How long a stop may take here (far more than it needs; past it the test fails).
 const STOP_LIMIT: Duration = Duration::from_secs(30);
 
+// Needs a process: shutdown (SIGTERM, SIGINT): the process exits and frees its SQLite file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_ends_the_event_streams_exits_and_frees_the_database() {
     let model = ModelServer::start(SCRIPT).await;
@@ -52,6 +53,7 @@ async fn a_stop_ends_the_event_streams_exits_and_frees_the_database() {
     assert_eq!(health.status(), StatusCode::OK);
 }
 
+// Needs a process: shutdown (SIGTERM): the process exits only once its running job has ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_running_at_the_stop_finishes_before_the_exit() {
     let model = ModelServer::start(SCRIPT).await;

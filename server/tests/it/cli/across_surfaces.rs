@@ -336,12 +336,14 @@ async fn race_across_surfaces(mut world: World) {
     drop(server);
 }
 
+// Needs a process: the CLI (`iris approvals approve` processes race the other surfaces).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_sqlite() {
     let model = ModelServer::start(SCRIPT).await;
     race_across_surfaces(World::new(&model.base_url)).await;
 }
 
+// Needs a process: the CLI (`iris approvals approve` processes race the other surfaces).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_postgres() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;

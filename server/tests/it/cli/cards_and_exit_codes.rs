@@ -23,6 +23,7 @@ fn unreachable_url() -> String {
     format!("http://127.0.0.1:{port}")
 }
 
+// Needs a process: the CLI (`iris chat`, `iris approvals`: their output and exit codes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     let model = ModelServer::start(SCRIPT).await;
@@ -314,6 +315,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     drop(server);
 }
 
+// Needs a process: the CLI (`iris approvals approve`'s exit code).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
     let model = ModelServer::start(SCRIPT).await;
@@ -389,6 +391,7 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
 
 /// `iris approvals list` follows `next` through every page: more rows than one page (200)
 /// are all listed, each once, and the last line says how many.
+// Needs a process: the CLI (`iris approvals list`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_follows_every_page_and_counts_them() {
     let model = ModelServer::start(SCRIPT).await;

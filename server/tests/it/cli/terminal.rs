@@ -32,6 +32,7 @@ async fn approve_at_a_terminal(url: &str, token: &str, id: &str, answer: &str) -
     finished(child.wait_with_output().await.unwrap())
 }
 
+// Needs a process: the CLI, at a terminal (`script`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
     if Command::new("script").arg("--version").output().is_err() {

@@ -69,21 +69,25 @@ async fn the_run_goes_on_once(
     assert_eq!(model.requests.lock().unwrap().len(), 3);
 }
 
+// Needs a process: IRIS_FAILPOINT_FAIL_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_unit_that_fails_once_is_retried_and_the_card_ends() {
     a_unit_that_fails_once_is_retried("record_outcome", false).await;
 }
 
+// Needs a process: IRIS_FAILPOINT_FAIL_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_unit_that_fails_once_is_retried_and_the_card_ends_on_postgres() {
     a_unit_that_fails_once_is_retried("record_outcome", true).await;
 }
 
+// Needs a process: IRIS_FAILPOINT_FAIL_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_end_that_fails_once_is_retried_and_the_reply_arrives() {
     a_unit_that_fails_once_is_retried("finish_job", false).await;
 }
 
+// Needs a process: IRIS_FAILPOINT_FAIL_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_end_that_fails_once_is_retried_and_the_reply_arrives_on_postgres() {
     a_unit_that_fails_once_is_retried("finish_job", true).await;
@@ -107,11 +111,13 @@ async fn a_unit_whose_answer_was_lost_is_not_taken_for_a_lost_lease(postgres: bo
     the_run_goes_on_once(&world, &model, &env, &lines).await;
 }
 
+// Needs a process: IRIS_FAILPOINT_LOSE_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_whose_answer_was_lost_re_plans_and_the_run_goes_on() {
     a_unit_whose_answer_was_lost_is_not_taken_for_a_lost_lease(false).await;
 }
 
+// Needs a process: IRIS_FAILPOINT_LOSE_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unit_whose_answer_was_lost_re_plans_and_the_run_goes_on_on_postgres() {
     a_unit_whose_answer_was_lost_is_not_taken_for_a_lost_lease(true).await;
@@ -120,6 +126,7 @@ async fn a_unit_whose_answer_was_lost_re_plans_and_the_run_goes_on_on_postgres()
 /// The outcome never commits (it fails more often than the retries within a lease): the job
 /// is ended `failed` in a fresh unit, the ledger `unknown` (the side effect had run), the card
 /// says why; the owner's retry continues the run from `unknown` and never moves mail again.
+// Needs a process: IRIS_FAILPOINT_FAIL_ONCE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_that_never_commits_ends_the_job_failed_and_unknown() {
     let (world, model, _db) = scene(false).await;
@@ -166,6 +173,7 @@ async fn an_outcome_that_never_commits_ends_the_job_failed_and_unknown() {
 /// An approved call whose job could not start by its card's expiry plus the grace
 /// (`IRIS_EXECUTE_GRACE_SECS`) is never run: the server stopped right after the decision and
 /// came back after the card's expiry.
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_call_that_could_not_start_in_time_is_not_run() {
     let (world, model, _db) = scene(false).await;
@@ -244,6 +252,7 @@ async fn an_approved_call_that_could_not_start_in_time_is_not_run() {
 /// holds before the side effect (`IRIS_FAILPOINT_PAUSE`) for three leases. B runs all along and
 /// takes over any lapsed lease. A's heartbeat is retried, so its lease never lapses: B never
 /// takes the job over, and when A goes on the call runs once and the card ends `executed`.
+// Needs a process: several servers on one database, one paused at a failpoint, and the CLI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_that_fails_once_is_retried_and_the_holder_keeps_its_job() {
     let (world, model, _db) = scene(true).await;
@@ -321,6 +330,7 @@ async fn a_heartbeat_that_fails_once_is_retried_and_the_holder_keeps_its_job() {
 /// that makes it unknown: the server is killed after the claim, the taker finds `executing`
 /// while the model is down (the run's end fails and is retried by the owner), and the retry
 /// says nothing more (before, every resume of the run posted the notice again).
+// Needs a process: kill -9, at a failpoint read from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_outcome_is_told_once_with_its_audit_entry() {
     let (world, model, _db) = scene(false).await;
