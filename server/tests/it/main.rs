@@ -27,6 +27,7 @@ mod in_process;
 mod lifecycle;
 mod liveness;
 mod loop_rules;
+mod mail_jobs;
 mod many_servers;
 mod mcp_gateway;
 mod mcp_upstream;
