@@ -52,6 +52,17 @@ skip() {
 step "format" cargo fmt --all -- --check || true
 # Every module is named in its crate's map (the crate doc docs/ARCHITECTURE.md relies on).
 step "crate maps and docs references" python3 "$here/check-maps.py" || true
+# Large units are split at their seams: no Rust file outside vendor/ passes 700 lines.
+file_sizes() {
+  local over
+  over=$(git ls-files -z '*.rs' ':!vendor/' | xargs -0 wc -l | awk '$2 != "total" && $1 > 700')
+  if [ -n "$over" ]; then
+    printf 'over 700 lines (split it where it has a seam):\n%s\n' "$over"
+    return 1
+  fi
+  echo "every Rust file outside vendor/ is at most 700 lines"
+}
+step "file sizes" file_sizes || true
 step "clippy (server side)" \
   cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
 # The browser half as cargo-leptos builds it (every page) and as each per-page wasm
