@@ -4,17 +4,19 @@
 //! paired browser's cookie, bearer API calls, and a Telegram "Yes" tap from the fake Bot API
 //! ([`support::telegram`]): exactly one wins, every other is told it was already decided (by
 //! whom), the pinned call runs once (Maildir, ledger, audit), and the Telegram message ends
-//! showing the outcome. Three rounds, on SQLite and PostgreSQL.
+//! showing the outcome. Three rounds, on SQLite and PostgreSQL. The CLI runs as processes; the
+//! server they answer runs in process (`support::TestApp` on a listener).
 
 use crate::support;
 
 use std::sync::Arc;
 
+use iris_core::ports::Scope;
 use leptos::server_fn::ServerFn;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::telegram::{escape, FakeBot, OWNER};
-use support::{eventually, snapshot, Client, ModelServer, World};
+use support::telegram::{escape, FakeBot, OWNER, TOKEN};
+use support::{eventually, snapshot, Client, ModelServer, TestApp};
 use tokio::sync::Barrier;
 
 use super::{cli_command, exit, finished, halt, moved, row, Run, SCRIPT};
@@ -100,7 +102,7 @@ async fn holding_proxy(upstream: String, held: usize, barrier: Arc<Barrier>) -> 
 /// token, and by a "Yes" tap on the row's Telegram message. Checks one winner, every other
 /// "already decided", one execution, and the message showing the outcome.
 async fn cross_surface_round(
-    world: &World,
+    maildir: &std::path::Path,
     client: &Client,
     devices: &Devices,
     bot: &FakeBot,
@@ -110,7 +112,7 @@ async fn cross_surface_round(
     let id = pending.id.clone();
     let n = pending.items.len();
     assert!(n > 0);
-    let before = snapshot(&world.maildir);
+    let before = snapshot(maildir);
     // On Telegram, Yes approves from the confirm view: the owner opens it first (the action
     // button), so the tap at the barrier is the approving one.
     let message_id = bot.message_of(&id).await;
@@ -244,7 +246,7 @@ async fn cross_surface_round(
     })
     .await;
     assert_eq!(executed.result.as_ref().unwrap()["trashed"], n);
-    let after = snapshot(&world.maildir);
+    let after = snapshot(maildir);
     let (gone, arrived) = moved(&before, &after);
     assert_eq!(gone.len(), n, "exactly the pinned mail moved: {gone:?}");
     assert_eq!(arrived.len(), n, "each moved once: {arrived:?}");
@@ -301,54 +303,56 @@ struct Devices {
 
 /// Three rounds (three different requests, so one lucky interleaving cannot hide a broken
 /// compare-and-set) of [`cross_surface_round`] on one server with the Telegram surface pointed at
-/// a fake Bot API.
-async fn race_across_surfaces(mut world: World) {
+/// a fake Bot API, on the database at `database_url` (the folder's SQLite file without one).
+async fn race_across_surfaces(database_url: Option<&str>) {
+    let model = ModelServer::start(SCRIPT).await;
     let bot = FakeBot::start().await;
-    world.env.extend(bot.env());
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
+    let mut build = TestApp::with_model(&model)
+        .mailbox()
+        .telegram(&bot.url, TOKEN, OWNER)
+        .background();
+    if let Some(url) = database_url {
+        build = build.database_url(url);
+    }
+    let server = build.start().await;
+    let mut cli = Vec::new();
+    for i in 0..4 {
+        let name = format!("cli-{i}");
+        let token = server.add_device(&name, Scope::Control).await;
+        cli.push((name, token));
+    }
+    let client = server.client().await;
     let devices = Devices {
-        owner: world.add_device("owner", "control"),
-        cli: (0..4)
-            .map(|i| {
-                let name = format!("cli-{i}");
-                let token = world.add_device(&name, "control");
-                (name, token)
-            })
-            .collect(),
-        browser: String::new(),
-        phone: world.add_device("phone", "control"),
+        owner: server.add_device("owner", Scope::Control).await,
+        cli,
+        browser: server
+            .pair_browser(&client.url, Scope::Control, "browser")
+            .await,
+        phone: server.add_device("phone", Scope::Control).await,
     };
-    let server = world.start();
-    let devices = Devices {
-        browser: server.pair_browser(&world, "control", "browser").await,
-        ..devices
-    };
-    let client = server.client();
+    let maildir = server.maildir();
     let mut winners = Vec::new();
     for request in [
         "trash the promo emails",
         "trash the newsletters",
         "trash the order emails",
     ] {
-        winners.push(cross_surface_round(&world, &client, &devices, &bot, request).await);
+        winners.push(cross_surface_round(&maildir, &client, &devices, &bot, request).await);
     }
     eprintln!("winners per round: {winners:?}");
-    drop(server);
 }
 
-// Needs a process: the CLI (`iris approvals approve` processes race the other surfaces).
+// Needs a process: the CLI (`iris approvals approve` processes race the other surfaces); the
+// server they answer runs in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_sqlite() {
-    let model = ModelServer::start(SCRIPT).await;
-    race_across_surfaces(World::new(&model.base_url)).await;
+    race_across_surfaces(None).await;
 }
 
-// Needs a process: the CLI (`iris approvals approve` processes race the other surfaces).
+// Needs a process: the CLI (`iris approvals approve` processes race the other surfaces); the
+// server they answer runs in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cli_web_api_and_telegram_answering_at_once_decide_once_on_postgres() {
     let (url, _database) = iris_store::testing::fresh_postgres_database().await;
-    let model = ModelServer::start(SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world.database_url = url;
-    race_across_surfaces(world).await;
+    race_across_surfaces(Some(&url)).await;
 }

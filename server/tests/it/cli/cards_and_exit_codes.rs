@@ -9,9 +9,10 @@
 use crate::support;
 
 use iris_core::canonical::canonical_json;
+use iris_core::ports::Scope;
 use iris_core::wire::Approval;
 use serde_json::Value;
-use support::{eventually, snapshot, ModelServer, World};
+use support::{eventually, snapshot, ModelServer, TestApp};
 
 use super::{exit, halt, iris, moved, row, SCRIPT};
 
@@ -23,18 +24,22 @@ fn unreachable_url() -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-// Needs a process: the CLI (`iris chat`, `iris approvals`: their output and exit codes).
+// Needs a process: the CLI (`iris chat`, `iris approvals`: their output and exit codes); the
+// server it talks to runs in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     let model = ModelServer::start(SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let laptop = world.add_device("laptop", "control");
-    let wall = world.add_device("wall", "read");
-    let server = world.start();
-    let client = server.client();
-    let url = server.url.clone();
-    let original = snapshot(&world.maildir);
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let wall = server.add_device("wall", Scope::Read).await;
+    let client = server.client().await;
+    let url = client.url.clone();
+    let maildir = server.maildir();
+    let original = snapshot(&maildir);
 
     // `iris chat` halts and shows the card it waits on, with how to answer it.
     let chat = iris(&url, Some(&laptop), &["chat", "trash the promo emails"]).await;
@@ -178,7 +183,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
         pending,
         "a failure changed the row"
     );
-    assert_eq!(snapshot(&world.maildir), original, "a failure moved mail");
+    assert_eq!(snapshot(&maildir), original, "a failure moved mail");
 
     // Approve from a script (stdin not a terminal, no --yes: DESIGN §7's `iris approvals approve
     // ID`): the outcome, then the execution's result.
@@ -197,7 +202,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
             .contains(&format!("Moved {n} emails to Trash")),
         "{approve}"
     );
-    let (gone_files, arrived) = moved(&original, &snapshot(&world.maildir));
+    let (gone_files, arrived) = moved(&original, &snapshot(&maildir));
     assert_eq!((gone_files.len(), arrived.len()), (n, n));
 
     // A second answer from any command: already decided, saying by whom, where and when.
@@ -257,22 +262,14 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
         )),
         "{undo}"
     );
-    assert_eq!(
-        snapshot(&world.maildir),
-        original,
-        "the undo restored every file"
-    );
+    assert_eq!(snapshot(&maildir), original, "the undo restored every file");
     let again = iris(&url, Some(&laptop), &["approvals", "undo", &id]).await;
     assert_eq!(again.code, exit::ALREADY_DECIDED, "{again}");
     assert!(
         again.stderr.contains("already undone by laptop via cli"),
         "{again}"
     );
-    assert_eq!(
-        snapshot(&world.maildir),
-        original,
-        "a second undo moved mail"
-    );
+    assert_eq!(snapshot(&maildir), original, "a second undo moved mail");
     let show = iris(&url, Some(&laptop), &["approvals", "show", &id]).await;
     assert!(
         show.stdout
@@ -283,7 +280,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
 
     // Reject with a reason: nothing runs; the card says who and why.
     let second = halt(&client, &laptop, "trash the newsletters").await;
-    let before = snapshot(&world.maildir);
+    let before = snapshot(&maildir);
     let reject = iris(
         &url,
         Some(&laptop),
@@ -300,11 +297,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
         "{show}"
     );
     assert!(show.stdout.contains("Reason:    not these"), "{show}");
-    assert_eq!(
-        snapshot(&world.maildir),
-        before,
-        "a rejected call moved mail"
-    );
+    assert_eq!(snapshot(&maildir), before, "a rejected call moved mail");
     let list = iris(
         &url,
         Some(&laptop),
@@ -312,30 +305,32 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
     )
     .await;
     assert_eq!(list.stdout, "No pending approvals.\n", "{list}");
-    drop(server);
 }
 
-// Needs a process: the CLI (`iris approvals approve`'s exit code).
+// Needs a process: the CLI (`iris approvals approve`'s exit code); the server it talks to runs
+// in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
     let model = ModelServer::start(SCRIPT).await;
-    let mut world = World::new(&model.base_url);
-    world
-        .env
-        .push(("IRIS_DESTRUCTIVE_TTL_SECS".into(), "1".into()));
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let laptop = world.add_device("laptop", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .destructive_ttl_secs(1)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let client = server.client().await;
+    let url = client.url.clone();
+    let maildir = server.maildir();
     let pending = halt(&client, &laptop, "trash the promo emails").await;
-    let before = snapshot(&world.maildir);
+    let before = snapshot(&maildir);
     // Wait (on the clock, with a deadline) until the row's own expiry has passed.
     eventually("the one-second TTL to pass", || async {
         (chrono::Utc::now() > pending.expires_at).then_some(())
     })
     .await;
     let late = iris(
-        &server.url,
+        &url,
         Some(&laptop),
         &["approvals", "approve", &pending.id, "--yes"],
     )
@@ -350,22 +345,12 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
             && late.stderr.contains("nothing ran"),
         "{late}"
     );
-    let late = iris(
-        &server.url,
-        Some(&laptop),
-        &["approvals", "reject", &pending.id],
-    )
-    .await;
+    let late = iris(&url, Some(&laptop), &["approvals", "reject", &pending.id]).await;
     assert_eq!(late.code, exit::EXPIRED, "{late}");
     let stored = row(&client, &laptop, &pending.id).await;
     assert_eq!(stored.status.as_str(), "expired");
     assert_eq!(stored.execution.as_str(), "none");
-    let show = iris(
-        &server.url,
-        Some(&laptop),
-        &["approvals", "show", &pending.id],
-    )
-    .await;
+    let show = iris(&url, Some(&laptop), &["approvals", "show", &pending.id]).await;
     // `show` and `list` say in plain words that it lapsed, when, and that nothing ran.
     assert!(
         show.stdout.contains(&format!(
@@ -373,7 +358,7 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
         )),
         "{show}"
     );
-    let list = iris(&server.url, Some(&laptop), &["approvals", "list"]).await;
+    let list = iris(&url, Some(&laptop), &["approvals", "list"]).await;
     assert_eq!(list.code, exit::DONE, "{list}");
     let line = list
         .stdout
@@ -381,35 +366,32 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
         .find(|l| l.starts_with(&pending.id))
         .unwrap_or_else(|| panic!("{list}"));
     assert!(line.contains("expired (nothing ran)"), "{line}");
-    assert_eq!(
-        snapshot(&world.maildir),
-        before,
-        "an expired call moved mail"
-    );
-    drop(server);
+    assert_eq!(snapshot(&maildir), before, "an expired call moved mail");
 }
 
 /// `iris approvals list` follows `next` through every page: more rows than one page (200)
 /// are all listed, each once, and the last line says how many.
-// Needs a process: the CLI (`iris approvals list`).
+// Needs a process: the CLI (`iris approvals list`); the server it talks to runs in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_follows_every_page_and_counts_them() {
     let model = ModelServer::start(SCRIPT).await;
-    let world = World::new(&model.base_url);
+    let server = TestApp::with_model(&model).background().start().await;
     let rows = 450;
-    {
-        let store = iris_store::Store::connect(&world.database_url)
-            .await
-            .unwrap();
-        let t = chrono::Utc::now() - chrono::Duration::minutes(30);
-        for i in 0..rows {
-            support::seed_card(&store, &format!("card-{i:03}"), t, 0, &format!("Mail {i}")).await;
-        }
+    let t = chrono::Utc::now() - chrono::Duration::minutes(30);
+    for i in 0..rows {
+        support::seed_card(
+            &server.state.store,
+            &format!("card-{i:03}"),
+            t,
+            0,
+            &format!("Mail {i}"),
+        )
+        .await;
     }
-    let laptop = world.add_device("laptop", "control");
-    let server = world.start();
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let url = server.listen().await;
 
-    let list = iris(&server.url, Some(&laptop), &["approvals", "list"]).await;
+    let list = iris(&url, Some(&laptop), &["approvals", "list"]).await;
     assert_eq!(list.code, exit::DONE, "{list}");
     let listed: Vec<&str> = list
         .stdout
@@ -427,7 +409,7 @@ async fn list_follows_every_page_and_counts_them() {
         list.stdout.lines().last().unwrap_or_default()
     );
 
-    let json = iris(&server.url, Some(&laptop), &["approvals", "list", "--json"]).await;
+    let json = iris(&url, Some(&laptop), &["approvals", "list", "--json"]).await;
     let parsed: Value = serde_json::from_str(&json.stdout).expect("list --json parses");
     assert_eq!(parsed["approvals"].as_array().unwrap().len(), rows);
     assert_eq!(parsed["next"], Value::Null);

@@ -1,6 +1,7 @@
 //! The CLI surface end to end (CLI; DESIGN §7): the real `iris` binary run as a
-//! subprocess with `IRIS_URL` and `IRIS_TOKEN` against a real `iris serve` (temp SQLite, demo
-//! Maildir, scripted model on loopback).
+//! subprocess with `IRIS_URL` and `IRIS_TOKEN` against the server in process
+//! (`support::TestApp` on a listener: temp SQLite, demo Maildir, scripted model on loopback).
+//! Only the CLI needs a process; the server it talks to is the same code `iris serve` runs.
 //!
 //! - [`cards_and_exit_codes`]: readable output: `iris chat` shows the reply and the card it
 //!   waits on; `list` shows aligned rows, following every page; `show` shows the title, every

@@ -6,7 +6,8 @@ use crate::support;
 use std::process::{Command, Stdio};
 
 use iris_core::canonical::canonical_json;
-use support::{snapshot, ModelServer, World};
+use iris_core::ports::Scope;
+use support::{snapshot, ModelServer, TestApp};
 
 use super::{exit, finished, halt, moved, row, Run, SCRIPT};
 
@@ -32,7 +33,7 @@ async fn approve_at_a_terminal(url: &str, token: &str, id: &str, answer: &str) -
     finished(child.wait_with_output().await.unwrap())
 }
 
-// Needs a process: the CLI, at a terminal (`script`).
+// Needs a process: the CLI, at a terminal (`script`); the server it talks to runs in process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
     if Command::new("script").arg("--version").output().is_err() {
@@ -42,16 +43,20 @@ async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
         return;
     }
     let model = ModelServer::start(SCRIPT).await;
-    let world = World::new(&model.base_url);
-    iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
-    let laptop = world.add_device("laptop", "control");
-    let server = world.start();
-    let client = server.client();
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .background()
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let client = server.client().await;
+    let url = client.url.clone();
+    let maildir = server.maildir();
     let pending = halt(&client, &laptop, "trash the promo emails").await;
-    let before = snapshot(&world.maildir);
+    let before = snapshot(&maildir);
 
     // Anything but yes: the card was shown, the question asked, nothing sent.
-    let declined = approve_at_a_terminal(&server.url, &laptop, &pending.id, "n\n").await;
+    let declined = approve_at_a_terminal(&url, &laptop, &pending.id, "n\n").await;
     assert_eq!(declined.code, 9, "{declined}");
     assert!(declined.stdout.contains(&pending.card.title), "{declined}");
     assert!(declined.stdout.contains("You asked: "), "{declined}");
@@ -71,10 +76,10 @@ async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
     );
     assert!(declined.stdout.contains("Nothing was sent."), "{declined}");
     assert_eq!(row(&client, &laptop, &pending.id).await, pending);
-    assert_eq!(snapshot(&world.maildir), before);
+    assert_eq!(snapshot(&maildir), before);
 
     // Yes: approved and run once.
-    let approved = approve_at_a_terminal(&server.url, &laptop, &pending.id, "y\n").await;
+    let approved = approve_at_a_terminal(&url, &laptop, &pending.id, "y\n").await;
     assert_eq!(approved.code, exit::DONE, "{approved}");
     assert!(
         approved.stdout.contains("Approved \u{201c}Trash "),
@@ -87,11 +92,11 @@ async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
             .contains(&format!("Moved {n} emails to Trash.")),
         "{approved}"
     );
-    let (gone, arrived) = moved(&before, &snapshot(&world.maildir));
+    let (gone, arrived) = moved(&before, &snapshot(&maildir));
     assert_eq!((gone.len(), arrived.len()), (n, n));
 
     // Already answered: said at once, without asking.
-    let again = approve_at_a_terminal(&server.url, &laptop, &pending.id, "y\n").await;
+    let again = approve_at_a_terminal(&url, &laptop, &pending.id, "y\n").await;
     assert_eq!(again.code, exit::ALREADY_DECIDED, "{again}");
     assert!(!again.stdout.contains("[y/N]"), "{again}");
     assert!(
@@ -100,5 +105,4 @@ async fn approve_at_a_terminal_shows_the_card_and_asks_first() {
             .contains("was already approved by laptop via cli at"),
         "{again}"
     );
-    drop(server);
 }

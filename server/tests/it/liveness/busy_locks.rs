@@ -1,22 +1,21 @@
 //! Busy locks (docs/liveness.md "Busy locks"): with the mailbox lock held elsewhere (a
 //! PostgreSQL session of the test's own), the card's undo answers 409 "busy" and writes nothing,
 //! then runs once the lock is free; an approved call that never gets the lock ends `failed`
-//! ("not run"), not `unknown`.
+//! ("not run"), not `unknown`. The lock is held by a connection of the test's own, not by
+//! another process, so the server runs in process (`support::TestApp`).
 
 use crate::support;
 
 use serde_json::json;
-use support::{trashed, World};
+use support::trashed;
 
-use super::{approve, ask, scene, start};
+use super::{app, approve, ask};
 
 /// Takes the mailbox lock on a PostgreSQL session of the test's own, as another server's sync
 /// would hold it; closing the connection releases it.
-async fn hold_mail_lock(world: &World) -> sqlx::PgConnection {
+async fn hold_mail_lock(database_url: &str) -> sqlx::PgConnection {
     use sqlx::Connection;
-    let mut holder = sqlx::PgConnection::connect(&world.database_url)
-        .await
-        .unwrap();
+    let mut holder = sqlx::PgConnection::connect(database_url).await.unwrap();
     sqlx::query("SELECT pg_advisory_lock(hashtext('iris:mail-changes'))")
         .execute(&mut holder)
         .await
@@ -32,16 +31,16 @@ async fn hold_mail_lock(world: &World) -> sqlx::PgConnection {
 /// be tried again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undo_under_a_busy_mail_lock_is_refused_and_can_be_tried_again() {
-    let (world, _model, _db) = scene(true).await;
-    let token = world.add_device("phone", "control");
-    let (server, _rx) = start(&world, &[]);
-    let client = server.client();
+    let (server, _model, _db) = app(true, |build| build).await;
+    let token = server.token.clone();
+    let client = server.client().await;
+    let maildir = server.maildir();
     let (id, _conversation, n) = ask(&client, &token).await;
     approve(&client, &token, &id).await;
     client.wait_execution(&id, &token, "executed").await;
-    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(trashed(&maildir), n);
 
-    let holder = hold_mail_lock(&world).await;
+    let holder = hold_mail_lock(&server.state.settings.database_url).await;
     let undo = format!("/governance/approvals/{id}/undo");
     let (status, body) = client.post(&undo, Some(&token), json!({})).await;
     assert_eq!(status, reqwest::StatusCode::CONFLICT, "{body}");
@@ -53,7 +52,7 @@ async fn an_undo_under_a_busy_mail_lock_is_refused_and_can_be_tried_again() {
         row["undo"].is_null(),
         "a refused undo wrote its claim: {row}"
     );
-    assert_eq!(trashed(&world.maildir), n);
+    assert_eq!(trashed(&maildir), n);
 
     sqlx::Connection::close(holder).await.unwrap();
     let (status, body) = client.post(&undo, Some(&token), json!({})).await;
@@ -62,7 +61,7 @@ async fn an_undo_under_a_busy_mail_lock_is_refused_and_can_be_tried_again() {
         .get(&format!("/governance/approvals/{id}"), &token)
         .await;
     assert_eq!(row["undo"]["state"], "done", "{row}");
-    assert_eq!(trashed(&world.maildir), 0);
+    assert_eq!(trashed(&maildir), 0);
 }
 
 /// An approved call whose mailbox lock stays taken past the execute deadline never started, so
@@ -71,17 +70,16 @@ async fn an_undo_under_a_busy_mail_lock_is_refused_and_can_be_tried_again() {
 /// deadline and the card ended `unknown`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_call_that_never_got_its_lock_is_failed_not_unknown() {
-    let (world, _model, _db) = scene(true).await;
-    let token = world.add_device("phone", "control");
-    let (server, _rx) = start(&world, &[("IRIS_EXECUTE_TIMEOUT_SECS", "2")]);
-    let client = server.client();
+    let (server, _model, _db) = app(true, |build| build.execute_timeout_secs(2)).await;
+    let token = server.token.clone();
+    let client = server.client().await;
     let (id, _conversation, _) = ask(&client, &token).await;
-    let holder = hold_mail_lock(&world).await;
+    let holder = hold_mail_lock(&server.state.settings.database_url).await;
     approve(&client, &token, &id).await;
     let row = client.wait_execution(&id, &token, "failed").await;
     let message = row["result"]["message"].as_str().unwrap_or_default();
     assert!(message.starts_with("not run:"), "{row}");
     assert!(message.contains("busy"), "{row}");
-    assert_eq!(trashed(&world.maildir), 0);
+    assert_eq!(trashed(&server.maildir()), 0);
     sqlx::Connection::close(holder).await.unwrap();
 }

@@ -1,8 +1,9 @@
-//! Every decided card ends (docs/liveness.md), with the real `iris` binary on a temp database
-//! (SQLite, and PostgreSQL where the fault is a store unit's), a real Maildir and the scripted
-//! model on loopback. Faults come from the debug build's failpoints (`IRIS_FAILPOINT_FAIL_ONCE`:
-//! a store unit fails once, as a dropped connection would; `IRIS_FAILPOINT`: a crash) or from
-//! the database itself (a row the ledger's rule refuses):
+//! Every decided card ends (docs/liveness.md), on a temp database (SQLite, and PostgreSQL where
+//! the fault is a store unit's), a real Maildir and the scripted model on loopback. Faults come
+//! from the debug build's failpoints (`IRIS_FAILPOINT_FAIL_ONCE`: a store unit fails once, as a
+//! dropped connection would; `IRIS_FAILPOINT`: a crash), which the real `iris` binary reads from
+//! its environment, or from the database itself (a row the ledger's rule refuses, a lock held by
+//! the test's own session), where the server runs in process (`support::TestApp`):
 //!
 //! - the outcome unit fails once: retried within the lease, the card ends `executed`, the run
 //!   continues once (without a restart; before, the job stayed `running` under the server's
@@ -28,8 +29,8 @@
 //! The side effects are counted in the Maildir: nothing runs twice, nothing is lost. One module
 //! per section of docs/liveness.md: [`every_card_ends`] (with its fenced side effects),
 //! [`one_poison_job`], [`nothing_said_is_lost`] and [`busy_locks`]. This module holds what they
-//! share: the demo world, a server with fast sweeps and short leases, asking for a card and
-//! approving it, and reading the run's replies.
+//! share: the demo world, a server with fast sweeps and short leases (a process, or in process),
+//! asking for a card and approving it, and reading the run's replies.
 
 mod busy_locks;
 mod every_card_ends;
@@ -41,12 +42,21 @@ use crate::support;
 use std::sync::mpsc::Receiver;
 
 use serde_json::json;
-use support::{eventually, Client, Iris, ModelServer, World};
+use support::app::Build;
+use support::{eventually, Client, Iris, ModelServer, TestApp, World};
 
 const SCRIPT: &str = support::TRASH_SCRIPT;
 
 /// Sweeps every second and leases of two seconds, so a job left behind is taken over soon.
 const FAST: [(&str, &str); 2] = [("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")];
+
+/// `FAST`'s value of the setting `name`, for a server built in process (one source for both).
+fn fast<T: std::str::FromStr>(name: &str) -> T {
+    FAST.iter()
+        .find(|(setting, _)| *setting == name)
+        .and_then(|(_, value)| value.parse().ok())
+        .expect("FAST holds the setting as a number")
+}
 
 /// A world with the demo mailbox and the script's model, on SQLite or on a fresh PostgreSQL
 /// database (kept alive by the returned guard).
@@ -67,6 +77,33 @@ async fn scene(
     }
     iris_email::demo::write_demo_maildir(&world.maildir, chrono::Utc::now()).unwrap();
     (world, model, guard)
+}
+
+/// The server in process for the tests that need no process: the demo mailbox and the
+/// script's model, its background work running with `FAST`'s sweeps and leases, on SQLite or on
+/// a fresh PostgreSQL database (kept alive by the returned guard), with the settings
+/// `configure` adds.
+async fn app(
+    postgres: bool,
+    configure: fn(Build) -> Build,
+) -> (
+    TestApp,
+    ModelServer,
+    Option<iris_store::testing::DropDatabase>,
+) {
+    let model = ModelServer::start(SCRIPT).await;
+    let mut build = TestApp::with_model(&model)
+        .mailbox()
+        .sweep_secs(fast("IRIS_SWEEP_SECS"))
+        .lease_secs(fast("IRIS_LEASE_SECS"))
+        .background();
+    let mut guard = None;
+    if postgres {
+        let (url, database) = iris_store::testing::fresh_postgres_database().await;
+        build = build.database_url(&url);
+        guard = Some(database);
+    }
+    (configure(build).start().await, model, guard)
 }
 
 /// Starts the server with `FAST` and `extra`.

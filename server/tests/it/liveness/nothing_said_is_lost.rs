@@ -1,22 +1,27 @@
 //! Nothing said is lost (docs/liveness.md "Nothing said is lost"): a chat turn that lands while
 //! a resume runs keeps its messages (the transcript is appended to, never overwritten), and a
 //! resume after other turns tells the model which card, which decision and which request its
-//! result belongs to.
+//! result belongs to. The turn during a resume needs the real binary (the resume is held at a
+//! failpoint read from its environment); the resume after other turns runs in process
+//! (`support::TestApp`).
 
 use crate::support;
 
 use iris_core::agent::protocol_errors;
 use serde_json::json;
-use support::{eventually, trashed, wait_for_line, Client, World};
+use support::{eventually, trashed, wait_for_line, Client};
 
-use super::{approve, ask, finished_replies, scene, start};
+use super::{app, approve, ask, finished_replies, scene, start};
 
-/// The stored transcript of `conversation`, read from the world's database.
-async fn stored_transcript(world: &World, conversation: &str) -> Vec<iris_core::model::Message> {
+/// The stored transcript of `conversation`, read from the database at `database_url`.
+async fn stored_transcript(
+    database_url: &str,
+    conversation: &str,
+) -> Vec<iris_core::model::Message> {
     use iris_core::ports::ApprovalStore;
-    let store = iris_store::Store::connect(&world.database_url)
+    let store = iris_store::Store::connect(database_url)
         .await
-        .expect("the world's database opens");
+        .expect("the server's database opens");
     store
         .transcript(conversation)
         .await
@@ -74,7 +79,7 @@ async fn a_turn_during_a_resume_is_kept(postgres: bool) {
     .await;
     assert_eq!(trashed(&world.maildir), n);
 
-    let transcript = stored_transcript(&world, &conversation).await;
+    let transcript = stored_transcript(&world.database_url, &conversation).await;
     assert_eq!(
         protocol_errors(&transcript),
         Vec::<String>::new(),
@@ -109,11 +114,13 @@ async fn a_turn_during_a_resume_is_kept(postgres: bool) {
     assert_eq!(replies, vec!["?", "Finished."], "{transcript:#?}");
 }
 
+// Needs a process: IRIS_FAILPOINT_PAUSE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_during_a_resume_is_kept_in_the_transcript() {
     a_turn_during_a_resume_is_kept(false).await;
 }
 
+// Needs a process: IRIS_FAILPOINT_PAUSE is read once from the process's environment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_during_a_resume_is_kept_in_the_transcript_on_postgres() {
     a_turn_during_a_resume_is_kept(true).await;
@@ -124,10 +131,9 @@ async fn a_turn_during_a_resume_is_kept_in_the_transcript_on_postgres() {
 /// answered the paused call call_…; its result is above").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_after_other_turns_names_the_card_the_decision_and_the_request() {
-    let (world, model, _db) = scene(false).await;
-    let token = world.add_device("phone", "control");
-    let (server, _rx) = start(&world, &[]);
-    let client = server.client();
+    let (server, model, _db) = app(false, |build| build).await;
+    let token = server.token.clone();
+    let client = server.client().await;
     let (id, conversation, _) = ask(&client, &token).await;
     let row = client
         .get(&format!("/governance/approvals/{id}"), &token)
@@ -161,7 +167,7 @@ async fn a_resume_after_other_turns_names_the_card_the_decision_and_the_request(
         notice.contains("trash the promo emails from this week"),
         "{notice}"
     );
-    let transcript = stored_transcript(&world, &conversation).await;
+    let transcript = stored_transcript(&server.state.settings.database_url, &conversation).await;
     assert_eq!(
         protocol_errors(&transcript),
         Vec::<String>::new(),

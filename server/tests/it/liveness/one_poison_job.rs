@@ -1,11 +1,12 @@
 //! One poison job (docs/liveness.md "One poison job"): a job whose claim the database refuses
-//! ends `failed` with the reason, its call never run, and the cards behind it run.
+//! ends `failed` with the reason, its call never run, and the cards behind it run. In process
+//! (`support::TestApp`): the claim is refused by the database, not by a failpoint.
 
 use crate::support;
 
 use support::trashed;
 
-use super::{approve, ask, scene, start};
+use super::{app, approve, ask};
 
 /// Rewrites the pinned canonical arguments of approval `id` behind the server's back (the rule
 /// that forbids it dropped first), so the ledger's rule refuses every claim of its call: a
@@ -30,13 +31,12 @@ async fn poison(database_url: &str, id: &str) {
 /// A job whose claim the database refuses ends `failed` with the reason, its call never run,
 /// and the card behind it runs (before, every claim on every server failed on it).
 async fn a_poison_job_does_not_hold_up_the_others(postgres: bool) {
-    let (world, _model, _db) = scene(postgres).await;
-    let token = world.add_device("phone", "control");
-    let (server, _rx) = start(&world, &[]);
-    let client = server.client();
+    let (server, _model, _db) = app(postgres, |build| build).await;
+    let token = server.token.clone();
+    let client = server.client().await;
     let (first, _, _) = ask(&client, &token).await;
     let (second, _, n) = ask(&client, &token).await;
-    poison(&world.database_url, &first).await;
+    poison(&server.state.settings.database_url, &first).await;
     approve(&client, &token, &first).await;
     approve(&client, &token, &second).await;
     let row = client.wait_execution(&first, &token, "failed").await;
@@ -47,7 +47,7 @@ async fn a_poison_job_does_not_hold_up_the_others(postgres: bool) {
     let behind = client.wait_execution(&second, &token, "executed").await;
     assert_eq!(behind["status"], "approved");
     assert_eq!(
-        trashed(&world.maildir),
+        trashed(&server.maildir()),
         n,
         "only the second card's call ran"
     );

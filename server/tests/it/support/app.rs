@@ -10,7 +10,8 @@
 //! hung upstream the server must outlive, the CLI, a dropped client; a setting read from the
 //! process's environment (`IRIS_FAILPOINT_*`, `IRIS_MCP_START_SECS`), `--demo`, `iris serve`'s
 //! exit at start-up, or a signal seen only in the server's stderr log. Such a test says which,
-//! in a `// Needs a process: …` line above it.
+//! in a `// Needs a process: …` line above it. The CLI is a process of its own, but the server
+//! it talks to runs here, on [`TestApp::listen`].
 
 use std::path::PathBuf;
 
@@ -280,6 +281,14 @@ impl Build {
     /// They run with [`Build::background`].
     pub fn sweep_secs(mut self, secs: u64) -> Build {
         self.settings.sweep_secs = secs;
+        self
+    }
+
+    /// How long a server's lease on a resume job lasts without a heartbeat, in seconds
+    /// (`IRIS_LEASE_SECS`, default 30); past it the resume sweep takes the job over. Short
+    /// leases let a test see a job left behind taken over soon. Runs with [`Build::background`].
+    pub fn lease_secs(mut self, secs: u32) -> Build {
+        self.settings.lease_secs = secs;
         self
     }
 
