@@ -304,7 +304,9 @@ pub fn ApprovalCard(
             {no_undo_line}
             <p class="card-asked" data-testid="card-asked">
                 <span class="label">{format!("{asker}: ")}</span>
-                <q>{asked_shown}</q>
+                // Isolated: a text-direction control in what was asked (an unclosed U+202E)
+                // must not carry past the request into the closing quote or the card.
+                <q><bdi>{asked_shown}</bdi></q>
             </p>
             // A long request is quoted in part, so the card's buttons stay near its title; the
             // whole of it is one tap away.

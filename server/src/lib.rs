@@ -178,7 +178,14 @@ pub async fn serve(demo: bool) -> anyhow::Result<()> {
     }
     if demo {
         println!("demo: open http://{addr}/ and ask \"trash the promo emails from this week\"");
-        println!("demo: or \"reply to Anna that Thursday works\" (saved to data/demo-outbox/, not sent, unless IRIS_SMTP_URL is set)");
+        let sent = match crate::config::non_blank(&state.settings.smtp_url) {
+            Some(_) => "sent through IRIS_SMTP_URL".to_string(),
+            None => format!(
+                "saved to {}/, not sent, unless IRIS_SMTP_URL is set",
+                state::demo_outbox_dir(&state.settings).display()
+            ),
+        };
+        println!("demo: or \"reply to Anna that Thursday works\" ({sent})");
     }
     let stop = state.shutdown.clone();
     tokio::spawn(async move {

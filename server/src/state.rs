@@ -103,6 +103,18 @@ fn demo_dir() -> PathBuf {
     PathBuf::from("data")
 }
 
+/// Where the demo saves the mail it would send (without IRIS_SMTP_URL): `demo-outbox/` beside
+/// the demo mailbox (`data/demo-outbox` by default; the end-to-end tests' own run folder when
+/// they set IRIS_MAILDIR), never inside someone's checkout by accident.
+pub(crate) fn demo_outbox_dir(settings: &Settings) -> PathBuf {
+    settings
+        .maildir
+        .as_deref()
+        .and_then(std::path::Path::parent)
+        .map_or_else(demo_dir, std::path::Path::to_path_buf)
+        .join("demo-outbox")
+}
+
 /// Builds the state: connects the database (running migrations), syncs the mail accounts, and,
 /// with `demo`, writes the demo mailbox and signs in a demo owner device. Starts nothing in the
 /// background: see [`crate::spawn_background`].
@@ -228,15 +240,7 @@ async fn open_mail(settings: &Settings, demo: bool, store: &Store) -> anyhow::Re
     if let Some(url) = crate::config::non_blank(&settings.smtp_url) {
         email = email.with_outbox(Outbox::smtp(url)?);
     } else if demo {
-        // Beside the demo mailbox (`data/demo-outbox` by default; the end-to-end tests' own run
-        // folder when they set IRIS_MAILDIR), never inside someone's checkout by accident.
-        let outbox = settings
-            .maildir
-            .as_deref()
-            .and_then(std::path::Path::parent)
-            .map_or_else(demo_dir, std::path::Path::to_path_buf)
-            .join("demo-outbox");
-        email = email.with_outbox(Outbox::demo(outbox));
+        email = email.with_outbox(Outbox::demo(demo_outbox_dir(settings)));
     }
     if let Some(sender) = &settings.email_default_sender {
         email = email.with_default_sender(sender.clone());

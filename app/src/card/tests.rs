@@ -33,8 +33,9 @@ fn destructive_card_says_what_it_does() {
         "{html}"
     );
     assert!(html.contains("You asked: "), "{html}");
+    // The request is isolated inside its quotes, so its own direction controls stay in it.
     assert!(
-        html.contains("trash the promo emails from this week"),
+        html.contains("<q><bdi>trash the promo emails from this week</bdi></q>"),
         "{html}"
     );
     assert!(html.contains("Trash 3 emails"), "{html}");
@@ -334,8 +335,8 @@ fn a_long_request_is_quoted_in_part_with_the_whole_a_tap_away() {
     let long = format!("trash the promo emails {}", "x".repeat(3967));
     approval.card.request = long.clone();
     let html = render(approval, owner());
-    let quote_start = html.find("<q>").unwrap() + 3;
-    let quote = &html[quote_start..quote_start + html[quote_start..].find("</q>").unwrap()];
+    let quote_start = html.find("<q><bdi>").unwrap() + 8;
+    let quote = &html[quote_start..quote_start + html[quote_start..].find("</bdi></q>").unwrap()];
     assert_eq!(quote.chars().count(), 280, "{quote}");
     assert!(quote.starts_with("trash the promo emails xxx") && quote.ends_with('…'));
     assert!(html.contains("data-testid=\"card-asked-all\""), "{html}");

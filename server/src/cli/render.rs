@@ -107,15 +107,18 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     for line in &card.preview {
         let _ = writeln!(out, "    {}", printable(line));
     }
-    // Once its undo was asked for, the "Undo:" line below says what came back instead.
-    match undo_sentence(card).filter(|_| approval.undo.is_none()) {
-        Some(sentence) => {
-            let _ = writeln!(out, "{}", printable(&sentence));
+    // Once its undo was asked for, the "Undo:" line below says what came back instead (and
+    // "cannot be undone" would be false).
+    if approval.undo.is_none() {
+        match undo_sentence(card) {
+            Some(sentence) => {
+                let _ = writeln!(out, "{}", printable(&sentence));
+            }
+            None if approval.kind == ApprovalKind::Destructive => {
+                let _ = writeln!(out, "This cannot be undone.");
+            }
+            None => {}
         }
-        None if approval.kind == ApprovalKind::Destructive => {
-            let _ = writeln!(out, "This cannot be undone.");
-        }
-        None => {}
     }
     if approval.status == ApprovalStatus::Pending {
         for line in app::format::overlap_lines(&card.overlaps) {
@@ -382,6 +385,28 @@ mod tests {
         );
         a.status = ApprovalStatus::Rejected;
         assert!(!card(&a, now).contains("Note:"));
+    }
+
+    /// An undone card says what its undo did, never that it cannot be undone.
+    #[test]
+    fn an_undone_card_never_says_it_cannot_be_undone() {
+        let mut a = pending();
+        a.status = ApprovalStatus::Approved;
+        a.execution = Execution::Executed;
+        a.responded_at = Some(a.created_at + chrono::Duration::minutes(1));
+        a.undo = Some(iris_core::wire::UndoRecord {
+            state: iris_core::wire::UndoState::Done,
+            items: a.items.clone(),
+            by: "laptop".into(),
+            surface: "web".into(),
+            at: a.created_at + chrono::Duration::minutes(2),
+            finished_at: Some(a.created_at + chrono::Duration::minutes(2)),
+            result: Some(json!({"summary": "Restored 2 emails."})),
+        });
+        let text = card(&a, a.created_at + chrono::Duration::minutes(3));
+        assert!(!text.contains("cannot be undone"), "{text}");
+        assert!(!text.contains("You can restore these"), "{text}");
+        assert!(text.contains("Undo:      "), "{text}");
     }
 
     #[test]

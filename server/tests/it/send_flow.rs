@@ -144,6 +144,12 @@ async fn demo_reply_is_saved_to_the_demo_outbox() {
     let server = world.start_with(&["serve", "--demo"]);
     // Beside the demo mailbox (`data/demo-outbox` when the demo keeps its own `data/`).
     let outbox = world.maildir.parent().unwrap().join("demo-outbox");
+    // The start-up line names that folder, not the default's.
+    let told = server.printed_line("demo: or \"reply to Anna").await;
+    assert!(
+        told.contains(&format!("saved to {}/, not sent", outbox.display())),
+        "{told}"
+    );
     let phone = world.add_device("phone", "control");
     reply_flow(&server.client(), &phone, &world.maildir, || {
         files(&outbox).len()

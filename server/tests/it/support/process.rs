@@ -17,9 +17,39 @@ pub struct Iris {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+    /// What it printed on standard output after its "listening" line, as it comes.
+    printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Keeps reading `lines` (so the child never blocks on a full pipe) into the returned list.
+fn keep_printed(
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = printed.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    printed
 }
 
 impl Iris {
+    /// The first line it printed on standard output after its "listening" line that starts
+    /// with `prefix`, waiting for it up to `eventually`'s deadline.
+    pub async fn printed_line(&self, prefix: &str) -> String {
+        eventually(&format!("a printed line starting {prefix:?}"), || async {
+            self.printed
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|line| line.starts_with(prefix))
+                .cloned()
+        })
+        .await
+    }
+
     /// An HTTP client for this server.
     pub fn client(&self) -> Client {
         Client {
@@ -144,9 +174,12 @@ impl World {
                 break rest.trim().to_string();
             }
         };
-        // Keep draining stdout so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Iris { child, url }
+        let printed = keep_printed(lines);
+        Iris {
+            child,
+            url,
+            printed,
+        }
     }
 
     /// Starts `iris serve` with `extra` environment (e.g. `IRIS_FAILPOINT`) and its stderr
@@ -183,8 +216,15 @@ impl World {
                 break rest.trim().to_string();
             }
         };
-        std::thread::spawn(move || for _ in lines {});
-        (Iris { child, url }, rx)
+        let printed = keep_printed(lines);
+        (
+            Iris {
+                child,
+                url,
+                printed,
+            },
+            rx,
+        )
     }
 
     /// `iris ARGS` against this world, which must succeed: its standard output.
