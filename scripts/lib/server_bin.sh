@@ -11,7 +11,6 @@
 build_server_bin() {
   if [ "${IRIS_SERVER_BUILD:-}" = tests ] && cargo test --workspace "$@" --no-run; then
     return 0
-  else
-    cargo build -p server --bin iris "$@"
   fi
+  cargo build -p server --bin iris "$@"
 }

@@ -21,21 +21,35 @@ pub struct Iris {
     printed: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
-/// Keeps reading `lines` (so the child never blocks on a full pipe) into the returned list.
-fn keep_printed(
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
-) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
-    let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = printed.clone();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            sink.lock().unwrap().push(line);
-        }
-    });
-    printed
-}
-
 impl Iris {
+    /// `child` (an `iris serve` whose standard output is piped) once it printed its
+    /// "listening" line; the rest of what it prints is kept, read as it comes (so the child
+    /// never blocks on a full pipe), for [`Iris::printed_line`].
+    fn listening(mut child: Child) -> Iris {
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("iris printed its address before exiting")
+                .unwrap();
+            if let Some(rest) = line.strip_prefix("iris listening on ") {
+                break rest.trim().to_string();
+            }
+        };
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = printed.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Iris {
+            child,
+            url,
+            printed,
+        }
+    }
+
     /// The first line it printed on standard output after its "listening" line that starts
     /// with `prefix`, waiting for it up to `eventually`'s deadline.
     pub async fn printed_line(&self, prefix: &str) -> String {
@@ -157,29 +171,13 @@ impl World {
 
     /// Starts `iris ARGS` (e.g. `serve --demo`) and waits for its "listening" line.
     pub fn start_with(&self, args: &[&str]) -> Iris {
-        let mut child = self
+        let child = self
             .command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("iris starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("iris printed its address before exiting")
-                .unwrap();
-            if let Some(rest) = line.strip_prefix("iris listening on ") {
-                break rest.trim().to_string();
-            }
-        };
-        let printed = keep_printed(lines);
-        Iris {
-            child,
-            url,
-            printed,
-        }
+        Iris::listening(child)
     }
 
     /// Starts `iris serve` with `extra` environment (e.g. `IRIS_FAILPOINT`) and its stderr
@@ -205,26 +203,7 @@ impl World {
                 let _ = tx.send(line);
             }
         });
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("iris printed its address before exiting")
-                .unwrap();
-            if let Some(rest) = line.strip_prefix("iris listening on ") {
-                break rest.trim().to_string();
-            }
-        };
-        let printed = keep_printed(lines);
-        (
-            Iris {
-                child,
-                url,
-                printed,
-            },
-            rx,
-        )
+        (Iris::listening(child), rx)
     }
 
     /// `iris ARGS` against this world, which must succeed: its standard output.
