@@ -10,6 +10,14 @@ tracked file's git blob id and the time it had when the last run started; a file
 always describes the inputs of the newest artefacts. Files with uncommitted changes are left
 alone and not recorded.
 
+Only a clone at the same path as the one the cache last built gets times back. Cargo does not
+rebuild a crate whose folder moved, and a crate compiles its own path in: `env!("CARGO_MANIFEST_DIR")`
+in the tests (the MCP server under end2end/node_modules), and Leptos's server-function URLs,
+which hash it (server_fn_macro: xxh64 of CARGO_MANIFEST_DIR and the module path). A clone
+elsewhere would run binaries that point into the other clone, or a server and a wasm that
+disagree on every server function's URL. Such a clone keeps "now" for every file, so every
+crate of the workspace is rebuilt there (the compiled dependencies in the cache still serve).
+
 Usage: commit_mtimes.py REPO_ROOT RECORD_FILE (scripts/setup.sh runs it whenever a clone builds into the cache)
 """
 import json
@@ -38,11 +46,15 @@ for entry in git("ls-files", "-s", "-z").split("\0"):
     if path not in changed:
         blobs[path] = meta.split()[1]
 
+root_real = os.path.realpath(root)
 try:
     with open(record_file) as f:
-        before = json.load(f)
+        record = json.load(f)
 except (OSError, ValueError):
-    before = {}
+    record = {}
+# A record without its clone's path (the older format) is treated as another clone's.
+moved = record.get("root") != root_real
+before = {} if moved else record.get("files", {})
 
 restored = 0
 after = {}
@@ -58,6 +70,13 @@ for path, blob in blobs.items():
 
 tmp = record_file + ".tmp"
 with open(tmp, "w") as f:
-    json.dump(after, f)
+    json.dump({"root": root_real, "files": after}, f)
 os.replace(tmp, record_file)
-print(f"{restored} of {len(after)} files kept the time of the build that used them")
+if moved and record:
+    print(
+        f"0 of {len(after)} files kept a time: the cache was last built by a clone at "
+        f"{record.get('root', 'another path')}, so this clone's crates are rebuilt "
+        "(paths compiled into them would name the other clone)"
+    )
+else:
+    print(f"{restored} of {len(after)} files kept the time of the build that used them")

@@ -7,10 +7,11 @@
 # sqlx's), and `cargo test --no-run` only links that build to target/debug/iris again. A plain
 # `cargo build -p server` would compile the workspace's crates a second time (about a minute
 # on 2 cores) for a binary that differs from it only by those test-only features. When a test
-# does not compile, the server is built on its own as usual, so the browser tests still run.
+# does not compile (or, under test.sh's clippy wrapper, does not pass clippy), the server is
+# built on its own without the wrapper, so the browser tests still run.
 build_server_bin() {
   if [ "${IRIS_SERVER_BUILD:-}" = tests ] && cargo test --workspace "$@" --no-run; then
     return 0
   fi
-  cargo build -p server --bin iris "$@"
+  env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS cargo build -p server --bin iris "$@"
 }
