@@ -13,13 +13,12 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Every workspace member with a library (a new crate is checked without being listed here).
+_members = re.search(r"^members\s*=\s*\[([^\]]*)\]", (ROOT / "Cargo.toml").read_text(), re.M)
 CRATE_ROOTS = [
-    "crates/core/src/lib.rs",
-    "crates/store/src/lib.rs",
-    "crates/model/src/lib.rs",
-    "plugins/email/src/lib.rs",
-    "app/src/lib.rs",
-    "server/src/lib.rs",
+    f"{m}/src/lib.rs"
+    for m in re.findall(r'"([^"]+)"', _members.group(1))
+    if (ROOT / m / "src" / "lib.rs").exists()
 ]
 
 missing = []

@@ -77,46 +77,29 @@ setup_build_cache() {
   setup_say "build cache: target/ -> $(readlink "$IRIS_ROOT/target") ($((${used_kb:-0} / 1024)) MB)"
 }
 
-setup_main() {
-  local need wb_version cl_out
-
-  # 0. The build cache (above).
-  setup_build_cache
-  tools_forget
-
-  # 1. Rust target for the browser half.
-  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-    setup_say "adding Rust target wasm32-unknown-unknown"
-    rustup target add wasm32-unknown-unknown
-  else
-    setup_say "Rust target wasm32-unknown-unknown: present"
+# Whether any package setup_packages installs is missing or out of date (cheap checks only).
+packages_missing() {
+  local e2e="$IRIS_ROOT/end2end"
+  [ ! -x /usr/bin/chromium ] && return 0
+  [ ! -x /usr/sbin/dovecot ] && return 0
+  if [ -f "$e2e/package.json" ]; then
+    [ ! -d "$e2e/node_modules" ] && return 0
+    [ -f "$e2e/package-lock.json" ] && [ "$e2e/package-lock.json" -nt "$e2e/node_modules" ] && return 0
   fi
+  id vmail >/dev/null 2>&1 || return 0
+  python3 -c 'import aiosmtpd' >/dev/null 2>&1 || return 0
+  [ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != 2.3.0 ] && return 0
+  [ "$("$IRIS_SCHEMATHESIS_VENV/bin/python" -c \
+    'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true)" \
+    != "$IRIS_SCHEMATHESIS_VERSION" ] && return 0
+  return 1
+}
 
-  # 2. wasm-bindgen CLI, exactly the version the lock file pins for the wasm-bindgen crate.
-  need=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/, ""); print; exit}' \
-    "$IRIS_ROOT/Cargo.lock" 2>/dev/null || true)
-  need=${need:-0.2.130}
-  wb_version=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
-  if [ "$wb_version" != "$need" ]; then
-    setup_say "installing wasm-bindgen-cli $need (found: ${wb_version:-none}; takes about 3 min)$(tools_where)"
-    tool_install wasm-bindgen cargo install wasm-bindgen-cli --version "$need" --force
-  else
-    setup_say "wasm-bindgen $need: present"
-  fi
-
-  # 3. cargo-leptos, only when asked: for those who prefer `cargo leptos build|watch|end-to-end`.
-  cl_out=$(cargo leptos --version 2>/dev/null || true)
-  if [ "${IRIS_WITH_CARGO_LEPTOS:-0}" != 1 ]; then
-    setup_say "cargo-leptos: not installed (no test uses it; IRIS_WITH_CARGO_LEPTOS=1 installs it)"
-  elif [ "$cl_out" = "cargo-leptos 0.3.10" ]; then
-    setup_say "cargo-leptos 0.3.10: present"
-  elif pgrep -f "cargo install cargo-leptos" >/dev/null 2>&1; then
-    setup_say "cargo-leptos: an install is already running on this machine; not starting another"
-  else
-    setup_say "installing cargo-leptos 0.3.10 (found: ${cl_out:-none}; takes 20-30 min on 2 cores)"
-    cargo install cargo-leptos@0.3.10 --locked --force
-  fi
-
+# The packages the tests use: Chromium and end2end/node_modules (Playwright), Dovecot and its
+# vmail user (the IMAP tests), aiosmtpd and the MCP Python SDK (the SMTP and gateway tests),
+# schemathesis (the API fuzz). Each only when missing. None of them is needed to compile, so
+# scripts/test.sh runs this behind the build.
+setup_packages() {
   # 4. Chromium for the end-to-end tests (Debian's; Playwright's own download cannot work here).
   if [ ! -x /usr/bin/chromium ]; then
     setup_say "installing Debian chromium"
@@ -178,19 +161,6 @@ setup_main() {
     setup_say "mcp 2.3.0 (Python): present"
   fi
 
-  # 7. PostgreSQL (the store's tests use it).
-  if [ -d /etc/postgresql ] && command -v pg_ctlcluster >/dev/null 2>&1; then
-    if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-      setup_say "PostgreSQL: running"
-    else
-      setup_say "starting PostgreSQL"
-      # shellcheck disable=SC2046
-      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
-    fi
-  else
-    setup_say "PostgreSQL: not installed on this machine (its tests skip)"
-  fi
-
   # 8. schemathesis (PyPI), the API fuzz of scripts/schemathesis.sh, in a virtual environment
   #    of its own ($IRIS_SCHEMATHESIS_VENV) so its many dependencies stay out of python3's.
   local st_version
@@ -212,6 +182,71 @@ setup_main() {
       "schemathesis==$IRIS_SCHEMATHESIS_VERSION"
   else
     setup_say "schemathesis $IRIS_SCHEMATHESIS_VERSION: present"
+  fi
+
+}
+
+setup_main() {
+  local need wb_version cl_out
+
+  # 0. The build cache (above).
+  setup_build_cache
+  tools_forget
+
+  # 1. Rust target for the browser half.
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    setup_say "adding Rust target wasm32-unknown-unknown"
+    rustup target add wasm32-unknown-unknown
+  else
+    setup_say "Rust target wasm32-unknown-unknown: present"
+  fi
+
+  # 2. wasm-bindgen CLI, exactly the version the lock file pins for the wasm-bindgen crate.
+  need=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/, ""); print; exit}' \
+    "$IRIS_ROOT/Cargo.lock" 2>/dev/null || true)
+  need=${need:-0.2.130}
+  wb_version=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  if [ "$wb_version" != "$need" ]; then
+    setup_say "installing wasm-bindgen-cli $need (found: ${wb_version:-none}; takes about 3 min)$(tools_where)"
+    tool_install wasm-bindgen cargo install wasm-bindgen-cli --version "$need" --force
+  else
+    setup_say "wasm-bindgen $need: present"
+  fi
+
+  # 3. cargo-leptos, only when asked: for those who prefer `cargo leptos build|watch|end-to-end`.
+  cl_out=$(cargo leptos --version 2>/dev/null || true)
+  if [ "${IRIS_WITH_CARGO_LEPTOS:-0}" != 1 ]; then
+    setup_say "cargo-leptos: not installed (no test uses it; IRIS_WITH_CARGO_LEPTOS=1 installs it)"
+  elif [ "$cl_out" = "cargo-leptos 0.3.10" ]; then
+    setup_say "cargo-leptos 0.3.10: present"
+  elif pgrep -f "cargo install cargo-leptos" >/dev/null 2>&1; then
+    setup_say "cargo-leptos: an install is already running on this machine; not starting another"
+  else
+    setup_say "installing cargo-leptos 0.3.10 (found: ${cl_out:-none}; takes 20-30 min on 2 cores)"
+    cargo install cargo-leptos@0.3.10 --locked --force
+  fi
+
+  # 4.-6. and 8.: the system and language packages (setup_packages, above): in the
+  #    background behind the build when IRIS_TOOLS_IN_BACKGROUND=1 (scripts/test.sh waits for
+  #    them before its first test), else now.
+  if packages_missing; then
+    setup_say "installing the test packages (Chromium, Dovecot, npm, PyPI)$(tools_where)"
+    tool_install packages setup_packages
+  else
+    setup_say "test packages (Chromium, Dovecot, end2end/node_modules, aiosmtpd, mcp, schemathesis): present"
+  fi
+
+  # 7. PostgreSQL (the store's tests use it).
+  if [ -d /etc/postgresql ] && command -v pg_ctlcluster >/dev/null 2>&1; then
+    if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+      setup_say "PostgreSQL: running"
+    else
+      setup_say "starting PostgreSQL"
+      # shellcheck disable=SC2046
+      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
+    fi
+  else
+    setup_say "PostgreSQL: not installed on this machine (its tests skip)"
   fi
 
   # 9. cargo-deny: the licences, sources and bans of the dependency graph (deny.toml; the

@@ -97,6 +97,9 @@ step "clippy (browser side)" clippy_browser || true
 # on 2 cores ends the server's suite in two thirds of the time (121 s → 81 s, 5 Dec 2026), and
 # every wait in them has its own deadline. RUST_TEST_THREADS set by the caller wins.
 export RUST_TEST_THREADS=${RUST_TEST_THREADS:-4}
+# The test packages (Chromium, Dovecot, npm and PyPI packages), installed behind the build on a
+# machine that lacked them (scripts/setup.sh, setup_packages): the tests need them from here on.
+step "test packages" tool_ready packages || true
 step "cargo test" cargo test --workspace "${IRIS_SERVER_FEATURES[@]}" || true
 # The API fuzz and the site take the server binary this step built (scripts/lib/server_bin.sh).
 export IRIS_SERVER_BUILD=tests

@@ -270,8 +270,9 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
         _ if approval.execution == Execution::Executed => {
             let n = stale_items(approval);
             Some(format!(
-                "{} changed after the card was made and {} left alone.",
+                "{} changed since you saw {} and {} left alone.",
                 count(n, "item", "items"),
+                if n == 1 { "it" } else { "them" },
                 if n == 1 { "was" } else { "were" }
             ))
         }

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# Builds of tools with `cargo install` that can run behind other work. Sourced by
-# scripts/setup.sh (which starts them) and by the scripts whose step needs one (which wait).
+# Installs that can run behind other work: the tools built with `cargo install`, and the test
+# packages (scripts/setup.sh's setup_packages: Chromium, Dovecot, npm and PyPI packages, which
+# download and unpack while the build compiles). Sourced by scripts/setup.sh (which starts
+# them) and by the scripts whose step needs one (which wait).
 #
 # On a machine without them, wasm-bindgen-cli and cargo-deny take about 5 minutes of compiling
 # on 2 cores. scripts/test.sh needs cargo-deny only in its "dependencies" step and wasm-bindgen
@@ -31,10 +33,13 @@ tool_install() {
   fi
   mkdir -p "$IRIS_TOOLS_STATE"
   rm -f "$IRIS_TOOLS_STATE/$name.rc"
+  # Not `"$@" || rc=$?`: bash ignores `set -e` inside a command tested by `||`, so a function
+  # (setup_packages) would go on past a failed install. Under `set -e` the first failure ends
+  # the subshell, and its exit status is what the trap records.
   (
-    rc=0
-    "$@" >"$IRIS_TOOLS_STATE/$name.log" 2>&1 || rc=$?
-    echo "$rc" >"$IRIS_TOOLS_STATE/$name.rc"
+    set -e
+    trap 'echo $? >"$IRIS_TOOLS_STATE/$name.rc"' EXIT
+    "$@" >"$IRIS_TOOLS_STATE/$name.log" 2>&1
   ) &
   echo $! >"$IRIS_TOOLS_STATE/$name.pid"
 }
@@ -46,7 +51,7 @@ tool_ready() {
   [ -f "$IRIS_TOOLS_STATE/$name.pid" ] || return 0
   pid=$(cat "$IRIS_TOOLS_STATE/$name.pid")
   if [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
-    printf '[tools] waiting for the build of %s (pid %s)\n' "$name" "$pid"
+    printf '[tools] waiting for %s (pid %s)\n' "$name" "$pid"
   fi
   while [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; do
     if ! kill -0 "$pid" 2>/dev/null && [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
@@ -70,5 +75,5 @@ tool_ready() {
     return 1
   fi
   rm -f "$IRIS_TOOLS_STATE/$name.pid"
-  printf '[tools] %s: built (%s)\n' "$name" "$IRIS_TOOLS_STATE/$name.log"
+  printf '[tools] %s: installed (%s)\n' "$name" "$IRIS_TOOLS_STATE/$name.log"
 }

@@ -43,6 +43,17 @@ pub struct EmailSettings {
     pub accounts: Vec<AccountSetting>,
 }
 
+/// The `[calendar]` table: `[[calendar.accounts]]`, each `name` and `folder` (a vdir folder; a
+/// relative path is read from the working folder, as `IRIS_MAILDIR` is). A misspelt key is
+/// refused, not ignored.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CalendarSettings {
+    /// Accounts in order.
+    #[serde(default)]
+    pub accounts: Vec<iris_calendar::AccountConfig>,
+}
+
 /// One upstream MCP server of `[[mcp.upstreams]]` (the gateway, `crate::mcp`): run over stdio
 /// by `command`, or reached over streamable HTTP at `url` (exactly one of them).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -197,6 +208,9 @@ pub struct Settings {
     /// `[email]` accounts.
     #[serde(default)]
     pub email: EmailSettings,
+    /// `[calendar]` accounts (none by default: the calendar tools are then not offered).
+    #[serde(default)]
+    pub calendar: CalendarSettings,
 }
 
 /// An optional text setting trimmed, `None` when unset or blank: an environment variable set to

@@ -115,6 +115,11 @@ pub(crate) fn demo_outbox_dir(settings: &Settings) -> PathBuf {
         .join("demo-outbox")
 }
 
+/// Where the demo keeps its calendars: `demo-calendar/` beside the demo mailbox, as the outbox.
+fn demo_calendar_dir(settings: &Settings) -> PathBuf {
+    demo_outbox_dir(settings).with_file_name("demo-calendar")
+}
+
 /// Builds the state: connects the database (running migrations), syncs the mail accounts, and,
 /// with `demo`, writes the demo mailbox and signs in a demo owner device. Starts nothing in the
 /// background: see [`crate::spawn_background`].
@@ -144,12 +149,14 @@ pub async fn build(
     }
     let store = open_store(&settings).await?;
     let email = Arc::new(open_mail(&settings, demo, &store).await?);
+    let calendar = Arc::new(open_calendar(&mut settings, demo, &store)?);
+    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone(), calendar];
     let BuiltAgent {
         agent,
         clock,
         passkeys,
         ttl,
-    } = build_agent(&settings, demo, &store, &email).await?;
+    } = build_agent(&settings, demo, &store, plugins).await?;
     let BuiltService {
         service,
         jobs,
@@ -211,6 +218,35 @@ async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     .with_context(|| format!("opening the database {}", settings.database_url))
 }
 
+/// The calendar plugin over `[[calendar.accounts]]`; in the demo, when there are none, the demo
+/// calendars (written once into `demo-calendar/` beside the demo mailbox) as account `personal`.
+fn open_calendar(
+    settings: &mut Settings,
+    demo: bool,
+    store: &Store,
+) -> anyhow::Result<iris_calendar::CalendarPlugin> {
+    if demo && settings.calendar.accounts.is_empty() {
+        let folder = demo_calendar_dir(settings);
+        let written = iris_calendar::demo::write_demo_calendar(&folder, Utc::now())
+            .with_context(|| format!("writing the demo calendar at {}", folder.display()))?;
+        if written > 0 {
+            tracing::info!(written, path = %folder.display(), "wrote the demo calendar");
+        }
+        settings
+            .calendar
+            .accounts
+            .push(iris_calendar::AccountConfig {
+                name: "personal".into(),
+                folder: Some(folder),
+                url: None,
+                username: None,
+                password_env: None,
+            });
+    }
+    iris_calendar::CalendarPlugin::new(settings.calendar.accounts.clone(), store)
+        .context("loading the calendar plugin ([[calendar.accounts]])")
+}
+
 /// The email plugin: its accounts (`IRIS_MAILDIR`, with the demo mailbox written there in the
 /// demo, then `[[email.accounts]]`), its outbox and default sender, synced into the store once
 /// before the server answers anything.
@@ -263,15 +299,15 @@ struct BuiltAgent {
     ttl: Ttl,
 }
 
-/// The agent: the model of the settings (the demo's scripted one in the demo), the email
-/// plugin's tools, pauses governed by the database's clock, the TTLs and the passkey policy
+/// The agent: the model of the settings (the demo's scripted one in the demo), the plugins'
+/// tools (email, calendar), pauses governed by the database's clock, the TTLs and the passkey policy
 /// (or ungoverned with `IRIS_APPROVALS_ENABLED=false`), and the PostStep evaluators of
 /// `IRIS_EVALUATOR_RULES`.
 async fn build_agent(
     settings: &Settings,
     demo: bool,
     store: &Store,
-    email: &Arc<EmailPlugin>,
+    plugins: Vec<Arc<dyn Plugin>>,
 ) -> anyhow::Result<BuiltAgent> {
     let model = crate::model::from_setting(
         &crate::model::ModelSetting {
@@ -291,7 +327,6 @@ async fn build_agent(
         tracing::warn!(%error, "reading the database's clock failed; stamping with this machine's until the next sweep");
     }
     let clock: Arc<dyn Clock> = database_clock.clone();
-    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone()];
     let toolbox = Arc::new(Toolbox::new(plugins).context("loading the manifests")?);
     let passkeys = Arc::new(crate::passkeys::Passkeys::from_settings(settings)?);
     let ttl = Ttl {

@@ -222,7 +222,7 @@ fn a_partly_stale_call_is_a_warning_naming_the_skipped_items() {
         "Approved by owner via web at 30 Nov, 10:05 UTC, partly done."
     );
     assert!(
-        html.contains("1 item changed after the card was made and was left alone."),
+        html.contains("1 item changed since you saw it and was left alone."),
         "{html}"
     );
     assert!(html.contains("Moved 2 emails to Trash"), "{html}");

@@ -20,6 +20,10 @@
 //!         on_rejected: "OK, I left them alone. Nothing was changed."
 //! fallback: "I can trash this week's promo emails, or undo that."
 //! ```
+//!
+//! "Undo that" follows the conversation: a rule with `if_last_change: TOOL` applies only when
+//! the newest call before this request to one of the script's `changes` (a top-level list of
+//! tool names, e.g. `[trash_email, delete_events]`) was to `TOOL`.
 
 use async_trait::async_trait;
 use regex::Regex;
@@ -37,11 +41,17 @@ struct Script {
     rules: Vec<Rule>,
     #[serde(default)]
     fallback: Option<String>,
+    /// The tools that change something, for `if_last_change`.
+    #[serde(default)]
+    changes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 struct Rule {
     when: String,
+    /// Applies only when the newest change before the request was a call to this tool.
+    #[serde(default)]
+    if_last_change: Option<String>,
     steps: Vec<Step>,
 }
 
@@ -83,8 +93,9 @@ pub enum ScriptError {
 
 /// The scripted model.
 pub struct ScriptedModel {
-    rules: Vec<(Regex, Vec<Step>)>,
+    rules: Vec<(Regex, Option<String>, Vec<Step>)>,
     fallback: String,
+    changes: Vec<String>,
 }
 
 impl ScriptedModel {
@@ -99,13 +110,14 @@ impl ScriptedModel {
         for r in script.rules {
             let re = Regex::new(&r.when)
                 .map_err(|e| ScriptError::Regex(r.when.clone(), e.to_string()))?;
-            rules.push((re, r.steps));
+            rules.push((re, r.if_last_change, r.steps));
         }
         Ok(ScriptedModel {
             rules,
             fallback: script
                 .fallback
                 .unwrap_or_else(|| "I don't know how to do that.".into()),
+            changes: script.changes,
         })
     }
 
@@ -143,7 +155,19 @@ impl ScriptedModel {
         let Message::User { content: request } = &messages[user_at] else {
             return reply(&self.fallback);
         };
-        let Some((re, steps)) = self.rules.iter().find(|(re, _)| re.is_match(request)) else {
+        let last_change = messages[..user_at]
+            .iter()
+            .rev()
+            .filter_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flat_map(|calls| calls.iter().rev())
+            .find(|c| self.changes.contains(&c.name))
+            .map(|c| c.name.as_str());
+        let Some((re, _, steps)) = self.rules.iter().find(|(re, after, _)| {
+            re.is_match(request) && after.as_deref().is_none_or(|t| Some(t) == last_change)
+        }) else {
             return reply(&self.fallback);
         };
         let captures: Vec<String> = re
@@ -270,14 +294,21 @@ fn reply(text: &str) -> ModelTurn {
     }
 }
 
-/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, or `ids`),
+/// Replaces `"$ids"` with the ids found in the last observation (`results[].id`, else the
+/// first list of objects with an `id`, whatever the tool calls it, else `ids`),
 /// `"$id"` with the first of them (the newest match, e.g. the email to reply to), and `"$1"` to
 /// `"$9"` with the rule's regex captures (`captures[0]` is the whole match). Returns whether a
 /// placeholder resolved to nothing.
 fn fill_args(args: &Value, last: Option<&Value>, captures: &[String]) -> (Value, bool) {
     let ids: Vec<Value> = last
         .map(|v| {
-            if let Some(results) = v.get("results").and_then(Value::as_array) {
+            let listed = v.get("results").and_then(Value::as_array).or_else(|| {
+                v.as_object()?.values().find_map(|field| {
+                    let list = field.as_array()?;
+                    list.first()?.get("id").is_some().then_some(list)
+                })
+            });
+            if let Some(results) = listed {
                 results
                     .iter()
                     .filter_map(|r| r.get("id").cloned())
@@ -379,6 +410,29 @@ mod tests {
 
     fn user(s: &str) -> Message {
         Message::User { content: s.into() }
+    }
+
+    #[test]
+    fn ids_come_from_results_or_the_first_list_of_objects_with_an_id() {
+        let args = json!({"ids": "$ids"});
+        let cases = [
+            (
+                json!({"results": [{"id": "m1"}], "events": [{"id": "x"}]}),
+                json!(["m1"]),
+            ),
+            (
+                json!({"total": 2, "events": [{"id": "e1"}, {"id": "e2"}]}),
+                json!(["e1", "e2"]),
+            ),
+            (json!({"names": ["a"], "ids": ["i1"]}), json!(["i1"])),
+        ];
+        for (observation, ids) in cases {
+            let (filled, empty) = fill_args(&args, Some(&observation), &[]);
+            assert_eq!(filled, json!({"ids": ids}), "{observation}");
+            assert!(!empty);
+        }
+        let (_, empty) = fill_args(&args, Some(&json!({"events": []})), &[]);
+        assert!(empty, "an empty list leaves nothing to name");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use iris_core::plugin::{Hold, ToolError};
 use iris_core::ports::StoreError;
 use sqlx::pool::PoolConnection;
 use sqlx::Any;
@@ -143,6 +144,62 @@ impl Store {
     /// [`StoreError::Backend`] when the database cannot be reached.
     pub async fn try_lock(&self, lock: &NamedLock) -> Result<Option<LockGuard>, StoreError> {
         self.take_lock(lock, false).await
+    }
+
+    /// Takes `lock` if it comes free within `wait` (tried every 20 ms, backing off to 500 ms; a
+    /// pending wait is never left behind on a pooled connection); `Ok(None)` when it stayed
+    /// taken that long.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the database cannot be reached.
+    pub async fn lock_within(
+        &self,
+        lock: &NamedLock,
+        wait: std::time::Duration,
+    ) -> Result<Option<LockGuard>, StoreError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut pause = std::time::Duration::from_millis(20);
+        loop {
+            if let Some(guard) = self.try_lock(lock).await? {
+                return Ok(Some(guard));
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(500));
+        }
+    }
+
+    /// A plugin's `Plugin::hold` for `tool` on its `lock` (docs/liveness.md "busy locks"):
+    /// [`Store::lock_within`] `wait`, as a [`Hold`] the core passes back to `execute_held`.
+    /// `busy` says what was busy, for the owner ("the mailbox was busy with another change");
+    /// `lock_name` names the lock in a failure ("the mailbox lock").
+    ///
+    /// # Errors
+    /// [`ToolError::Busy`] "`busy` for N s" when it stayed taken (nothing was started);
+    /// [`ToolError::Failed`] "taking `lock_name`: …; nothing was changed" when the database
+    /// cannot be reached.
+    pub async fn hold_for(
+        &self,
+        lock: &NamedLock,
+        tool: &str,
+        wait: std::time::Duration,
+        busy: &str,
+        lock_name: &str,
+    ) -> Result<Hold, ToolError> {
+        match self.lock_within(lock, wait).await {
+            Ok(Some(guard)) => Ok(Hold::new(guard)),
+            Ok(None) => Err(ToolError::Busy {
+                tool: tool.to_string(),
+                reason: format!("{busy} for {} s", wait.as_secs()),
+            }),
+            Err(e) => Err(ToolError::Failed {
+                tool: tool.to_string(),
+                reason: format!("taking {lock_name}: {e}; nothing was changed"),
+            }),
+        }
     }
 
     async fn take_lock(

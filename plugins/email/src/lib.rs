@@ -323,33 +323,6 @@ impl EmailPlugin {
         }
     }
 
-    /// Takes the mailbox lock if it comes free within `wait` (tried every 20 ms, backing off to
-    /// 500 ms; a pending wait is never left behind on a pooled connection); `Ok(None)` when it
-    /// stayed taken.
-    ///
-    /// # Errors
-    /// A sentence when the database cannot be reached to take it (nothing was changed).
-    pub(crate) async fn lock_within(
-        &self,
-        wait: Duration,
-    ) -> Result<Option<iris_store::LockGuard>, String> {
-        let deadline = tokio::time::Instant::now() + wait;
-        let mut pause = Duration::from_millis(20);
-        loop {
-            match self.database.try_lock(&mail_changes_lock()).await {
-                Ok(Some(guard)) => return Ok(Some(guard)),
-                Ok(None) => {}
-                Err(e) => return Err(format!("taking the mailbox lock: {e}")),
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            tokio::time::sleep(pause.min(deadline - now)).await;
-            pause = (pause * 2).min(Duration::from_millis(500));
-        }
-    }
-
     /// Each account's name and whether its backend reports provider buckets, in order.
     pub(crate) fn accounts_with_buckets(&self) -> Vec<(String, bool)> {
         self.backends
@@ -508,20 +481,16 @@ impl Plugin for EmailPlugin {
     async fn hold(&self, tool: &str, wait: Duration) -> Result<Option<Hold>, ToolError> {
         match tool {
             tools::trash_email::NAME | tools::restore_email::NAME | tools::trash_category::NAME => {
-                match self.lock_within(wait).await {
-                    Ok(Some(guard)) => Ok(Some(Hold::new(guard))),
-                    Ok(None) => Err(ToolError::Busy {
-                        tool: tool.to_string(),
-                        reason: format!(
-                            "the mailbox was busy with another change (a sync, a trash or a restore) for {} s",
-                            wait.as_secs()
-                        ),
-                    }),
-                    Err(reason) => Err(ToolError::Failed {
-                        tool: tool.to_string(),
-                        reason: format!("{reason}; nothing was changed"),
-                    }),
-                }
+                self.database
+                    .hold_for(
+                        &mail_changes_lock(),
+                        tool,
+                        wait,
+                        "the mailbox was busy with another change (a sync, a trash or a restore)",
+                        "the mailbox lock",
+                    )
+                    .await
+                    .map(Some)
             }
             _ => Ok(None),
         }

@@ -14,6 +14,7 @@ mod dovecot;
 #[path = "../../../plugins/email/tests/it/send_support/smtp_sink.rs"]
 mod smtp_sink;
 
+mod calendar;
 mod card_form;
 mod cli;
 mod compression;

@@ -332,6 +332,22 @@ impl Build {
         self
     }
 
+    /// One calendar account over a local vdir folder (a `[[calendar.accounts]]` entry of
+    /// `iris.toml` with `name` and `folder`).
+    pub fn calendar_folder(mut self, name: &str, folder: &std::path::Path) -> Build {
+        self.settings
+            .calendar
+            .accounts
+            .push(iris_calendar::AccountConfig {
+                name: name.into(),
+                folder: Some(folder.to_path_buf()),
+                url: None,
+                username: None,
+                password_env: None,
+            });
+        self
+    }
+
     /// One more upstream behind the MCP gateway (an `[[mcp.upstreams]]` entry of `iris.toml`:
     /// its `name`, served at `/mcp/{name}`; a `command` run over stdio or a streamable HTTP
     /// `url`; IRIS's `manifest` for its tools, an absolute path here). The upstream starts
