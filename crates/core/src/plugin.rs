@@ -139,6 +139,46 @@ pub enum ToolError {
     },
 }
 
+/// [`ToolError::InvalidArgs`] for `tool`, saying what is wrong: the one spelling every plugin's
+/// `normalise` uses.
+pub fn invalid_args(tool: &str, reason: impl Into<String>) -> ToolError {
+    ToolError::InvalidArgs {
+        tool: tool.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// [`ToolError::Failed`] for `tool`, saying what went wrong.
+pub fn tool_failed(tool: &str, reason: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed {
+        tool: tool.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// `args` as a JSON object with only `allowed` keys: the rule every manifest states with
+/// `additionalProperties: false`, checked again in `normalise` so it stands on its own.
+///
+/// # Errors
+/// [`ToolError::InvalidArgs`] for a non-object, or naming the first unknown key and the
+/// allowed ones.
+pub fn args_object<'a>(
+    tool: &str,
+    args: &'a Value,
+    allowed: &[&str],
+) -> Result<&'a serde_json::Map<String, Value>, ToolError> {
+    let Value::Object(obj) = args else {
+        return Err(invalid_args(tool, "arguments must be a JSON object"));
+    };
+    if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(invalid_args(
+            tool,
+            format!("unknown argument `{k}` (allowed: {})", allowed.join(", ")),
+        ));
+    }
+    Ok(obj)
+}
+
 /// What a plugin holds while one of its tools changes something (for mail: the mailbox lock,
 /// shared by every server). The core takes it with [`Plugin::hold`] before it writes an undo's
 /// claim or starts a side effect's deadline, so waiting for it is never mistaken for a side

@@ -6,7 +6,7 @@
 //! line of an event.
 
 use iris_core::plugin::ToolError;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::event::{EventFacts, When};
 use crate::id::is_event_id;
@@ -18,37 +18,10 @@ pub mod restore_events;
 /// Most ids one call may name, and most events one list returns (the manifest's `maxItems`).
 pub const MAX_IDS: usize = 500;
 
-pub(crate) fn invalid(tool: &str, reason: impl Into<String>) -> ToolError {
-    ToolError::InvalidArgs {
-        tool: tool.to_string(),
-        reason: reason.into(),
-    }
-}
-
-pub(crate) fn failed(tool: &str, reason: impl std::fmt::Display) -> ToolError {
-    ToolError::Failed {
-        tool: tool.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
-/// The arguments as an object with only `allowed` keys.
-pub(crate) fn object<'a>(
-    tool: &str,
-    args: &'a Value,
-    allowed: &[&str],
-) -> Result<&'a Map<String, Value>, ToolError> {
-    let Value::Object(obj) = args else {
-        return Err(invalid(tool, "arguments must be a JSON object"));
-    };
-    if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(invalid(
-            tool,
-            format!("unknown argument `{k}` (allowed: {})", allowed.join(", ")),
-        ));
-    }
-    Ok(obj)
-}
+// The argument rules every plugin shares (iris_core::plugin), under this crate's short names.
+pub(crate) use iris_core::plugin::{
+    args_object as object, invalid_args as invalid, tool_failed as failed,
+};
 
 /// The id list rule: an array of 1 to [`MAX_IDS`] event ids (`ev` + 16 hex digits), each
 /// trimmed and lower-cased; duplicates dropped keeping the first.

@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, Utc};
 use iris_core::plugin::ToolError;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::store::MessageRow;
 
@@ -21,39 +21,10 @@ pub mod trash_email;
 /// Most ids one call may name (the manifest's `maxItems`; DESIGN §5 "newest 200").
 pub const MAX_IDS: usize = 200;
 
-pub(crate) fn invalid(tool: &str, reason: impl Into<String>) -> ToolError {
-    ToolError::InvalidArgs {
-        tool: tool.to_string(),
-        reason: reason.into(),
-    }
-}
-
-pub(crate) fn failed(tool: &str, reason: impl std::fmt::Display) -> ToolError {
-    ToolError::Failed {
-        tool: tool.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
-/// The arguments as an object with only `allowed` keys (the schemas say
-/// `additionalProperties: false`; checked again here so `normalise` stands on its own).
-pub(crate) fn object<'a>(
-    tool: &str,
-    args: &'a Value,
-    allowed: &[&str],
-) -> Result<&'a Map<String, Value>, ToolError> {
-    let obj = match args {
-        Value::Object(o) => o,
-        _ => return Err(invalid(tool, "arguments must be a JSON object")),
-    };
-    if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(invalid(
-            tool,
-            format!("unknown argument `{k}` (allowed: {})", allowed.join(", ")),
-        ));
-    }
-    Ok(obj)
-}
+// The argument rules every plugin shares (iris_core::plugin), under this crate's short names.
+pub(crate) use iris_core::plugin::{
+    args_object as object, invalid_args as invalid, tool_failed as failed,
+};
 
 /// The id list rule: an array of 1 to [`MAX_IDS`] strings; each trimmed and lower-cased (ids
 /// are lower-case by construction); empty ones refused; duplicates dropped keeping the first.
