@@ -42,6 +42,7 @@ fs.writeFileSync(
 // of the time; the first keeps the rest and the passkey and MCP servers' specs.
 const LANE_B = [
   'a11y.spec.ts',
+  'calendar.spec.ts',
   'answered-here-and-there.spec.ts',
   'chat-reload.spec.ts',
   'dark.spec.ts',

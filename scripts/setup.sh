@@ -38,6 +38,12 @@ IRIS_SCHEMATHESIS_VERSION=4.32.5
 IRIS_SCHEMATHESIS_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/iris/venv-schemathesis"
 export IRIS_SCHEMATHESIS_VERSION IRIS_SCHEMATHESIS_VENV
 
+# The CalDAV servers the calendar plugin's tests start on loopback (plugins/calendar/tests/it/
+# servers.rs): Radicale and Xandikos, two different implementations, in a virtual environment.
+IRIS_CALDAV_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/iris/venv-caldav"
+IRIS_CALDAV_PACKAGES=(radicale==3.9.0 xandikos==0.4.10)
+export IRIS_CALDAV_VENV
+
 # The build cache: in CI (CI=true, which .ci/run sets), or when IRIS_BUILD_CACHE=DIR asks, a
 # clone without a target/ of its own gets a link to one kept outside it, so a machine that built
 # IRIS before (CI builds every landing in a fresh clone) reuses its compiled dependencies instead
@@ -77,6 +83,17 @@ setup_build_cache() {
   setup_say "build cache: target/ -> $(readlink "$IRIS_ROOT/target") ($((${used_kb:-0} / 1024)) MB)"
 }
 
+# Whether the CalDAV servers' virtual environment lacks one of IRIS_CALDAV_PACKAGES.
+caldav_missing() {
+  local have
+  have=$("$IRIS_CALDAV_VENV/bin/python" -m pip freeze 2>/dev/null | tr 'A-Z' 'a-z' || true)
+  local want
+  for want in "${IRIS_CALDAV_PACKAGES[@]}"; do
+    grep -qx "$want" <<<"$have" || return 0
+  done
+  return 1
+}
+
 # Whether any package setup_packages installs is missing or out of date (cheap checks only).
 packages_missing() {
   local e2e="$IRIS_ROOT/end2end"
@@ -89,6 +106,7 @@ packages_missing() {
   id vmail >/dev/null 2>&1 || return 0
   python3 -c 'import aiosmtpd' >/dev/null 2>&1 || return 0
   [ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != 2.3.0 ] && return 0
+  caldav_missing && return 0
   [ "$("$IRIS_SCHEMATHESIS_VENV/bin/python" -c \
     'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true)" \
     != "$IRIS_SCHEMATHESIS_VERSION" ] && return 0
@@ -159,6 +177,18 @@ setup_packages() {
     python3 -m pip install --quiet --disable-pip-version-check "mcp==2.3.0"
   else
     setup_say "mcp 2.3.0 (Python): present"
+  fi
+
+  # 7b. Radicale and Xandikos (PyPI), the CalDAV servers of the calendar plugin's tests.
+  if caldav_missing; then
+    setup_say "installing ${IRIS_CALDAV_PACKAGES[*]} (PyPI) into $IRIS_CALDAV_VENV"
+    if ! "$IRIS_CALDAV_VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+      python3 -m venv --clear "$IRIS_CALDAV_VENV"
+    fi
+    "$IRIS_CALDAV_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "${IRIS_CALDAV_PACKAGES[@]}"
+  else
+    setup_say "${IRIS_CALDAV_PACKAGES[*]}: present"
   fi
 
   # 8. schemathesis (PyPI), the API fuzz of scripts/schemathesis.sh, in a virtual environment
@@ -233,7 +263,7 @@ setup_main() {
     setup_say "installing the test packages (Chromium, Dovecot, npm, PyPI)$(tools_where)"
     tool_install packages setup_packages
   else
-    setup_say "test packages (Chromium, Dovecot, end2end/node_modules, aiosmtpd, mcp, schemathesis): present"
+    setup_say "test packages (Chromium, Dovecot, end2end/node_modules, aiosmtpd, mcp, schemathesis, Radicale, Xandikos): present"
   fi
 
   # 7. PostgreSQL (the store's tests use it).

@@ -47,10 +47,19 @@ fn how_many(value: &Value) -> Option<usize> {
     }
 }
 
-/// A readable sentence for an executed call's result ("Moved 3 emails to Trash"); `None` when
-/// the result has no shape this knows (the card then shows the JSON).
+/// A readable sentence for an executed call's result: the plugin's own `summary` ("Deleted 2
+/// events", its last full stop dropped), else one the result's shape tells ("Moved 3 emails to
+/// Trash"), else its `message`; `None` when there is none (the card then shows the JSON).
 pub fn result_summary(result: &Value) -> Option<String> {
     let object = result.as_object()?;
+    if let Some(said) = object
+        .get("summary")
+        .and_then(Value::as_str)
+        .map(|s| s.trim().trim_end_matches('.'))
+        .filter(|s| !s.is_empty())
+    {
+        return Some(said.to_owned());
+    }
     if let Some(n) = object.get("trashed").and_then(how_many) {
         let mut sentence = format!("Moved {} to Trash", count(n, "email", "emails"));
         let not_moved = object
@@ -81,9 +90,9 @@ pub fn result_summary(result: &Value) -> Option<String> {
             count(n, "email", "emails")
         ));
     }
-    ["summary", "message"]
-        .iter()
-        .find_map(|key| object.get(*key).and_then(Value::as_str))
+    object
+        .get("message")
+        .and_then(Value::as_str)
         .map(str::to_owned)
 }
 
@@ -282,7 +291,7 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
                 clip(&title, 80)
             ),
             None => {
-                "Everything on the card changed after it was made, so nothing was run.".to_owned()
+                "Everything on the card changed since you saw it, so nothing was run.".to_owned()
             }
         }),
         _ => message

@@ -2,31 +2,8 @@
 // card ("Restore 5 emails") within its window; one tap restores exactly the trashed mail, once,
 // and the card then says what came back, by whom, where and when, with the undo in its trail.
 // The mail is back afterwards, so the next spec finds the same promos.
-import { test, expect, type Page } from '@playwright/test';
-import { addDevice, askAndOpenCard, shot, WEEK_PROMOS, watchConsole } from './helpers';
-
-async function shotsOf(page: Page, id: string, name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const width of [1280, 375, 320]) {
-      await page.setViewportSize({ width, height: 900 });
-      const card = page.getByTestId(`card-${id}`);
-      // A live event (the resumed run's reply, the undo's outcome) redraws the page: a card
-      // that left the document while being shot is found again and shot again.
-      await expect(async () => {
-        await card.scrollIntoViewIfNeeded({ timeout: 2_000 });
-        await shot(card, `${name}-${width}-${scheme}`);
-      }).toPass({ timeout: 15_000 });
-      // No sideways scroll at any width.
-      const overflow = await page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      );
-      expect(overflow, `sideways scroll at ${width} px`).toBeLessThanOrEqual(0);
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1280, height: 900 });
-}
+import { test, expect } from '@playwright/test';
+import { addDevice, askAndOpenCard, cardShots, WEEK_PROMOS, watchConsole } from './helpers';
 
 test('the card undoes exactly what ran, once, and says so', async ({ page }) => {
   const problems = watchConsole(page);
@@ -43,7 +20,7 @@ test('the card undoes exactly what ran, once, and says so', async ({ page }) => 
   await expect(undo).toHaveText(`Restore ${n} emails`);
   await expect(undo).toBeEnabled();
   await expect(card.getByTestId('card-undo')).toContainText('restore');
-  await shotsOf(page, id, 'card-undo-offered');
+  await cardShots(page, id, 'card-undo-offered');
 
   await undo.click();
   const undone = card.getByTestId('card-undone');
@@ -67,7 +44,7 @@ test('the card undoes exactly what ran, once, and says so', async ({ page }) => 
   for (const promo of WEEK_PROMOS) {
     await expect(undoEntries.filter({ hasText: promo })).toContainText(': restored');
   }
-  await shotsOf(page, id, 'card-undo-done');
+  await cardShots(page, id, 'card-undo-done');
 
   // A card arriving meanwhile (a live event: the page loads its lists again) leaves this
   // trail open with its entries.

@@ -372,3 +372,30 @@ export async function pairThrough(page: Page, link: string, name: string): Promi
   await page.waitForURL('**/activity');
   await expect(page.getByTestId('viewer')).toContainText(name);
 }
+
+/**
+ * Screenshots of the card `card-{id}` at 1280, 375 and 320 px, light and dark, named
+ * `{name}-{width}-{scheme}`; at each width the page has no sideways scroll. Ends at 1280 px,
+ * light.
+ */
+export async function cardShots(page: Page, id: string, name: string): Promise<void> {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const width of [1280, 375, 320]) {
+      await page.setViewportSize({ width, height: 900 });
+      const card = page.getByTestId(`card-${id}`);
+      // A live event (the resumed run's reply, the undo's outcome) redraws the page: a card
+      // that left the document while being shot is found again and shot again.
+      await expect(async () => {
+        await card.scrollIntoViewIfNeeded({ timeout: 2_000 });
+        await shot(card, `${name}-${width}-${scheme}`);
+      }).toPass({ timeout: 15_000 });
+      const overflow = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
+      expect(overflow, `sideways scroll at ${width} px`).toBeLessThanOrEqual(0);
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1280, height: 900 });
+}

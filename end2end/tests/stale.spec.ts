@@ -111,7 +111,7 @@ test('a card whose emails went away says Not done, in amber, with the reason', a
       /^Approved by .+ via web at .+, but nothing was done\.$/,
     );
     await expect(card.getByTestId('outcome-problem')).toHaveText(
-      'Everything on the card changed after it was made, so nothing was run.',
+      'Everything on the card changed since you saw it, so nothing was run.',
     );
     await expect(outcome).not.toHaveClass(/outcome-tone-success/);
     // The undo sentence is for calls that ran.

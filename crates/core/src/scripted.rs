@@ -354,7 +354,7 @@ fn fill_args(args: &Value, last: Option<&Value>, captures: &[String]) -> (Value,
 }
 
 /// The reply when everything a card named changed after it was made, so nothing ran.
-const STALE_TEXT: &str = "That did not happen: what the card named had changed since it was made (it may have been done already), so nothing was changed.";
+const STALE_TEXT: &str = "That did not happen: what the card named had changed since you saw it (it may have been done already), so nothing was changed.";
 
 /// The reply when the template names a field the last observation does not have.
 const DONE_TEXT: &str = "Done. Activity shows what changed.";

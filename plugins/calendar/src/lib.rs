@@ -5,8 +5,8 @@
 //!   `manifest.yaml` (`list_events`, `delete_events`, `restore_events`), dispatching each verb
 //!   to the tool's module in [`tools`].
 //! - [`backend`] holds the storage side: the [`CalendarBackend`] trait, shaped for CalDAV (hrefs,
-//!   ETags, conditional deletes and creates), and [`FolderBackend`], a local folder in the vdir
-//!   layout (one `.ics` file per event).
+//!   ETags, conditional deletes and creates), [`backend::CaldavBackend`] for any CalDAV server,
+//!   and [`FolderBackend`], a local folder in the vdir layout (one `.ics` file per event).
 //! - [`event`] reads an event resource (iCalendar, with the `icalendar` crate) into the facts a
 //!   list entry and a card line show; [`id`] is the event id rule.
 //! - [`demo`] writes the demo calendars (`iris serve --demo`).
@@ -54,7 +54,7 @@ pub struct AccountConfig {
     /// A local folder in the vdir layout: one calendar, or a folder of calendars.
     #[serde(default)]
     pub folder: Option<PathBuf>,
-    /// A CalDAV calendar home or collection (not served by this build yet: refused).
+    /// A CalDAV calendar home or collection (`http://` only to loopback when a password is sent).
     #[serde(default)]
     pub url: Option<String>,
     /// The CalDAV login name.
@@ -122,8 +122,8 @@ impl CalendarPlugin {
     ///
     /// # Errors
     /// [`CalendarError::Account`] for an empty or repeated name, an account with neither or both
-    /// of `folder` and `url`, a `url` (CalDAV is not in this build yet), or a folder that is
-    /// not one.
+    /// of `folder` and `url`, a folder that is not one, a `url` that is not http(s) or would
+    /// send a password in plain text to another machine, or a `password_env` that is unset.
     pub fn new(
         accounts: Vec<AccountConfig>,
         store: &iris_store::Store,
@@ -141,9 +141,27 @@ impl CalendarPlugin {
                     backends.push(Arc::new(b));
                 }
                 (None, Some(url)) => {
-                    return Err(bad(format!(
-                        "url = {url:?}: CalDAV accounts are not supported by this build yet; use `folder` (a vdir folder, e.g. one vdirsyncer keeps in sync)"
-                    )))
+                    let password = match &a.password_env {
+                        Some(var) => Some(std::env::var(var).map_err(|_| {
+                            bad(format!("password_env = {var:?}: that variable is not set"))
+                        })?),
+                        None => None,
+                    };
+                    if a.username.is_some() && password.is_none() {
+                        return Err(bad(
+                            "`username` needs `password_env`, the variable holding the password (never the password itself)".into(),
+                        ));
+                    }
+                    let b = backend::CaldavBackend::open(
+                        a.name.clone(),
+                        backend::CaldavSettings {
+                            url: url.clone(),
+                            username: a.username.clone(),
+                            password,
+                        },
+                    )
+                    .map_err(|e| bad(e.to_string()))?;
+                    backends.push(Arc::new(b));
                 }
                 _ => {
                     return Err(bad(

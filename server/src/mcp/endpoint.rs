@@ -150,7 +150,7 @@ impl Endpoint {
             GatewayAnswer::Failed(recorded) if recorded["status"] == "stale" => {
                 CallToolResult::error(vec![Content::text(format!(
                     "The owner approved this, but its target changed since the card showed it, so nothing was written ({}). Read it again; a call with new arguments asks the owner on a new card.",
-                    recorded["message"].as_str().unwrap_or("changed since the card was made")
+                    recorded["message"].as_str().unwrap_or("changed since you saw it")
                 ))])
             }
             GatewayAnswer::Failed(recorded) => CallToolResult::error(vec![Content::text(format!(

@@ -72,7 +72,7 @@ pub(crate) fn unknown_outcome(check: Option<&str>) -> String {
 }
 
 /// What a stale item's result and audit entry say (staleness: the item changed after the card).
-pub const STALE: &str = "changed since you saw it, nothing done";
+pub const STALE: &str = "it changed since you saw it";
 
 /// Who answers, and through which surface (checked by [`ApprovalService::respond`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -290,7 +290,7 @@ pub(crate) fn end_line(row: &Approval, check: Option<&str>) -> Option<String> {
                 let done = summary.map_or_else(|| "done.".to_string(), sentence);
                 if stale > 0 {
                     format!(
-                        "Approved \"{title}\": {done} {stale} of its items had changed since the card was made and were left alone."
+                        "Approved \"{title}\": {done} {stale} of its items had changed since you saw them and were left alone."
                     )
                 } else {
                     format!("Approved \"{title}\": {done}")
@@ -299,9 +299,7 @@ pub(crate) fn end_line(row: &Approval, check: Option<&str>) -> Option<String> {
             Execution::Failed if row.result.as_ref().is_some_and(|r| r["status"] == "stale") => {
                 format!(
                     "Approved \"{title}\", but nothing was done: {}",
-                    sentence(
-                        message.unwrap_or("everything on it had changed since the card was made")
-                    )
+                    sentence(message.unwrap_or("everything on it had changed since you saw it"))
                 )
             }
             Execution::Failed => format!(

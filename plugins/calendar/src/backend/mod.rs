@@ -1,11 +1,14 @@
 //! Where the events live: the [`CalendarBackend`] trait, shaped for CalDAV (RFC 4791: hrefs,
 //! ETags, `If-Match` deletes and `If-None-Match: *` creates) and implemented here by
-//! [`FolderBackend`], a local folder in the vdir layout of vdirsyncer and khal.
+//! [`CaldavBackend`], any CalDAV server, and [`FolderBackend`], a local folder in the vdir layout
+//! of vdirsyncer and khal.
 
 use async_trait::async_trait;
 
+pub mod caldav;
 pub mod folder;
 
+pub use caldav::{CaldavBackend, CaldavSettings};
 pub use folder::FolderBackend;
 
 /// One calendar of an account.
@@ -58,6 +61,10 @@ pub enum BackendError {
     /// Reading or writing failed; the message names the path or URL.
     #[error("{0}")]
     Io(String),
+    /// A change was sent and whether it happened cannot be told (its answer was lost and a look
+    /// afterwards failed too): recorded `unknown`, never sent again.
+    #[error("{0}")]
+    Unknown(String),
 }
 
 /// A calendar account's storage.

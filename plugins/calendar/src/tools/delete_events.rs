@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{card_line, count_phrase, failed, invalid, object, parse_ids, summary_text};
-use crate::backend::{CalendarRef, Deleted};
+use crate::backend::{BackendError, CalendarRef, Deleted};
 use crate::event::EventFacts;
 use crate::kept::KeptRow;
 use crate::CalendarPlugin;
@@ -276,15 +276,38 @@ pub async fn execute(
                 }
                 outcomes.push(item(id, json!({"status": status, "message": message})));
             }
-            Err(e) => {
+            Err(e @ BackendError::Unknown(_)) => {
                 // The copy stays `deleting`: whether the delete happened is not known, and it
                 // is never sent again.
                 outcomes.push(item(id, json!({"status": "unknown", "message": format!("may or may not be deleted: {e}")})));
             }
+            Err(e) => {
+                if let Err(f) = plugin.kept().forget(&batch, id).await {
+                    tracing::warn!(event = %id, error = %f, "a kept copy of an event not deleted stays");
+                }
+                outcomes.push(item(
+                    id,
+                    json!({"status": "failed", "message": format!("not deleted: {e}")}),
+                ));
+            }
         }
+    }
+    let changed = not_deleted.len();
+    let other = outcomes.len() - deleted.len() - changed;
+    let mut summary = count_phrase("Deleted", deleted.len());
+    if changed > 0 {
+        summary.push_str(&format!(
+            "; {changed} changed since you saw {} and {} left alone",
+            if changed == 1 { "it" } else { "them" },
+            if changed == 1 { "was" } else { "were" }
+        ));
+    }
+    if other > 0 {
+        summary.push_str(&format!("; {other} not deleted"));
     }
     Ok(ToolOutput {
         result: json!({
+            "summary": format!("{summary}."),
             "deleted": deleted.len(),
             "not_deleted": not_deleted,
             "batch": batch,

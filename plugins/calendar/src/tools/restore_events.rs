@@ -126,8 +126,16 @@ pub async fn execute(
             }
         }
     }
+    let mut summary = format!(
+        "Put {restored} event{} back in the calendar",
+        if restored == 1 { "" } else { "s" }
+    );
+    if !not_restored.is_empty() {
+        summary.push_str(&format!("; {} could not be put back", not_restored.len()));
+    }
     Ok(ToolOutput {
         result: json!({
+            "summary": format!("{summary}."),
             "restored": restored,
             "not_restored": not_restored,
             "batch": batch,
