@@ -105,6 +105,19 @@ impl CaldavBackend {
         })
     }
 
+    /// The same account with another deadline per request (default [`REQUEST_TIMEOUT`]): what
+    /// a request may take before its answer counts as lost.
+    ///
+    /// # Errors
+    /// [`BackendError::Config`] when the HTTP client cannot be built.
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self, BackendError> {
+        self.http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| BackendError::Config(format!("HTTP client: {e}")))?;
+        Ok(self)
+    }
+
     fn request(&self, method: Method, url: reqwest::Url) -> reqwest::RequestBuilder {
         let request = self.http.request(method, url);
         match &self.username {

@@ -4,4 +4,5 @@
 
 mod caldav;
 mod delete_and_restore;
+mod faults;
 mod servers;
