@@ -45,32 +45,32 @@ impl When {
         }
     }
 
-    fn from_ical(value: DatePerhapsTime) -> Option<When> {
+    fn from_ical(value: DatePerhapsTime) -> When {
         match value {
-            DatePerhapsTime::Date(d) => Some(When::Date(d)),
-            DatePerhapsTime::DateTime(CalendarDateTime::Utc(at)) => Some(When::Time {
+            DatePerhapsTime::Date(d) => When::Date(d),
+            DatePerhapsTime::DateTime(CalendarDateTime::Utc(at)) => When::Time {
                 at,
                 local: at.naive_utc(),
                 zone: Some("UTC".into()),
-            }),
-            DatePerhapsTime::DateTime(CalendarDateTime::Floating(local)) => Some(When::Time {
+            },
+            DatePerhapsTime::DateTime(CalendarDateTime::Floating(local)) => When::Time {
                 at: Utc.from_utc_datetime(&local),
                 local,
                 zone: None,
-            }),
-            DatePerhapsTime::DateTime(ref zoned @ CalendarDateTime::WithTimezone { .. }) => {
-                let CalendarDateTime::WithTimezone { date_time, tzid } = zoned else {
-                    return None;
-                };
+            },
+            DatePerhapsTime::DateTime(CalendarDateTime::WithTimezone { date_time, tzid }) => {
                 // An unknown TZID (a custom VTIMEZONE) is shown as written and windowed as UTC.
-                let at = zoned
-                    .try_into_utc()
-                    .unwrap_or_else(|| Utc.from_utc_datetime(date_time));
-                Some(When::Time {
+                let at = CalendarDateTime::WithTimezone {
+                    date_time,
+                    tzid: tzid.clone(),
+                }
+                .try_into_utc()
+                .unwrap_or_else(|| Utc.from_utc_datetime(&date_time));
+                When::Time {
                     at,
-                    local: *date_time,
-                    zone: Some(tzid.clone()),
-                })
+                    local: date_time,
+                    zone: Some(tzid),
+                }
             }
         }
     }
@@ -129,11 +129,14 @@ impl EventFacts {
         };
         // The master of a series (no RECURRENCE-ID) first; an overridden occurrence alone is
         // read as itself.
-        let mut events = calendar.components.iter().filter_map(|c| match c {
-            CalendarComponent::Event(e) => Some(e),
-            _ => None,
-        });
-        let events: Vec<&Event> = events.by_ref().collect();
+        let events: Vec<&Event> = calendar
+            .components
+            .iter()
+            .filter_map(|c| match c {
+                CalendarComponent::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect();
         let Some(event) = events
             .iter()
             .find(|e| e.property_value("RECURRENCE-ID").is_none())
@@ -141,12 +144,12 @@ impl EventFacts {
         else {
             return Self::unreadable();
         };
-        let Some(start) = event.get_start().and_then(When::from_ical) else {
+        let Some(start) = event.get_start().map(When::from_ical) else {
             return Self::unreadable();
         };
         let end = event
             .get_end()
-            .and_then(When::from_ical)
+            .map(When::from_ical)
             .or_else(|| {
                 event
                     .property_value("DURATION")

@@ -16,6 +16,8 @@
 //! conditional delete, then the row's state. A delete whose outcome cannot be known leaves the
 //! row `deleting` and the item `unknown`; it is never sent again.
 
+use std::collections::HashMap;
+
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput, UndoCall};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -182,6 +184,7 @@ pub async fn execute(
     let mut outcomes = Vec::new();
     let mut deleted = Vec::new();
     let mut not_deleted = Vec::new();
+    let mut names: HashMap<(String, String), String> = HashMap::new();
     for id in ids.iter().filter(|id| !stale.contains(id)) {
         // Only the version the owner's card pinned and the check confirmed is ever deleted.
         let Some(pinned) = plugin.take_checked(run, id) else {
@@ -196,11 +199,15 @@ pub async fn execute(
             outcomes.push(item(id, json!({"status": "failed", "message": "its account is no longer configured; not deleted"})));
             continue;
         };
+        // One listing of an account's calendars per call, not one per event.
+        let key = (pinned.account.clone(), pinned.calendar.clone());
+        if !names.contains_key(&key) {
+            let name = plugin.calendar_name(&key.0, &key.1).await;
+            names.insert(key.clone(), name);
+        }
         let calendar = CalendarRef {
             href: pinned.calendar.clone(),
-            name: plugin
-                .calendar_name(&pinned.account, &pinned.calendar)
-                .await,
+            name: names[&key].clone(),
         };
         let current = match backend.get(&calendar, &pinned.href).await {
             Ok(Some(r)) if r.etag == pinned.etag => r,

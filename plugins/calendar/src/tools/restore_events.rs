@@ -4,6 +4,8 @@
 //! `If-None-Match: *`), and not when its UID now lives elsewhere in the calendar: such an item is
 //! "not restored: …" and the rest go on.
 
+use std::collections::HashMap;
+
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
 use serde_json::{json, Value};
 
@@ -105,9 +107,10 @@ pub async fn execute(
     let mut restored = 0usize;
     let mut not_restored = Vec::new();
     let mut batch = None;
+    let mut uids = UidsInCalendars::default();
     for row in &rows {
         batch.get_or_insert_with(|| row.batch_id.clone());
-        let why = restore_one(plugin, row).await;
+        let why = restore_one(plugin, row, &mut uids).await;
         match why {
             Ok(()) => {
                 restored += 1;
@@ -145,7 +148,15 @@ pub async fn execute(
     })
 }
 
-async fn restore_one(plugin: &CalendarPlugin, row: &KeptRow) -> Result<(), String> {
+/// The UIDs each calendar holds, by (account, calendar href) and the href that holds each:
+/// read once per calendar and call, then kept up to date as events are put back.
+type UidsInCalendars = HashMap<(String, String), HashMap<String, String>>;
+
+async fn restore_one(
+    plugin: &CalendarPlugin,
+    row: &KeptRow,
+    uids: &mut UidsInCalendars,
+) -> Result<(), String> {
     let Some(backend) = plugin.backend(&row.account) else {
         return Err(format!(
             "the account `{}` is no longer configured",
@@ -160,23 +171,31 @@ async fn restore_one(plugin: &CalendarPlugin, row: &KeptRow) -> Result<(), Strin
         name: row.calendar_name.clone(),
     };
     // The same UID re-created elsewhere in the calendar: putting this back would make two.
-    if let Some(uid) = &row.uid {
+    let key = (row.account.clone(), row.calendar_href.clone());
+    if !uids.contains_key(&key) {
         let now = backend
             .resources(&calendar)
             .await
             .map_err(|e| format!("its calendar cannot be read ({e})"))?;
-        if let Some(twin) = now
-            .iter()
-            .find(|r| EventFacts::parse(&r.bytes).uid.as_deref() == Some(uid.as_str()))
-        {
-            return Err(format!(
-                "an event with the same UID exists now ({}), so it was left as it is",
-                iris_core::mcp::escaped(&twin.href)
-            ));
-        }
+        let held = now
+            .into_iter()
+            .filter_map(|r| EventFacts::parse(&r.bytes).uid.map(|uid| (uid, r.href)))
+            .collect();
+        uids.insert(key.clone(), held);
+    }
+    let held = uids.get_mut(&key).expect("filled above");
+    if let Some(twin) = row.uid.as_ref().and_then(|uid| held.get(uid)) {
+        return Err(format!(
+            "an event with the same UID exists now ({}), so it was left as it is",
+            iris_core::mcp::escaped(twin)
+        ));
     }
     match backend.create(&calendar, &row.href, &bytes).await {
-        Ok(Created::Created) => {}
+        Ok(Created::Created) => {
+            if let Some(uid) = &row.uid {
+                held.insert(uid.clone(), row.href.clone());
+            }
+        }
         Ok(Created::Exists) => {
             return Err("something else is at its place now, and IRIS never writes over it".into())
         }
