@@ -26,6 +26,8 @@ fi
 source "$root/scripts/lib/server_bin.sh"
 # shellcheck source=scripts/lib/tools.sh
 source "$root/scripts/lib/tools.sh"
+# shellcheck source=scripts/lib/browser.sh
+IRIS_ROOT=$root source "$root/scripts/lib/browser.sh"
 
 # Leptos reads LEPTOS_OUTPUT_NAME at compile time (it then asks for NAME.wasm instead of
 # NAME_bg.wasm). Build with it unset, like plain `cargo build`/`cargo test`, so every build of
@@ -39,24 +41,20 @@ site=target/site
 pkg=$site/pkg
 mkdir -p "$pkg"
 # A wasm per set of pages (app::page::Bundle): `iris` hydrates Activity, `iris-setup` Plugins
-# and Devices. The server names each page's own when iris-setup.js is there.
-for bundle in activity setup; do
-  name=iris
-  if [ "$bundle" = setup ]; then name=iris-setup; fi
-  say "wasm ($name): cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features --features hydrate,bundle-$bundle"
-  # Without test.sh's clippy wrapper (its browser-side step lints this code): the wasm is the
-  # one rustc alone compiles (clippy-driver turns MIR optimisation off).
-  env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
-    cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features \
-    --features "hydrate,bundle-$bundle"
+# and Devices. The server names each page's own when iris-setup.js is there. When
+# scripts/test.sh compiled them behind its tests (scripts/lib/browser.sh), it waits for that
+# and cargo finds them fresh (a failed one is compiled again here, to show its error).
+tool_ready browser >/dev/null || true
+while read -r name feature; do
+  browser_wasm "$feature"
   tool_ready wasm-bindgen
   say "wasm-bindgen --target web --out-dir $pkg --out-name $name"
   wasm-bindgen --target web --out-dir "$pkg" --out-name "$name" \
-    target/wasm32-unknown-unknown/debug/app.wasm
+    "$IRIS_BROWSER_TARGET/wasm32-unknown-unknown/debug/app.wasm"
   # A server compiled while LEPTOS_OUTPUT_NAME was set (e.g. by cargo-leptos) asks for
   # NAME.wasm; one compiled without it asks for NAME_bg.wasm. Serve both names.
   ln -f "$pkg/${name}_bg.wasm" "$pkg/$name.wasm"
-done
+done < <(browser_bundles)
 
 cp style/iris.css "$pkg/iris.css"
 if [ -d app/public ]; then

@@ -83,16 +83,22 @@ else
   step "clippy (server side)" \
     cargo clippy --workspace --all-targets "${IRIS_SERVER_FEATURES[@]}" -- -D warnings || true
 fi
-# The browser half as cargo-leptos builds it (every page) and as each per-page wasm
-# (app::page::Bundle).
-clippy_browser() {
-  local features
-  for features in hydrate hydrate,bundle-activity hydrate,bundle-setup; do
-    cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features \
-      --features "$features" -- -D warnings || return 1
-  done
+# The browser half (its clippy, then the site's wasm: scripts/lib/browser.sh) compiles in a
+# target directory of its own behind the tests, at the lowest CPU priority: they mostly wait on
+# servers and deadlines. The "clippy (browser side)" step, before the site build, reports it.
+# shellcheck source=scripts/lib/browser.sh
+source "$here/lib/browser.sh"
+browser_behind_tests() {
+  renice -n 19 "$BASHPID" >/dev/null
+  browser_compile
 }
-step "clippy (browser side)" clippy_browser || true
+tool_install browser browser_behind_tests
+browser_side() {
+  local rc=0
+  tool_ready browser >/dev/null || rc=1
+  cat "$IRIS_TOOLS_STATE/browser.log" 2>/dev/null || true
+  return "$rc"
+}
 # Most integration tests wait on servers, models and deadlines, not on the CPU: four at a time
 # on 2 cores ends the server's suite in two thirds of the time (121 s → 81 s, 5 Dec 2026), and
 # every wait in them has its own deadline. RUST_TEST_THREADS set by the caller wins.
@@ -130,6 +136,7 @@ step "kernel suites on PostgreSQL" kernel_on_postgres || true
 # fixed seed, on a demo server of its own (scripts/schemathesis.sh).
 step "api fuzz (schemathesis)" bash "$here/schemathesis.sh" || true
 
+step "clippy (browser side)" browser_side || true
 if step "site build" bash "$here/build-site.sh"; then
   if [ -f end2end/package.json ]; then
     # end2end/playwright.config.ts starts target/debug/iris serve --demo on its own port.
