@@ -43,6 +43,7 @@ fs.writeFileSync(
 const LANE_B = [
   'a11y.spec.ts',
   'calendar.spec.ts',
+  'files.spec.ts',
   'answered-here-and-there.spec.ts',
   'chat-reload.spec.ts',
   'dark.spec.ts',

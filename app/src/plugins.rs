@@ -107,7 +107,16 @@ fn plugin_table(plugin: PluginInfo) -> impl IntoView {
         name,
         tools,
         mcp_path,
+        status,
     } = plugin;
+    // What the plugin says of its state now (e.g. a folder's quarantine size).
+    let status = (!status.is_empty()).then(|| {
+        any(view! {
+            <ul class="plugin-status" data-testid="plugin-status">
+                {status.into_iter().map(|line| view! { <li>{line}</li> }).collect_view()}
+            </ul>
+        })
+    });
     let upstream = mcp_path.map(|path| {
         any(view! {
             <p class="plugin-upstream" data-testid="plugin-upstream">
@@ -127,6 +136,7 @@ fn plugin_table(plugin: PluginInfo) -> impl IntoView {
                 <span class="plugin-count">{format!("{count} {tools_word}")}</span>
             </h3>
             {upstream}
+            {status}
             <table class="tools-table" data-testid="plugin-table">
                 <thead>
                     <tr>
@@ -259,11 +269,13 @@ mod tests {
                         tool("restore_email", Effect::Write, ToolGate::None),
                     ],
                     mcp_path: None,
+                    status: Vec::new(),
                 },
                 PluginInfo {
                     name: "notes".into(),
                     tools: vec![tool("draft_note", Effect::Write, ToolGate::Confirm)],
                     mcp_path: None,
+                    status: Vec::new(),
                 },
             ],
         }
@@ -348,6 +360,7 @@ mod tests {
                 name: "files".into(),
                 tools: vec![read, write],
                 mcp_path: Some("/mcp/files".into()),
+                status: Vec::new(),
             }],
         });
         assert!(

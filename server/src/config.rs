@@ -54,6 +54,16 @@ pub struct CalendarSettings {
     pub accounts: Vec<iris_calendar::AccountConfig>,
 }
 
+/// The `[files]` table: `[[files.roots]]`, each `name` and `path` (a folder; a relative path is
+/// read from the working folder). A misspelt key is refused, not ignored.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FilesSettings {
+    /// Roots in order.
+    #[serde(default)]
+    pub roots: Vec<iris_files::RootConfig>,
+}
+
 /// One upstream MCP server of `[[mcp.upstreams]]` (the gateway, `crate::mcp`): run over stdio
 /// by `command`, or reached over streamable HTTP at `url` (exactly one of them).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -211,6 +221,9 @@ pub struct Settings {
     /// `[calendar]` accounts (none by default: the calendar tools are then not offered).
     #[serde(default)]
     pub calendar: CalendarSettings,
+    /// `[files]` roots (none by default: the files tools are then not offered).
+    #[serde(default)]
+    pub files: FilesSettings,
 }
 
 /// An optional text setting trimmed, `None` when unset or blank: an environment variable set to

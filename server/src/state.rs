@@ -120,6 +120,11 @@ fn demo_calendar_dir(settings: &Settings) -> PathBuf {
     demo_outbox_dir(settings).with_file_name("demo-calendar")
 }
 
+/// Where the demo keeps its files root `downloads`: `demo-downloads/` beside the demo mailbox.
+fn demo_files_dir(settings: &Settings) -> PathBuf {
+    demo_outbox_dir(settings).with_file_name("demo-downloads")
+}
+
 /// Builds the state: connects the database (running migrations), syncs the mail accounts, and,
 /// with `demo`, writes the demo mailbox and signs in a demo owner device. Starts nothing in the
 /// background: see [`crate::spawn_background`].
@@ -150,7 +155,8 @@ pub async fn build(
     let store = open_store(&settings).await?;
     let email = Arc::new(open_mail(&settings, demo, &store).await?);
     let calendar = Arc::new(open_calendar(&mut settings, demo, &store)?);
-    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone(), calendar];
+    let files = Arc::new(open_files(&mut settings, demo, &store)?);
+    let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone(), calendar, files];
     let BuiltAgent {
         agent,
         clock,
@@ -247,6 +253,34 @@ fn open_calendar(
         .context("loading the calendar plugin ([[calendar.accounts]])")
 }
 
+/// The files plugin over `[[files.roots]]` (a relative path is read from the working folder);
+/// in the demo, when there are none, the demo folder (written once into `demo-downloads/`
+/// beside the demo mailbox) as root `downloads`.
+fn open_files(
+    settings: &mut Settings,
+    demo: bool,
+    store: &Store,
+) -> anyhow::Result<iris_files::FilesPlugin> {
+    if demo && settings.files.roots.is_empty() {
+        let folder = demo_files_dir(settings);
+        let written = iris_files::demo::write_demo_folder(&folder, Utc::now())
+            .with_context(|| format!("writing the demo folder at {}", folder.display()))?;
+        if written > 0 {
+            tracing::info!(written, path = %folder.display(), "wrote the demo folder");
+        }
+        settings.files.roots.push(iris_files::RootConfig {
+            name: "downloads".into(),
+            path: folder,
+        });
+    }
+    let mut roots = settings.files.roots.clone();
+    for root in &mut roots {
+        root.path = std::path::absolute(&root.path)
+            .with_context(|| format!("files root `{}`: its path", root.name))?;
+    }
+    iris_files::FilesPlugin::new(roots, store).context("loading the files plugin ([[files.roots]])")
+}
+
 /// The email plugin: its accounts (`IRIS_MAILDIR`, with the demo mailbox written there in the
 /// demo, then `[[email.accounts]]`), its outbox and default sender, synced into the store once
 /// before the server answers anything.
@@ -281,10 +315,8 @@ async fn open_mail(settings: &Settings, demo: bool, store: &Store) -> anyhow::Re
     if let Some(sender) = &settings.email_default_sender {
         email = email.with_default_sender(sender.clone());
     }
-    email
-        .sync()
-        .await
-        .context("syncing mail into the local store")?;
+    // Not synced here: the server listens first and the first sync runs in the background
+    // (crate::sweeps::spawn_mail_sync; docs/liveness.md "start-up"); its tools wait for it.
     Ok(email)
 }
 

@@ -115,24 +115,28 @@ pub fn spawn_sweeps(state: AppState) {
     });
 }
 
-/// Runs the email plugin's sync every `IRIS_MAIL_SYNC_SECS` seconds (0: never), so mail that
-/// arrives after start-up reaches searches and category clean-ups. Incremental: an IMAP folder
-/// whose UIDVALIDITY, UIDNEXT and count are unchanged is not listed again. A failed sync is
-/// logged and retried at the next tick; it never stops the server.
+/// Runs the email plugin's first sync at once, behind the listening server (a large mailbox
+/// takes minutes; its progress is logged and shown on the Plugins page, and the mail tools wait
+/// for it: docs/liveness.md "start-up"), then every `IRIS_MAIL_SYNC_SECS` seconds (0: only the
+/// first), so mail that arrives later reaches searches and category clean-ups. Incremental: an
+/// IMAP folder whose UIDVALIDITY, UIDNEXT and count are unchanged is not listed again. A failed
+/// sync is logged and retried at the next tick (the first one within a minute when ticks are
+/// off or slower); it never stops the server.
 pub fn spawn_mail_sync(state: AppState) {
     let secs = state.settings.mail_sync_secs;
-    if secs == 0 {
-        return;
-    }
-    let every = Duration::from_secs(secs);
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        // The first tick fires at once, and start-up has just synced.
-        tick.tick().await;
+        let started = std::time::Instant::now();
         loop {
-            tick.tick().await;
+            let first = !state.email.progress().first_done;
             match state.email.sync().await {
                 Ok(report) => {
+                    if first {
+                        tracing::info!(
+                            messages = report.accounts.iter().map(|a| a.messages).sum::<u64>(),
+                            secs = started.elapsed().as_secs_f64(),
+                            "mail sync: the first sync ended"
+                        );
+                    }
                     for a in report
                         .accounts
                         .iter()
@@ -151,6 +155,14 @@ pub fn spawn_mail_sync(state: AppState) {
                     tracing::error!(error = %e, "mail sync failed; retrying at the next tick")
                 }
             }
+            let done = state.email.progress().first_done;
+            let wait = match (secs, done) {
+                (0, true) => return,
+                (0, false) => 60,
+                (s, true) => s,
+                (s, false) => s.min(60),
+            };
+            tokio::time::sleep(Duration::from_secs(wait)).await;
         }
     });
 }

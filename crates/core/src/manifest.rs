@@ -475,6 +475,7 @@ impl Registry {
                     name: t.plugin.clone(),
                     tools: vec![tool],
                     mcp_path: None,
+                    status: Vec::new(),
                 }),
             }
         }

@@ -311,6 +311,14 @@ pub trait Plugin: Send + Sync {
         })
     }
 
+    /// What the Plugins page says of the plugin's state now, one sentence each (e.g. how much
+    /// a folder's quarantine holds); empty (the default) for nothing to say. Called when the
+    /// page or `GET /api/plugins` is read, so it must be quick and must not fail: a state it
+    /// cannot read is a sentence saying so.
+    async fn status(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// How the owner can see for themselves whether a call of `tool` ran, when its outcome is
     /// `unknown` (for mail: "look in Trash …"); a short clause, no final full stop. `None`
     /// (the default) when the plugin has nothing to point at.

@@ -62,6 +62,18 @@ impl Toolbox {
         self.plugins.get(&spec.plugin)
     }
 
+    /// The Plugins page with each loaded plugin's state sentences ([`Plugin::status`]) filled
+    /// in: every plugin in load order, as [`Registry::plugin_list`].
+    pub async fn plugin_list(&self) -> crate::wire::PluginList {
+        let mut list = self.registry.plugin_list();
+        for info in &mut list.plugins {
+            if let Some(plugin) = self.plugins.get(&info.name) {
+                info.status = plugin.status().await;
+            }
+        }
+        list
+    }
+
     /// How the owner can check whether a call of tool `name` ran when its outcome is unknown
     /// ([`Plugin::how_to_check`]), if its plugin says.
     pub fn how_to_check(&self, name: &str) -> Option<String> {

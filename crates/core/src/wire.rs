@@ -600,6 +600,10 @@ pub struct PluginInfo {
     /// For an MCP upstream behind the gateway: the path agents connect to (`/mcp/files`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_path: Option<String>,
+    /// What the plugin says of its state now, one sentence each (e.g. "downloads: 3 entries in
+    /// quarantine, 1.2 MB"); empty when it says nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
 }
 
 /// `GET /api/plugins` body: every loaded plugin, in load order.

@@ -16,6 +16,8 @@
 //!   `store/` (the local store's reads and writes), `sync.rs` (one account's sync),
 //!   `sync_state.rs` (the folder marks), [`parse`] (a raw RFC 5322 message into the header
 //!   facts the store keeps).
+//! - [`progress`] is how far the sync has come, and the gate tools wait at until the first one
+//!   ends (the server listens before it: docs/liveness.md "start-up").
 //! - [`outbox`] is where `send_email` hands mail (SMTP, or the demo outbox).
 //! - [`id`] is the email id rule; [`category`] the triage rules, category paths and synonyms
 //!   (`selection.rs` turns an owner's word into the messages it covers); [`demo`] writes the demo
@@ -44,6 +46,7 @@ pub mod demo;
 pub mod id;
 pub mod outbox;
 pub mod parse;
+pub mod progress;
 mod selection;
 mod store;
 pub use store::SYNC_CHUNK;
@@ -141,6 +144,8 @@ pub struct EmailPlugin {
     outbox: Option<Outbox>,
     /// `IRIS_EMAIL_DEFAULT_SENDER`: an account name or address.
     default_sender: Option<String>,
+    /// How far the syncs have come; tools wait on it until the first one ends.
+    progress: Arc<progress::SyncProgress>,
 }
 
 impl std::fmt::Debug for EmailPlugin {
@@ -232,6 +237,7 @@ impl EmailPlugin {
             database: store.clone(),
             outbox: None,
             default_sender: None,
+            progress: Arc::new(progress::SyncProgress::default()),
         })
     }
 
@@ -279,14 +285,39 @@ impl EmailPlugin {
     /// [`EmailError::Store`] when the database fails (nothing else aborts a sync).
     pub async fn sync(&self) -> Result<SyncReport, EmailError> {
         let guard = self.lock().await.map_err(EmailError::Lock)?;
+        self.progress.started();
         let mut report = SyncReport::default();
         for b in &self.backends {
-            report
-                .accounts
-                .push(sync::sync_account(&self.store, b.as_ref(), self.now()).await?);
+            match sync::sync_account(&self.store, b.as_ref(), self.now(), &self.progress).await {
+                Ok(account) => report.accounts.push(account),
+                Err(e) => {
+                    self.progress.ended(Err(e.to_string()));
+                    guard.release().await;
+                    return Err(e.into());
+                }
+            }
         }
+        self.progress
+            .ended(Ok(report.accounts.iter().map(|a| a.messages).sum()));
         guard.release().await;
         Ok(report)
+    }
+
+    /// How far the syncs have come ([`progress::Progress`]).
+    pub fn progress(&self) -> progress::Progress {
+        self.progress.now()
+    }
+
+    /// Waits for the first sync, at most [`progress::TOOL_WAIT`]: every tool reads the local
+    /// store, and half a mailbox must not answer as if it were whole.
+    async fn synced(&self, tool: &str) -> Result<(), ToolError> {
+        self.progress
+            .ready(progress::TOOL_WAIT)
+            .await
+            .map_err(|reason| ToolError::Failed {
+                tool: tool.to_string(),
+                reason,
+            })
     }
 
     pub(crate) fn store(&self) -> &store::LocalStore {
@@ -360,6 +391,10 @@ impl Plugin for EmailPlugin {
         args: Value,
         ctx: &CallContext,
     ) -> Result<Value, ToolError> {
+        if tool == tools::send_email::NAME {
+            // Its reply_to_id is looked up in the local store.
+            self.synced(tool).await?;
+        }
         match tool {
             tools::send_email::NAME => tools::send_email::normalise(self, &args, ctx).await,
             tools::search_inbox::NAME => tools::search_inbox::normalise(&args),
@@ -377,6 +412,7 @@ impl Plugin for EmailPlugin {
         args: &Value,
         ctx: &CallContext,
     ) -> Result<Description, ToolError> {
+        self.synced(tool).await?;
         match tool {
             tools::search_inbox::NAME => tools::search_inbox::describe(args),
             tools::trash_email::NAME => tools::trash_email::describe(self, args).await,
@@ -396,6 +432,7 @@ impl Plugin for EmailPlugin {
         args: &Value,
         ctx: &CallContext,
     ) -> Result<ToolOutput, ToolError> {
+        self.synced(tool).await?;
         // The conversation is where "undo that" looks for the last action (DESIGN §5).
         let conversation = ctx.conversation_id.as_str();
         match tool {
@@ -413,6 +450,32 @@ impl Plugin for EmailPlugin {
             tools::send_email::NAME => tools::send_email::execute(self, args, conversation).await,
             other => Err(ToolError::UnknownTool(other.to_string())),
         }
+    }
+
+    /// Each account's messages, or how far the first sync has come: "synced 42,000 of 100,000
+    /// new messages".
+    async fn status(&self) -> Vec<String> {
+        let p = self.progress.now();
+        let mut lines = Vec::new();
+        if p.running && p.total > 0 {
+            lines.push(format!(
+                "Syncing: synced {} of {} new messages.",
+                progress::thousands(p.done),
+                progress::thousands(p.total)
+            ));
+        } else if !p.first_done {
+            lines.push("The first mail sync has not ended yet.".to_string());
+        }
+        if p.first_done {
+            lines.push(format!(
+                "{} messages in the local store.",
+                progress::thousands(p.messages)
+            ));
+        }
+        if let Some(e) = p.failed {
+            lines.push(format!("The last sync failed ({e}); it is retried."));
+        }
+        lines
     }
 
     /// `trash_email`'s undo: `restore_email` for the ids it trashed; other tools have none.
@@ -481,6 +544,15 @@ impl Plugin for EmailPlugin {
     async fn hold(&self, tool: &str, wait: Duration) -> Result<Option<Hold>, ToolError> {
         match tool {
             tools::trash_email::NAME | tools::restore_email::NAME | tools::trash_category::NAME => {
+                // The first sync holds the lock too; an approved call resumed at start-up waits
+                // for it here, before its deadline, never runs on half a mailbox.
+                self.progress
+                    .ready(wait)
+                    .await
+                    .map_err(|reason| ToolError::Busy {
+                        tool: tool.to_string(),
+                        reason,
+                    })?;
                 self.database
                     .hold_for(
                         &mail_changes_lock(),
@@ -505,6 +577,7 @@ impl Plugin for EmailPlugin {
         hold: Option<Hold>,
     ) -> Result<ToolOutput, ToolError> {
         let held = hold.and_then(Hold::into_inner::<iris_store::LockGuard>);
+        self.synced(tool).await?;
         let conversation = ctx.conversation_id.as_str();
         match tool {
             tools::trash_email::NAME if !stale.is_empty() => {

@@ -120,6 +120,7 @@ pub(crate) async fn sync_account(
     store: &LocalStore,
     backend: &dyn MailBackend,
     now: DateTime<Utc>,
+    progress: &crate::progress::SyncProgress,
 ) -> Result<AccountSync, sqlx::Error> {
     let account = backend.account().name.clone();
     let mut report = AccountSync {
@@ -200,7 +201,6 @@ pub(crate) async fn sync_account(
         }
     }
 
-    let mut inserts = Vec::new();
     let mut moves = Vec::new();
     let mut relocated = Vec::new();
     let mut to_read: Vec<(&String, &Listed)> = Vec::new();
@@ -224,81 +224,101 @@ pub(crate) async fn sync_account(
     } else {
         store.all_ids().await?
     };
-    let refs: Vec<MessageRef> = to_read
-        .iter()
-        .map(|(folder, listed)| MessageRef {
-            folder: (*folder).clone(),
-            key: listed.key.clone(),
-            location: listed.location.clone(),
-        })
-        .collect();
-    let read = match backend.read_batch(&refs).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(account, error = %e, "email sync: cannot fetch new messages");
-            let reason = e.to_string();
-            refs.iter()
-                .map(|_| {
-                    Err(crate::backend::BackendError::Task(format!(
-                        "fetch failed: {reason}"
-                    )))
-                })
-                .collect()
-        }
-    };
+    // Read and stored a chunk at a time (crate::progress): a large first sync shows how far it
+    // is, and what it stored stays stored if the server stops half-way (the next sync finds
+    // those keys known).
+    progress.found(to_read.len());
     // Folders with a message that could not be read keep their old marks (retried next sync).
     let mut incomplete_folders: HashSet<&str> = HashSet::new();
-    for ((folder, listed), result) in to_read.iter().zip(read) {
-        let raw = match result {
-            Ok(Some(raw)) => raw,
-            // Gone between the listing and the read: the next sync sees where it went.
-            Ok(None) => {
-                incomplete_folders.insert(folder.as_str());
-                continue;
-            }
+    let mut added = 0usize;
+    for chunk in to_read.chunks(crate::progress::CHUNK) {
+        let mut inserts = Vec::with_capacity(chunk.len());
+        let refs: Vec<MessageRef> = chunk
+            .iter()
+            .map(|(folder, listed)| MessageRef {
+                folder: (*folder).clone(),
+                key: listed.key.clone(),
+                location: listed.location.clone(),
+            })
+            .collect();
+        let read = match backend.read_batch(&refs).await {
+            Ok(r) => r,
             Err(e) => {
-                tracing::warn!(account, folder, key = listed.key, error = %e, "email sync: unreadable message");
+                tracing::warn!(account, error = %e, "email sync: cannot fetch new messages");
+                let reason = e.to_string();
+                refs.iter()
+                    .map(|_| {
+                        Err(crate::backend::BackendError::Task(format!(
+                            "fetch failed: {reason}"
+                        )))
+                    })
+                    .collect()
+            }
+        };
+        for ((folder, listed), result) in chunk.iter().zip(read) {
+            let raw = match result {
+                Ok(Some(raw)) => raw,
+                // Gone between the listing and the read: the next sync sees where it went.
+                Ok(None) => {
+                    incomplete_folders.insert(folder.as_str());
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(account, folder, key = listed.key, error = %e, "email sync: unreadable message");
+                    report
+                        .unreadable
+                        .push(format!("{folder}/{}: {e}", listed.key));
+                    incomplete_folders.insert(folder.as_str());
+                    continue;
+                }
+            };
+            report.fetched += 1;
+            let parsed = parse_message(&raw);
+            if !parsed.complete {
+                // Logged here, where a message is first stored: later syncs know its key and never
+                // parse it again, so each malformed message is logged once.
+                tracing::warn!(
+                    account,
+                    folder,
+                    key = listed.key,
+                    message_id = parsed.message_id.as_deref().unwrap_or("(none)"),
+                    has_date = parsed.date.is_some(),
+                    "email sync: stored a malformed message with what could be parsed"
+                );
+                report.incomplete += 1;
+            }
+            let candidates = id::email_id_candidates(&account, folder, &listed.key);
+            let Some(id) = candidates.into_iter().find(|c| !taken.contains(c)) else {
+                // Three distinct hashes all taken cannot happen short of a broken store; say so.
                 report
                     .unreadable
-                    .push(format!("{folder}/{}: {e}", listed.key));
+                    .push(format!("{folder}/{}: no free id", listed.key));
                 incomplete_folders.insert(folder.as_str());
                 continue;
-            }
-        };
-        report.fetched += 1;
-        let parsed = parse_message(&raw);
-        if !parsed.complete {
-            // Logged here, where a message is first stored: later syncs know its key and never
-            // parse it again, so each malformed message is logged once.
-            tracing::warn!(
-                account,
-                folder,
-                key = listed.key,
-                message_id = parsed.message_id.as_deref().unwrap_or("(none)"),
-                has_date = parsed.date.is_some(),
-                "email sync: stored a malformed message with what could be parsed"
-            );
-            report.incomplete += 1;
+            };
+            taken.insert(id.clone());
+            inserts.push(row_from(id, &account, folder, listed, &parsed, now));
         }
-        let candidates = id::email_id_candidates(&account, folder, &listed.key);
-        let Some(id) = candidates.into_iter().find(|c| !taken.contains(c)) else {
-            // Three distinct hashes all taken cannot happen short of a broken store; say so.
-            report
-                .unreadable
-                .push(format!("{folder}/{}: no free id", listed.key));
-            incomplete_folders.insert(folder.as_str());
-            continue;
-        };
-        taken.insert(id.clone());
-        inserts.push(row_from(id, &account, folder, listed, &parsed, now));
+        if !inserts.is_empty() {
+            store.apply_sync(&inserts, &[], &[]).await?;
+        }
+        added += inserts.len();
+        progress.stored(&account, chunk.len());
+        // Test-only (debug builds): a first sync that stalls half-way, so a test can see the
+        // server answer meanwhile.
+        if iris_core::failpoint::pauses_at(crate::progress::PAUSE_AFTER_CHUNK) {
+            while !iris_core::failpoint::released() {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
     }
     let removes: Vec<String> = vanished.values().flatten().map(|k| k.id.clone()).collect();
 
-    report.added = inserts.len();
+    report.added = added;
     report.removed = removes.len();
     report.moved = moves.len();
-    if !(inserts.is_empty() && removes.is_empty() && moves.is_empty()) {
-        store.apply_sync(&inserts, &removes, &moves).await?;
+    if !(added == 0 && removes.is_empty() && moves.is_empty()) {
+        store.apply_sync(&[], &removes, &moves).await?;
         // Threads change only when messages come or go.
         store.recompute_threads(&account).await?;
     }

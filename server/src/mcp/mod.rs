@@ -141,6 +141,7 @@ impl Gateway {
                 name: name.clone(),
                 tools,
                 mcp_path: Some(format!("/mcp/{name}")),
+                status: Vec::new(),
             });
         }
         infos
@@ -157,7 +158,7 @@ impl Gateway {
 /// Every plugin the owner's assistant has, then every MCP upstream behind the gateway
 /// (`GET /api/plugins` and the Plugins page).
 pub async fn plugin_list(state: &AppState) -> PluginList {
-    let mut list = state.service.agent().toolbox().registry().plugin_list();
+    let mut list = state.service.agent().toolbox().plugin_list().await;
     if let Some(gateway) = &state.gateway {
         list.plugins.extend(gateway.plugin_infos().await);
     }

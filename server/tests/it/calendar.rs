@@ -9,7 +9,7 @@ use std::path::Path;
 
 use iris_core::ports::Scope;
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 use support::{eventually, Client, ModelServer, TestApp};
 
 const SCRIPT: &str = r#"
@@ -66,18 +66,6 @@ async fn reply_containing(client: &Client, conversation: &str, token: &str, word
         async move {
             let r = client.last_reply(&c, &t).await;
             r.contains(words).then_some(r)
-        }
-    })
-    .await
-}
-
-async fn executed(client: &Client, id: &str, token: &str) -> Value {
-    eventually("the approved call's outcome", || {
-        let url = format!("/governance/approvals/{id}");
-        async move {
-            let row = client.get(&url, token).await;
-            let ended = ["executed", "failed", "unknown"];
-            ended.iter().any(|e| row["execution"] == *e).then_some(row)
         }
     })
     .await
@@ -144,7 +132,7 @@ async fn a_delete_card_comes_from_the_calendar_and_undo_puts_the_files_back() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let row = executed(&client, &id, &control).await;
+    let row = client.ended(&id, &control).await;
     assert_eq!(row["execution"], "executed", "{row}");
     assert_eq!(
         files(folder.path()),

@@ -348,6 +348,16 @@ impl Build {
         self
     }
 
+    /// One files root over a local folder (a `[[files.roots]]` entry of `iris.toml` with `name`
+    /// and `path`).
+    pub fn files_root(mut self, name: &str, folder: &std::path::Path) -> Build {
+        self.settings.files.roots.push(iris_files::RootConfig {
+            name: name.into(),
+            path: folder.to_path_buf(),
+        });
+        self
+    }
+
     /// One more upstream behind the MCP gateway (an `[[mcp.upstreams]]` entry of `iris.toml`:
     /// its `name`, served at `/mcp/{name}`; a `command` run over stdio or a streamable HTTP
     /// `url`; IRIS's `manifest` for its tools, an absolute path here). The upstream starts
@@ -424,6 +434,9 @@ impl Build {
                 .build()
         });
         let state = iris::build(settings, false, leptos).await.expect("build");
+        // The server syncs mail behind its listener (iris::spawn_background); a test begins
+        // from a synced mailbox, as a server does once its first sync has ended.
+        state.email.sync().await.expect("the first mail sync");
         if self.background {
             iris::spawn_background(&state)
                 .await

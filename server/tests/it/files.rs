@@ -1,0 +1,291 @@
+//! The files plugin through the whole server, on real folders (ADR-0067): a
+//! `quarantine_files` card is made from the disk (never the model's words), approving moves
+//! exactly the pinned entries once into the root's quarantine, an entry changed after the card
+//! is left alone ("changed since you saw it"), the Plugins page counts the quarantine, and "undo
+//! that" moves them back, once. Then the same under kill -9 at the plugin's own failpoints
+//! (between the journal row and the move, and between the move and its flush): the call is
+//! `unknown`, never run again, and each file is where the journal says.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+
+use iris_core::ports::Scope;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{eventually, wait_for_line, ModelServer, TestApp, World};
+
+const SCRIPT: &str = r#"
+rules:
+  - when: "(?i)undo"
+    steps:
+      - call: restore_files
+        args: {}
+      - reply: "{summary}"
+  - when: "(?i)clean up (.+)"
+    steps:
+      - call: list_files
+        args: {root: downloads, glob: "$1"}
+      - call: quarantine_files
+        args: {paths: "$ids"}
+        if_empty: "Nothing matched; nothing was moved."
+      - reply: "{summary}"
+        on_rejected: "OK, I left them alone."
+fallback: "?"
+"#;
+
+/// A root with two logs, a folder of old builds and a photo.
+fn folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, bytes) in [
+        ("logs/a.log", &b"first log\n"[..]),
+        ("logs/b.log", b"second log\n"),
+        ("photo.jpg", b"\xff\xd8 not really a jpeg"),
+    ] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    dir
+}
+
+/// Every file under `dir`, relative, sorted (the quarantine included).
+fn tree(dir: &Path) -> Vec<String> {
+    fn walk(top: &Path, at: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(at).unwrap() {
+            let p: PathBuf = e.unwrap().path();
+            if p.is_dir() {
+                walk(top, &p, out);
+            } else {
+                out.push(p.strip_prefix(top).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantine_card_comes_from_the_disk_and_undo_moves_the_files_back() {
+    let root = folder();
+    let model = ModelServer::start(SCRIPT).await;
+    let server = TestApp::with_model(&model)
+        .files_root("downloads", root.path())
+        .background()
+        .start()
+        .await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
+
+    let (s, halted) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "clean up logs/*.log"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    assert_eq!(
+        tree(root.path()),
+        ["logs/a.log", "logs/b.log", "photo.jpg"],
+        "a halted call moved something"
+    );
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(row["tool"], "quarantine_files");
+    assert_eq!(row["kind"], "destructive");
+    assert_eq!(row["card"]["action"], "Move 2 files to quarantine");
+    let lines: Vec<String> = serde_json::from_value(row["card"]["lines"].clone()).unwrap();
+    assert!(
+        lines[0].starts_with("logs/a.log — 10 bytes, modified "),
+        "{lines:?}"
+    );
+    assert!(lines[0].ends_with(" · downloads"), "{lines:?}");
+    assert_eq!(row["card"]["undo_tool"], "restore_files");
+    assert_eq!(row["card"]["undo_window_days"], 30);
+    assert_eq!(
+        row["items"],
+        json!(["downloads/logs/a.log", "downloads/logs/b.log"])
+    );
+
+    // b.log changes after the card: it stays, a.log moves.
+    std::fs::write(root.path().join("logs/b.log"), b"second log, longer now\n").unwrap();
+    let (s, body) = client
+        .post(
+            &format!("/governance/approvals/{id}/respond"),
+            Some(&control),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let row = client.ended(&id, &control).await;
+    assert_eq!(row["execution"], "executed", "{row}");
+    let after = tree(root.path());
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert!(after.contains(&"logs/b.log".to_string()), "{after:?}");
+    assert!(after.contains(&"photo.jpg".to_string()), "{after:?}");
+    let moved = after
+        .iter()
+        .find(|p| p.starts_with(".iris-quarantine/") && p.ends_with("/logs/a.log"))
+        .unwrap_or_else(|| panic!("a.log is in quarantine: {after:?}"));
+    assert_eq!(
+        std::fs::read(root.path().join(moved)).unwrap(),
+        b"first log\n"
+    );
+    let audit = client
+        .get(&format!("/api/audit?approval_id={id}"), &control)
+        .await;
+    assert!(
+        audit.to_string().contains("it changed since you saw it"),
+        "{audit}"
+    );
+
+    // The Plugins page says what the quarantine holds.
+    let plugins = client.get("/api/plugins", &control).await;
+    let files = plugins["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "folders")
+        .unwrap();
+    assert!(
+        files["status"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("1 entry in quarantine, 10 bytes"),
+        "{files}"
+    );
+
+    // "undo that": back at its path, byte for byte, once.
+    let (s, undone) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "undo that", "conversation_id": conversation}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{undone}");
+    assert_eq!(undone["reply"], "Restored 1.", "{undone}");
+    assert_eq!(tree(root.path()), ["logs/a.log", "logs/b.log", "photo.jpg"]);
+    let (_, again) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "undo that", "conversation_id": conversation}),
+        )
+        .await;
+    assert!(
+        again["reply"]
+            .as_str()
+            .unwrap()
+            .contains("restored already"),
+        "a batch is restored once: {again}"
+    );
+}
+
+/// kill -9 at `failpoint` while the approved move runs; after the restart the call is
+/// `unknown`, it is never run again, and the file is at its path (`at_path`) or in quarantine.
+async fn crash_at(failpoint: &str, at_path: bool) {
+    let model = ModelServer::start(SCRIPT).await;
+    let world = World::new(&model.base_url);
+    let root = world.dir.path().join("downloads");
+    std::fs::create_dir_all(root.join("logs")).unwrap();
+    std::fs::write(root.join("logs/a.log"), b"first log\n").unwrap();
+    std::fs::write(
+        world.dir.path().join("iris.toml"),
+        format!(
+            "[[files.roots]]\nname = \"downloads\"\npath = \"{}\"\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let token = world.add_device("phone", "control");
+    let env = [
+        ("IRIS_FAILPOINT", failpoint),
+        ("IRIS_SWEEP_SECS", "3600"),
+        ("IRIS_LEASE_SECS", "2"),
+    ];
+    let (server, rx) = world.start_watched(&env);
+    let http = reqwest::Client::new();
+    let halted: Value = http
+        .post(format!("{}/api/chat", server.url))
+        .bearer_auth(&token)
+        .json(&json!({"message": "clean up logs/*.log"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let respond = {
+        let (http, url, token, id) = (http.clone(), server.url.clone(), token.clone(), id.clone());
+        tokio::spawn(async move {
+            http.post(format!("{url}/governance/approvals/{id}/respond"))
+                .bearer_auth(token)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+        })
+    };
+    let _rx = wait_for_line(rx, format!("failpoint reached: {failpoint}")).await;
+    server.kill();
+    respond.abort();
+    let in_quarantine = |root: &Path| {
+        tree(root)
+            .into_iter()
+            .filter(|p| p.starts_with(".iris-quarantine/"))
+            .count()
+    };
+    assert_eq!(root.join("logs/a.log").exists(), at_path);
+    assert_eq!(in_quarantine(&root), usize::from(!at_path));
+
+    // Restarted without the failpoint: unknown, told how to check, never run again.
+    let (server, _rx) = world.start_watched(&[("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")]);
+    let row = eventually("the call becomes unknown", || {
+        let (http, url, token, id) = (&http, &server.url, &token, &id);
+        async move {
+            let row: Value = http
+                .get(format!("{url}/governance/approvals/{id}"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (row["execution"] == "unknown").then_some(row)
+        }
+    })
+    .await;
+    let message = row["result"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(".iris-quarantine"), "{row}");
+    assert_eq!(root.join("logs/a.log").exists(), at_path, "never run again");
+    assert_eq!(in_quarantine(&root), usize::from(!at_path));
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_between_the_journal_row_and_the_move_the_file_stays_and_it_never_runs_again() {
+    crash_at(
+        iris_files::tools::quarantine_files::FAILPOINT_AFTER_JOURNAL,
+        true,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_between_the_move_and_its_flush_the_file_is_in_quarantine_and_it_never_runs_again() {
+    crash_at(
+        iris_files::tools::quarantine_files::FAILPOINT_AFTER_MOVE,
+        false,
+    )
+    .await;
+}
