@@ -21,6 +21,7 @@
 
 mod across_surfaces;
 mod cards_and_exit_codes;
+mod other_plugins;
 mod terminal;
 
 use std::collections::BTreeMap;

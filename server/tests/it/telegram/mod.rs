@@ -22,6 +22,7 @@
 //! what its message should show.
 
 mod card;
+mod other_plugins;
 mod stored_cards;
 
 use crate::support;
