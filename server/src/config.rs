@@ -95,6 +95,20 @@ pub struct McpSettings {
     /// call beyond it is answered with a refusal and makes no card.
     #[serde(default)]
     pub max_waiting_per_agent: Option<std::num::NonZeroU32>,
+    /// `[mcp.iris]`: IRIS's own tools offered to MCP clients at `/mcp/iris` (none by default).
+    #[serde(default)]
+    pub iris: Option<OwnToolsSetting>,
+}
+
+/// `[mcp.iris]`: which of IRIS's own tools agents may call at `/mcp/iris`, with the same `agent`
+/// tokens, holds and cards as the gateway's upstreams. Nothing is offered unless listed (so no
+/// agent reads mail unless the owner lists `search_inbox`).
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OwnToolsSetting {
+    /// The tools' names, e.g. `["list_files", "quarantine_files"]`.
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// Every setting of DESIGN §7.

@@ -162,12 +162,12 @@ pub async fn build(
         clock,
         passkeys,
         ttl,
-    } = build_agent(&settings, demo, &store, plugins).await?;
+    } = build_agent(&settings, demo, &store, plugins.clone()).await?;
     let BuiltService {
         service,
         jobs,
         gateway,
-    } = build_service(&settings, &store, agent, &clock, ttl, &passkeys).await?;
+    } = build_service(&settings, &store, agent, &clock, ttl, &passkeys, plugins).await?;
     let demo_token = if demo {
         Some(Arc::new(sign_in_demo_owner(&store).await?))
     } else {
@@ -412,6 +412,7 @@ async fn build_service(
     database_clock: &Arc<DatabaseClock>,
     ttl: Ttl,
     passkeys: &Arc<crate::passkeys::Passkeys>,
+    plugins: Vec<Arc<dyn Plugin>>,
 ) -> anyhow::Result<BuiltService> {
     let clock: Arc<dyn Clock> = database_clock.clone();
     let jobs = Arc::new(TokioJobs::default());
@@ -436,9 +437,11 @@ async fn build_service(
         check: passkeys.clone(),
         store: Arc::new(store.clone()),
     });
-    // The MCP gateway: its upstreams started (each in its own process group) and their tools
-    // run by the same service.
-    let gateway = crate::mcp::Gateway::start(settings).await?.map(Arc::new);
+    // The MCP gateway: its upstreams started (each in its own process group), and the
+    // assistant's own tools `[mcp.iris]` offers, all run by the same service.
+    let gateway = crate::mcp::Gateway::start(settings, plugins)
+        .await?
+        .map(Arc::new);
     let service = match &gateway {
         None => service,
         Some(gateway) => service.with_gateway(GatewaySettings {

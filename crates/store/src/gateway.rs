@@ -16,10 +16,11 @@ use crate::{timestamp_text, Engine, Store};
 impl Store {
     /// The newest row of `row`'s call (same agent, same call hash) written at or after
     /// `since`, read in `tx`.
-    async fn same_call(
+    async fn same_call_in(
         &self,
         tx: &mut WriteTx,
-        row: &NewApproval,
+        agent: Option<&str>,
+        call_hash: &str,
         since: DateTime<Utc>,
     ) -> Result<Option<iris_core::wire::Approval>, StoreError> {
         let found = tx
@@ -29,8 +30,8 @@ impl Store {
                      AND a.created_at >= $3 ORDER BY a.created_at DESC, a.id DESC LIMIT 1",
                     live_device("$1")
                 ))
-                .opt_text(row.requested_by.as_deref())
-                .text(&row.call_hash)
+                .opt_text(agent)
+                .text(call_hash)
                 .text(&timestamp_text(since)),
                 "finding the row of the same gateway call",
             )
@@ -81,6 +82,20 @@ enum Found {
 
 #[async_trait]
 impl GatewayStore for Store {
+    async fn same_call(
+        &self,
+        agent: &str,
+        call_hash: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Option<iris_core::wire::Approval>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let found = self
+            .same_call_in(&mut tx, Some(agent), call_hash, since)
+            .await;
+        tx.rollback().await;
+        found
+    }
+
     async fn request(
         &self,
         row: &NewApproval,
@@ -105,7 +120,15 @@ impl GatewayStore for Store {
                 )
                 .await?;
             }
-            if let Some(approval) = self.same_call(&mut tx, row, attach_since).await? {
+            if let Some(approval) = self
+                .same_call_in(
+                    &mut tx,
+                    row.requested_by.as_deref(),
+                    &row.call_hash,
+                    attach_since,
+                )
+                .await?
+            {
                 return Ok(Found::Attached(Box::new(approval)));
             }
             let waiting = self

@@ -222,7 +222,8 @@ impl CalendarPlugin {
         self.clock.now()
     }
 
-    pub(crate) fn kept(&self) -> &kept::Kept {
+    /// The kept copies (table `calendar_kept`): what a delete took and a restore puts back.
+    pub fn kept(&self) -> &kept::Kept {
         &self.kept
     }
 

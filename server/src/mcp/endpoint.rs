@@ -1,7 +1,8 @@
 //! `/mcp/{name}`: one upstream as an MCP server agents connect to (streamable HTTP, by `rmcp`).
 //! It offers the tools IRIS's manifest declares (as the upstream defines them) and nothing
-//! else. Reads and ungated writes pass through with their results untouched; a gated call is
-//! held on its card ([`iris_core::approvals::ApprovalService::gateway_request`]) for up to
+//! else. `/mcp/iris` is the same endpoint over IRIS's own tools the owner listed
+//! (`super::own`). Reads and ungated writes pass through with their results untouched; a gated
+//! call is held on its card ([`iris_core::approvals::ApprovalService::gateway_request`]) for up to
 //! `IRIS_MCP_HOLD_SECS`, with progress notifications when the client sent a progress token,
 //! then answers from the row: the result of its one execution, the rejection, the lapse, or
 //! "waiting: call again with the same arguments".
@@ -21,6 +22,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
+use super::own::OwnTools;
 use super::plugin::{gateway_tool, UpstreamPlugin};
 use super::upstream::UpstreamError;
 use crate::state::AppState;
@@ -40,17 +42,43 @@ pub const AGAIN_KEY: &str = "iris/again";
 /// a call to its whole budget), and sends a progress notification.
 const RECHECK: Duration = Duration::from_secs(2);
 
+/// What an endpoint offers: an upstream's declared tools, or IRIS's own listed ones.
+#[derive(Clone)]
+enum Offered {
+    Upstream(Arc<UpstreamPlugin>),
+    Own(Arc<OwnTools>),
+}
+
 /// One upstream's MCP endpoint (one per session; cheap to clone).
 #[derive(Clone)]
 pub struct Endpoint {
-    upstream: Arc<UpstreamPlugin>,
+    offered: Offered,
     state: AppState,
 }
 
 impl Endpoint {
     /// The endpoint of `upstream`.
     pub fn new(upstream: Arc<UpstreamPlugin>, state: AppState) -> Endpoint {
-        Endpoint { upstream, state }
+        Endpoint {
+            offered: Offered::Upstream(upstream),
+            state,
+        }
+    }
+
+    /// `/mcp/iris`: the endpoint of IRIS's own listed tools.
+    pub fn own(tools: Arc<OwnTools>, state: AppState) -> Endpoint {
+        Endpoint {
+            offered: Offered::Own(tools),
+            state,
+        }
+    }
+
+    /// The name agents see (`/mcp/{name}`).
+    fn name(&self) -> &str {
+        match &self.offered {
+            Offered::Upstream(u) => u.name(),
+            Offered::Own(_) => super::own::NAME,
+        }
     }
 
     /// The card's page in the web app.
@@ -211,13 +239,18 @@ impl ServerHandler for Endpoint {
     fn get_info(&self) -> InitializeResult {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(
-                format!("iris-{}", self.upstream.name()),
+                format!("iris-{}", self.name()),
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(format!(
-                "IRIS in front of the MCP server `{}`. Calls that change or delete something wait for the owner's approval of that exact call; when a result says it waits, call the same tool again with the same arguments later. Give the owner your reason in the request's _meta as \"{REASON_KEY}\".",
-                self.upstream.name()
-            ))
+            .with_instructions(match &self.offered {
+                Offered::Upstream(u) => format!(
+                    "IRIS in front of the MCP server `{}`. Calls that change or delete something wait for the owner's approval of that exact call; when a result says it waits, call the same tool again with the same arguments later. Give the owner your reason in the request's _meta as \"{REASON_KEY}\".",
+                    u.name()
+                ),
+                Offered::Own(_) => format!(
+                    "IRIS's own tools, those its owner chose to offer. Calls that change or delete something wait for the owner's approval of that exact call; when a result says it waits, call the same tool again with the same arguments later. Give the owner your reason in the request's _meta as \"{REASON_KEY}\"."
+                ),
+            })
     }
 
     async fn list_tools(
@@ -225,13 +258,30 @@ impl ServerHandler for Endpoint {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let session = self
-            .upstream
+        let upstream = match &self.offered {
+            Offered::Upstream(u) => u,
+            Offered::Own(own) => {
+                let tools = own
+                    .offered()
+                    .into_iter()
+                    .filter_map(|name| {
+                        let spec = own.spec(&name)?;
+                        let schema = spec.parameters.as_object().cloned().unwrap_or_default();
+                        Some(rmcp::model::Tool::new(
+                            name,
+                            spec.description.clone(),
+                            Arc::new(schema),
+                        ))
+                    })
+                    .collect();
+                return Ok(ListToolsResult::with_all_items(tools));
+            }
+        };
+        let session = upstream
             .session()
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let tools = self
-            .upstream
+        let tools = upstream
             .declared()
             .tools
             .iter()
@@ -267,20 +317,43 @@ impl ServerHandler for Endpoint {
         };
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        let Some(declared) = self.upstream.declared().tool(&name) else {
-            return Ok(refused(UpstreamError::Undeclared(name).to_string()).into());
-        };
-        if !declared.spec.approved_per_call() {
-            let session = match self.upstream.session().await {
-                Ok(s) => s,
-                Err(e) => return Ok(refused(e.to_string()).into()),
-            };
-            return Ok(match session.call(&name, &args).await {
-                Ok(result) => serde_json::from_value::<CallToolResult>(result)
-                    .map_err(|e| McpError::internal_error(e.to_string(), None))?,
-                Err(e) => refused(e.to_string()),
+        // A call that needs no card passes through now; a gated one goes on to its card.
+        match &self.offered {
+            Offered::Upstream(upstream) => {
+                let Some(declared) = upstream.declared().tool(&name) else {
+                    return Ok(refused(UpstreamError::Undeclared(name).to_string()).into());
+                };
+                if !declared.spec.approved_per_call() {
+                    let session = match upstream.session().await {
+                        Ok(s) => s,
+                        Err(e) => return Ok(refused(e.to_string()).into()),
+                    };
+                    return Ok(match session.call(&name, &args).await {
+                        Ok(result) => serde_json::from_value::<CallToolResult>(result)
+                            .map_err(|e| McpError::internal_error(e.to_string(), None))?,
+                        Err(e) => refused(e.to_string()),
+                    }
+                    .into());
+                }
             }
-            .into());
+            Offered::Own(own) => {
+                let Some(spec) = own.spec(&name) else {
+                    return Ok(refused(format!(
+                        "IRIS does not offer `{name}` here: the owner offers {} ([mcp.iris] tools in iris.toml)",
+                        own.offered().join(", ")
+                    ))
+                    .into());
+                };
+                if !spec.approved_per_call() {
+                    return Ok(match own.run(&name, &args, &agent.0).await {
+                        Ok(result) => {
+                            CallToolResult::success(vec![Content::text(result.to_string())])
+                        }
+                        Err(e) => refused(e.to_string()),
+                    }
+                    .into());
+                }
+            }
         }
         let meta = |key: &str| {
             request
@@ -295,7 +368,7 @@ impl ServerHandler for Endpoint {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let again = meta(AGAIN_KEY) == Some(Value::Bool(true));
-        let tool = gateway_tool(self.upstream.name(), &name);
+        let tool = gateway_tool(self.name(), &name);
         let requested = self
             .state
             .service

@@ -9,9 +9,12 @@
 //!   manifest's template, the pinned call executed on the upstream by the approvals service).
 //! - `endpoint.rs`: `/mcp/{name}`, the MCP server agents connect to with an `agent` token.
 //! - `bridge.rs`: `iris mcp NAME`, the same endpoint over stdio for agents that spawn servers.
+//! - `own.rs`: `/mcp/iris`, IRIS's own tools the owner lists in `[mcp.iris] tools`, as a plugin
+//!   of the gateway's toolbox whose verbs are the owning plugins'.
 
 pub mod bridge;
 pub mod endpoint;
+pub mod own;
 pub mod plugin;
 pub mod upstream;
 
@@ -39,22 +42,39 @@ use crate::state::AppState;
 use endpoint::{AgentDevice, Endpoint};
 use plugin::{Source, UpstreamPlugin};
 
-/// The configured upstreams, connected.
+/// The configured upstreams, connected, and IRIS's own tools offered at `/mcp/iris`.
 pub struct Gateway {
     upstreams: BTreeMap<String, Arc<UpstreamPlugin>>,
+    own: Option<Arc<own::OwnTools>>,
 }
 
 impl Gateway {
-    /// Reads each `[[mcp.upstreams]]` manifest and connects its upstream; `None` when there
-    /// are none.
+    /// Reads each `[[mcp.upstreams]]` manifest and connects its upstream, and offers the tools
+    /// of `plugins` (the owner's assistant's) that `[mcp.iris] tools` lists; `None` when there
+    /// is neither.
     ///
     /// # Errors
-    /// A sentence naming the upstream: a bad name, source or manifest, a manifest for another
-    /// upstream, or a server that cannot be started or lacks a declared tool.
-    pub async fn start(settings: &Settings) -> anyhow::Result<Option<Gateway>> {
-        if settings.mcp.upstreams.is_empty() {
+    /// A sentence naming the upstream: a bad or reserved (`iris`) name, source or manifest, a
+    /// manifest for another upstream, or a server that cannot be started or lacks a declared
+    /// tool; or a listed tool IRIS does not have.
+    pub async fn start(
+        settings: &Settings,
+        plugins: Vec<Arc<dyn Plugin>>,
+    ) -> anyhow::Result<Option<Gateway>> {
+        let listed = settings
+            .mcp
+            .iris
+            .as_ref()
+            .map(|i| i.tools.clone())
+            .unwrap_or_default();
+        if settings.mcp.upstreams.is_empty() && listed.is_empty() {
             return Ok(None);
         }
+        let own = if listed.is_empty() {
+            None
+        } else {
+            Some(Arc::new(own::OwnTools::new(plugins, &listed)?))
+        };
         let mut upstreams = BTreeMap::new();
         for setting in &settings.mcp.upstreams {
             let name = &setting.name;
@@ -67,6 +87,9 @@ impl Gateway {
             }
             if upstreams.contains_key(name) {
                 anyhow::bail!("[[mcp.upstreams]] name `{name}` is used twice");
+            }
+            if name == own::NAME {
+                anyhow::bail!("[[mcp.upstreams]] name `{name}` is reserved: /mcp/iris offers IRIS's own tools ([mcp.iris] tools)");
             }
             let source = Source::of(setting).map_err(anyhow::Error::msg)?;
             let path = settings.config_dir.join(&setting.manifest);
@@ -90,7 +113,7 @@ impl Gateway {
             tracing::info!(upstream = %name, "MCP upstream connected");
             upstreams.insert(name.clone(), Arc::new(plugin));
         }
-        Ok(Some(Gateway { upstreams }))
+        Ok(Some(Gateway { upstreams, own }))
     }
 
     /// The gateway's toolbox: every upstream's declared tools as `UPSTREAM.TOOL`.
@@ -98,17 +121,25 @@ impl Gateway {
     /// # Errors
     /// When two upstreams' tools clash (they cannot: names are prefixed and unique).
     pub fn toolbox(&self) -> anyhow::Result<Toolbox> {
-        let plugins = self
+        let mut plugins: Vec<Arc<dyn Plugin>> = self
             .upstreams
             .values()
             .map(|p| p.clone() as Arc<dyn Plugin>)
             .collect();
+        if let Some(own) = &self.own {
+            plugins.push(own.clone());
+        }
         Toolbox::new(plugins).context("loading the MCP upstreams' manifests")
     }
 
     /// The upstreams by name.
     pub fn upstreams(&self) -> &BTreeMap<String, Arc<UpstreamPlugin>> {
         &self.upstreams
+    }
+
+    /// IRIS's own tools offered at `/mcp/iris`, when `[mcp.iris] tools` lists any.
+    pub fn own(&self) -> Option<&Arc<own::OwnTools>> {
+        self.own.as_ref()
     }
 
     /// Each upstream as the Plugins page lists it: its declared tools (as `UPSTREAM.TOOL`, what
@@ -144,6 +175,17 @@ impl Gateway {
                 status: Vec::new(),
             });
         }
+        if let Some(own) = &self.own {
+            infos.push(PluginInfo {
+                name: own::NAME.into(),
+                tools: own.manifest().tools.iter().map(|t| t.to_wire()).collect(),
+                mcp_path: Some(format!("/mcp/{}", own::NAME)),
+                status: vec![format!(
+                    "IRIS's own tools for MCP clients with an agent token: {}.",
+                    own.offered().join(", ")
+                )],
+            });
+        }
         infos
     }
 
@@ -165,20 +207,27 @@ pub async fn plugin_list(state: &AppState) -> PluginList {
     list
 }
 
-/// `/mcp/{name}` for each upstream, behind [`agent_only`].
+/// `/mcp/{name}` for each upstream, and `/mcp/iris` when `[mcp.iris] tools` lists any, behind
+/// [`agent_only`].
 pub fn routes(state: &AppState) -> Router<AppState> {
     // Any other /mcp/ path: a sentence naming what is configured, never the web app's page.
     let configured: Vec<String> = state
         .gateway
         .as_ref()
-        .map(|g| g.upstreams().keys().cloned().collect())
+        .map(|g| {
+            let mut names: Vec<String> = g.upstreams().keys().cloned().collect();
+            if g.own().is_some() {
+                names.push(own::NAME.to_owned());
+            }
+            names
+        })
         .unwrap_or_default();
     let no_upstream = move |Path(rest): Path<String>| {
         let name = rest.split('/').next().unwrap_or_default().to_owned();
         let configured = configured.clone();
         async move {
             let here = if configured.is_empty() {
-                "this IRIS has no MCP upstreams ([[mcp.upstreams]] in iris.toml)".to_owned()
+                "this IRIS has no MCP upstreams ([[mcp.upstreams]] in iris.toml) and offers none of its own tools ([mcp.iris] tools)".to_owned()
             } else {
                 format!("configured: {}", configured.join(", "))
             };
@@ -192,8 +241,17 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let Some(gateway) = &state.gateway else {
         return router.layer(middleware::from_fn_with_state(state.clone(), agent_only));
     };
-    for (name, upstream) in gateway.upstreams() {
-        let endpoint = Endpoint::new(upstream.clone(), state.clone());
+    let own = gateway.own().map(|own| {
+        (
+            own::NAME.to_owned(),
+            Endpoint::own(own.clone(), state.clone()),
+        )
+    });
+    let upstreams = gateway
+        .upstreams()
+        .iter()
+        .map(|(name, upstream)| (name.clone(), Endpoint::new(upstream.clone(), state.clone())));
+    for (name, endpoint) in upstreams.chain(own) {
         // Only bearer tokens are accepted here (no cookie, no ambient credential), so the
         // DNS-rebinding guard on Host and Origin has nothing to protect and would refuse an
         // IRIS reached by its public name.

@@ -246,11 +246,23 @@ impl ApprovalService {
             plugin,
             ctx: &ctx,
         };
-        let row = gateway
-            .pin
-            .pin(&pending, Some(call.agent))
-            .await
-            .map_err(GatewayError::Refused)?;
+        let row = match gateway.pin.pin(&pending, Some(call.agent)).await {
+            Ok(row) => row,
+            Err(why) if !call.again => {
+                // A repeat of a call that ran may find its target gone (a file moved, an event
+                // deleted) and its card no longer makeable: it still gets its own row's answer.
+                let since = gateway.pin.clock.now() - chrono::Duration::hours(ATTACH_HOURS);
+                let hash = crate::canonical::call_hash(&spec.name, &args);
+                return match gateway.store.same_call(call.agent, &hash, since).await? {
+                    Some(approval) => Ok(GatewayRequest {
+                        approval,
+                        attached: true,
+                    }),
+                    None => Err(GatewayError::Refused(why)),
+                };
+            }
+            Err(why) => return Err(GatewayError::Refused(why)),
+        };
         // `again`: a new card, whatever card the same call has.
         let since = if call.again {
             row.created_at

@@ -51,6 +51,19 @@ pub trait GatewayStore: Send + Sync {
         outbox: &Outbox,
     ) -> Result<GatewayWrite, StoreError>;
 
+    /// The newest row of the same call (agent `agent`, `call_hash`) written at or after `since`,
+    /// read without writing anything: a repeat whose card can no longer be made (the call ran
+    /// and its target is gone) still finds the row it would attach to.
+    ///
+    /// # Errors
+    /// [`StoreError`].
+    async fn same_call(
+        &self,
+        agent: &str,
+        call_hash: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Option<crate::wire::Approval>, StoreError>;
+
     /// Records that the result of gateway row `approval_id`'s executed call is being given to
     /// its agent at `at`, unless it was before: `None` when this is the first delivery (the
     /// agent gets the result), `Some(first)` with when it was first given (the agent is told

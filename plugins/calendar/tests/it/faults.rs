@@ -1,7 +1,9 @@
 //! CalDAV faults through a small proxy of our own on loopback, in front of a real Radicale: a
 //! `DELETE` whose answer is lost after the server ran it (the connection dropped, or no answer
-//! before the deadline) is followed by one `GET` and never sent again; a `DELETE` the server
-//! answers with 500 is "failed" for that line and the event stays.
+//! before the deadline) is followed by one `GET` and never sent again; one dropped before the
+//! server saw it is found still there by that `GET` and is "failed, not deleted"; when the `GET`
+//! fails too, the line is `unknown` and its kept copy stays; a `DELETE` the server answers with
+//! 500 is "failed" for that line and the event stays.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -28,6 +30,11 @@ enum Fault {
     HoldAnswer,
     /// Not forwarded: the proxy answers 500.
     ServerError,
+    /// Not forwarded: the client's connection is closed before the server sees the request.
+    DropBeforeServer,
+    /// Forwarded and its answer dropped, and every later request's connection dropped too (the
+    /// look after the lost answer cannot tell).
+    DropEverythingAfter,
 }
 
 /// Reads one HTTP/1.1 request (head and a `Content-Length` body) from `client`.
@@ -95,6 +102,12 @@ async fn proxy(upstream: u16, fault: Fault) -> (u16, Arc<AtomicUsize>) {
                     return;
                 };
                 if !request.starts_with(b"DELETE ") {
+                    if matches!(fault, Fault::DropEverythingAfter)
+                        && seen.load(Ordering::SeqCst) > 0
+                    {
+                        drop(client);
+                        return;
+                    }
                     let answer = forward(upstream, &request).await;
                     let _ = client.write_all(&answer).await;
                     return;
@@ -108,6 +121,11 @@ async fn proxy(upstream: u16, fault: Fault) -> (u16, Arc<AtomicUsize>) {
                     Fault::HoldAnswer => {
                         forward(upstream, &request).await;
                         tokio::time::sleep(Duration::from_secs(30)).await;
+                        drop(client);
+                    }
+                    Fault::DropBeforeServer => drop(client),
+                    Fault::DropEverythingAfter => {
+                        forward(upstream, &request).await;
                         drop(client);
                     }
                     Fault::ServerError => {
@@ -131,8 +149,15 @@ fn ctx(run: &str) -> CallContext {
 }
 
 /// Deletes the one event through the proxy as the core would (card, check, run) and returns
-/// the item's outcome status and how many DELETEs reached the proxy.
+/// the item's outcome status, how many DELETEs reached the proxy, and whether the event is still
+/// on the server.
 async fn delete_through(fault: Fault) -> (String, usize, bool) {
+    let (status, deletes, still_there, _) = delete_and_keep(fault).await;
+    (status, deletes, still_there)
+}
+
+/// As [`delete_through`], with the state of the event's kept copy (`None`: no row).
+async fn delete_and_keep(fault: Fault) -> (String, usize, bool, Option<String>) {
     let server = radicale().await;
     server.put("dentist.ics", EVENT).await;
     let upstream: u16 = server
@@ -185,7 +210,13 @@ async fn delete_through(fault: Fault) -> (String, usize, bool) {
         .unwrap();
     let status = out.items[0].outcome["status"].as_str().unwrap().to_string();
     let still_there = server.get("dentist.ics").await.is_some();
-    (status, deletes.load(Ordering::SeqCst), still_there)
+    let kept = plugin
+        .kept()
+        .newest_of(&id)
+        .await
+        .unwrap()
+        .map(|row| row.state);
+    (status, deletes.load(Ordering::SeqCst), still_there, kept)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,4 +244,29 @@ async fn a_server_error_is_failed_for_that_line_and_the_event_stays() {
     assert_eq!(status, "failed");
     assert_eq!(deletes, 1);
     assert!(still_there);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_dropped_before_the_server_saw_it_is_found_still_there_and_not_sent_again() {
+    let (status, deletes, still_there, kept) = delete_and_keep(Fault::DropBeforeServer).await;
+    assert_eq!(
+        status, "failed",
+        "the look found the same version: not deleted"
+    );
+    assert_eq!(deletes, 1, "never a second DELETE");
+    assert!(still_there);
+    assert_eq!(kept, None, "nothing was taken, so nothing is kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_answer_whose_look_fails_too_is_unknown_and_its_copy_is_kept() {
+    let (status, deletes, still_there, kept) = delete_and_keep(Fault::DropEverythingAfter).await;
+    assert_eq!(status, "unknown");
+    assert_eq!(deletes, 1, "never a second DELETE");
+    assert!(!still_there, "the server did delete it");
+    assert_eq!(
+        kept.as_deref(),
+        Some("deleting"),
+        "the kept copy stays, so it can be put back"
+    );
 }

@@ -23,6 +23,7 @@
 //! server's address.
 
 mod crashes;
+mod own_tools;
 mod pinned_writes;
 mod waiting_cards;
 

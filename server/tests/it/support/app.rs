@@ -358,6 +358,14 @@ impl Build {
         self
     }
 
+    /// IRIS's own tools offered at `/mcp/iris` (`[mcp.iris] tools`).
+    pub fn mcp_own_tools(mut self, tools: &[&str]) -> Build {
+        self.settings.mcp.iris = Some(iris::config::OwnToolsSetting {
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        });
+        self
+    }
+
     /// One more upstream behind the MCP gateway (an `[[mcp.upstreams]]` entry of `iris.toml`:
     /// its `name`, served at `/mcp/{name}`; a `command` run over stdio or a streamable HTTP
     /// `url`; IRIS's `manifest` for its tools, an absolute path here). The upstream starts
