@@ -225,6 +225,7 @@ async fn crash_at(failpoint: &str, at_path: bool) {
         .unwrap();
     assert_eq!(halted["status"], "awaiting_approval", "{halted}");
     let id = halted["approval_id"].as_str().unwrap().to_string();
+    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
     let respond = {
         let (http, url, token, id) = (http.clone(), server.url.clone(), token.clone(), id.clone());
         tokio::spawn(async move {
@@ -269,6 +270,38 @@ async fn crash_at(failpoint: &str, at_path: bool) {
     assert!(message.contains(".iris-quarantine"), "{row}");
     assert_eq!(root.join("logs/a.log").exists(), at_path, "never run again");
     assert_eq!(in_quarantine(&root), usize::from(!at_path));
+
+    // "undo that" in the card's conversation (what the unknown card points to) restores what is
+    // in quarantine, by the journal's inode, and says what it could not.
+    let reply = eventually("the conversation's undo", || {
+        let (http, url, token, conversation) = (&http, &server.url, &token, &conversation);
+        async move {
+            let chat: Value = http
+                .post(format!("{url}/api/chat"))
+                .bearer_auth(token)
+                .json(&json!({"message": "undo that", "conversation_id": conversation}))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let reply = chat["reply"].as_str()?.to_string();
+            reply.starts_with("Restored").then_some(reply)
+        }
+    })
+    .await;
+    if at_path {
+        assert_eq!(reply, "Restored 0; 1 not restored.", "{reply}");
+    } else {
+        assert_eq!(reply, "Restored 1.", "{reply}");
+    }
+    assert!(root.join("logs/a.log").exists(), "{reply}");
+    assert_eq!(
+        std::fs::read(root.join("logs/a.log")).unwrap(),
+        b"first log\n"
+    );
+    assert_eq!(in_quarantine(&root), 0);
     drop(server);
 }
 
