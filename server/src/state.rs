@@ -154,7 +154,10 @@ pub async fn build(
     }
     let store = open_store(&settings).await?;
     let email = Arc::new(open_mail(&settings, demo, &store).await?);
-    let calendar = Arc::new(open_calendar(&mut settings, demo, &store)?);
+    // An event the owner organizes says so on its card: the owner is the mail accounts' owner.
+    let owner_addresses = email.accounts().into_iter().map(|a| a.address);
+    let calendar =
+        Arc::new(open_calendar(&mut settings, demo, &store)?.with_owner_addresses(owner_addresses));
     let files = Arc::new(open_files(&mut settings, demo, &store)?);
     let plugins: Vec<Arc<dyn Plugin>> = vec![email.clone(), calendar, files];
     let BuiltAgent {

@@ -106,6 +106,8 @@ pub struct CalendarPlugin {
     /// The ETag each item's precondition check confirmed, by run and item: the delete is
     /// conditional on exactly that version (`If-Match`), never on one read later.
     checked: Mutex<HashMap<(String, String), Precondition>>,
+    /// The owner's addresses, lower-case: an event they organize says "you organize".
+    owner_addresses: Vec<String>,
 }
 
 impl std::fmt::Debug for CalendarPlugin {
@@ -201,6 +203,7 @@ impl CalendarPlugin {
             database: store.clone(),
             clock: Arc::new(SystemClock),
             checked: Mutex::new(HashMap::new()),
+            owner_addresses: Vec::new(),
         })
     }
 
@@ -208,6 +211,23 @@ impl CalendarPlugin {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// The owner's addresses (e.g. the mail accounts'): an event whose `ORGANIZER` is one of
+    /// them says "you organize" on its card. Compared without case.
+    pub fn with_owner_addresses(mut self, addresses: impl IntoIterator<Item = String>) -> Self {
+        self.owner_addresses = addresses
+            .into_iter()
+            .map(|a| a.trim().to_lowercase())
+            .filter(|a| !a.is_empty())
+            .collect();
+        self
+    }
+
+    /// Whether `organizer` (an address, `mailto:` dropped) is the owner's.
+    pub(crate) fn is_owner(&self, organizer: &str) -> bool {
+        let organizer = organizer.trim().to_lowercase();
+        self.owner_addresses.contains(&organizer)
     }
 
     /// The accounts' names, in configuration order.

@@ -259,6 +259,23 @@ const REPORT_EVENTS: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 
 #[async_trait]
 impl CalendarBackend for CaldavBackend {
+    async fn tells_attendees(&self) -> bool {
+        let Ok(answer) = self
+            .request(Method::OPTIONS, self.base.clone())
+            .send()
+            .await
+        else {
+            return false;
+        };
+        answer
+            .headers()
+            .get_all("dav")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|class| class.trim().eq_ignore_ascii_case("calendar-auto-schedule"))
+    }
+
     fn account(&self) -> &str {
         &self.account
     }

@@ -106,6 +106,14 @@ pub trait CalendarBackend: Send + Sync + std::fmt::Debug {
         etag: &str,
     ) -> Result<Deleted, BackendError>;
 
+    /// Whether the server tells an event's attendees when its organizer deletes it (RFC 6638
+    /// server-side scheduling, advertised as `calendar-auto-schedule` in the `DAV` header of
+    /// the account's address). A local folder never does. An answer that cannot be read is
+    /// `false`: the card then says the guests are not told, never that they are.
+    async fn tells_attendees(&self) -> bool {
+        false
+    }
+
     /// Writes `bytes` at `href` only if nothing is there (`If-None-Match: *`).
     ///
     /// # Errors

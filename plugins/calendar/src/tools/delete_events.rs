@@ -22,7 +22,7 @@ use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput, UndoCal
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{card_line, count_phrase, failed, invalid, object, parse_ids, summary_text};
+use super::{card_line, count_phrase, failed, invalid, object, parse_ids, summary_text, Guests};
 use crate::backend::{BackendError, CalendarRef, Deleted};
 use crate::event::EventFacts;
 use crate::kept::KeptRow;
@@ -83,10 +83,26 @@ pub async fn describe(plugin: &CalendarPlugin, args: &Value) -> Result<Descripti
     let mut lines = Vec::with_capacity(ids.len());
     let mut preconditions = Vec::with_capacity(ids.len());
     let mut missing = Vec::new();
+    // Whether each account's server tells guests (one OPTIONS per account and card).
+    let mut tells: HashMap<String, bool> = HashMap::new();
     for id in &ids {
         match all.iter().find(|e| &e.id == id) {
             Some(found) => {
-                lines.push(card_line(&found.facts, &found.calendar.name));
+                let mut guests = Guests::default();
+                if let Some(organizer) = &found.facts.organizer {
+                    guests.you_organize = plugin.is_owner(organizer);
+                }
+                if guests.you_organize && found.facts.attendees > 0 {
+                    if !tells.contains_key(&found.account) {
+                        let told = match plugin.backend(&found.account) {
+                            Some(backend) => backend.tells_attendees().await,
+                            None => false,
+                        };
+                        tells.insert(found.account.clone(), told);
+                    }
+                    guests.server_tells = tells[&found.account];
+                }
+                lines.push(card_line(&found.facts, &found.calendar.name, guests));
                 preconditions.push(json!(Precondition {
                     account: found.account.clone(),
                     calendar: found.calendar.href.clone(),

@@ -114,9 +114,21 @@ pub(crate) fn when_text(facts: &EventFacts) -> String {
     }
 }
 
+/// Who organizes an event and whether its guests hear of the delete, for its card line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Guests {
+    /// The owner organizes it (its `ORGANIZER` is one of the owner's addresses).
+    pub you_organize: bool,
+    /// The calendar server tells attendees when the organizer deletes it (RFC 6638).
+    pub server_tells: bool,
+}
+
 /// One card line: "Dentist — Tue 8 Dec 2026, 10:00–11:00 (Europe/Berlin) · Personal", then
-/// "repeats weekly: deletes the whole series" and "you organize, 3 guests: …" when they apply.
-pub(crate) fn card_line(facts: &EventFacts, calendar: &str) -> String {
+/// "repeats weekly: deletes the whole series" and, for an event with guests, who organizes it
+/// and whether they are told: "you organize, 3 guests: the server tells them it is cancelled",
+/// "you organize, 3 guests: nobody tells them", "organized by anna@example.org, 3 guests:
+/// deletes your copy only".
+pub(crate) fn card_line(facts: &EventFacts, calendar: &str, guests: Guests) -> String {
     let mut line = format!(
         "{} — {} · {}",
         summary_text(facts),
@@ -126,12 +138,45 @@ pub(crate) fn card_line(facts: &EventFacts, calendar: &str) -> String {
     if let Some(every) = &facts.repeats {
         line.push_str(&format!("; repeats {every}: deletes the whole series"));
     }
-    if facts.attendees > 0 && facts.organizer.is_some() {
-        line.push_str(&format!(
-            "; has an organizer and {} guest{}: this calendar does not tell them",
+    if facts.attendees > 0 {
+        let n = format!(
+            "{} guest{}",
             facts.attendees,
             if facts.attendees == 1 { "" } else { "s" }
-        ));
+        );
+        match (&facts.organizer, guests) {
+            (
+                Some(_),
+                Guests {
+                    you_organize: true,
+                    server_tells: true,
+                },
+            ) => {
+                line.push_str(&format!(
+                    "; you organize, {n}: the server tells them it is cancelled"
+                ));
+            }
+            (
+                Some(_),
+                Guests {
+                    you_organize: true,
+                    server_tells: false,
+                },
+            ) => {
+                line.push_str(&format!(
+                    "; you organize, {n}: nobody tells them (this calendar server does not send cancellations)"
+                ));
+            }
+            (Some(organizer), _) => {
+                line.push_str(&format!(
+                    "; organized by {}, {n}: deletes your copy only",
+                    iris_core::mcp::escaped(organizer)
+                ));
+            }
+            (None, _) => {
+                line.push_str(&format!("; {n}, no organizer named: nobody tells them"));
+            }
+        }
     }
     line
 }
@@ -162,12 +207,31 @@ mod tests {
     }
 
     #[test]
+    fn a_line_says_who_organizes_and_whether_the_guests_are_told() {
+        let facts = EventFacts::parse(
+            "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART:20261208T100000Z\r\nDTEND:20261208T110000Z\r\nSUMMARY:Offsite\r\nORGANIZER:mailto:owner@example.org\r\nATTENDEE:mailto:a@example.org\r\nATTENDEE:mailto:b@example.org\r\nATTENDEE:mailto:c@example.org\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+                .as_bytes(),
+        );
+        let mine = |server_tells| Guests {
+            you_organize: true,
+            server_tells,
+        };
+        assert!(card_line(&facts, "Work", mine(true))
+            .ends_with("; you organize, 3 guests: the server tells them it is cancelled"));
+        assert!(card_line(&facts, "Work", mine(false)).ends_with(
+            "; you organize, 3 guests: nobody tells them (this calendar server does not send cancellations)"
+        ));
+        assert!(card_line(&facts, "Work", Guests::default())
+            .ends_with("; organized by owner@example.org, 3 guests: deletes your copy only"));
+    }
+
+    #[test]
     fn a_line_names_the_series_and_escapes_hostile_text() {
         let facts = EventFacts::parse(
             "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART;TZID=Europe/Berlin:20261208T100000\r\nDTEND;TZID=Europe/Berlin:20261208T110000\r\nRRULE:FREQ=WEEKLY\r\nSUMMARY:Pay \u{202e}lanigiro\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
                 .as_bytes(),
         );
-        let line = card_line(&facts, "Home");
+        let line = card_line(&facts, "Home", Guests::default());
         assert_eq!(
             line,
             "Pay \\u{202e}lanigiro — Tue 8 Dec 2026, 10:00–11:00 (Europe/Berlin) · Home; repeats weekly: deletes the whole series"

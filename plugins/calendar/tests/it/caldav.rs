@@ -207,3 +207,35 @@ async fn a_password_never_goes_over_plain_http_to_another_machine() {
     .unwrap_err();
     assert!(unset.to_string().contains("not set"), "{unset}");
 }
+
+const OFFSITE: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:offsite-1\r\nDTSTAMP:20261101T000000Z\r\nDTSTART:20261209T090000Z\r\nDTEND:20261209T170000Z\r\nSUMMARY:Offsite\r\nORGANIZER:mailto:Owner@Example.org\r\nATTENDEE:mailto:anna@example.net\r\nATTENDEE:mailto:ben@example.com\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+/// The card line of the offsite the owner organizes, on `server`.
+async fn offsite_line(server: &CaldavServer) -> String {
+    server.put("offsite.ics", OFFSITE).await;
+    let (plugin, _store) = plugin_for(server).await;
+    let plugin = plugin.with_owner_addresses(["owner@example.org".to_string()]);
+    let listed = list(&plugin).await;
+    let id = listed["events"][0]["id"].as_str().unwrap().to_string();
+    let card = plugin
+        .describe("delete_events", &json!({"ids": [id]}), &ctx("r1"))
+        .await
+        .unwrap();
+    card.lines[0].clone()
+}
+
+/// RFC 6638: Xandikos advertises `calendar-auto-schedule` (it tells the guests), Radicale does
+/// not; the card says which, for an event the owner organizes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_says_whether_the_server_tells_the_guests_of_an_event_the_owner_organizes() {
+    let line = offsite_line(&radicale().await).await;
+    assert!(
+        line.ends_with("; you organize, 2 guests: nobody tells them (this calendar server does not send cancellations)"),
+        "{line}"
+    );
+    let line = offsite_line(&xandikos().await).await;
+    assert!(
+        line.ends_with("; you organize, 2 guests: the server tells them it is cancelled"),
+        "{line}"
+    );
+}
