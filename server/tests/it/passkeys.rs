@@ -532,3 +532,54 @@ async fn approvals_covers_a_pinned_write_and_destructive_does_not() {
         }
     }
 }
+
+/// A files card under `IRIS_PASSKEY_REQUIRED=destructive` needs the passkey as a mail card does,
+/// and its assertion binds the files call: without one nothing moves, with one it moves once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
+    const FILES: &str = "rules:\n  - when: \"(?i)clean up (.+)\"\n    steps:\n      - call: list_files\n        args: {root: downloads, glob: \"$1\"}\n      - call: quarantine_files\n        args: {paths: \"$ids\"}\n      - reply: \"{summary}\"\nfallback: \"?\"\n";
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("old.log"), b"old").unwrap();
+    let model = ModelServer::start(FILES).await;
+    let server = TestApp::with_model(&model)
+        .files_root("downloads", root.path())
+        .public_url(ORIGIN)
+        .passkey_required("destructive")
+        .background()
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let client = server.client().await;
+    let mut key = SoftAuthenticator::new("localhost", ORIGIN);
+    let (status, body) = register(&client, &laptop, &mut key, "Phone", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let (status, halted) = client
+        .post(
+            "/api/chat",
+            Some(&laptop),
+            json!({"message": "clean up *.log"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_owned();
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &laptop)
+        .await;
+    assert_eq!(row["passkey_required"], true, "{row}");
+    let (status, body) = approve(&client, &laptop, &id, None).await;
+    assert_needs_passkey(status, &body, &id);
+    assert!(
+        root.path().join("old.log").exists(),
+        "nothing ran without the passkey"
+    );
+
+    let signed = answer(&client, &laptop, &mut key, &id, true).await;
+    let (status, body) = approve(&client, &laptop, &id, Some(&signed)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    client.wait_execution(&id, &laptop, "executed").await;
+    assert!(!root.path().join("old.log").exists());
+    // The same assertion again is refused: it was used once.
+    let (status, _) = approve(&client, &laptop, &id, Some(&signed)).await;
+    assert_ne!(status, StatusCode::OK);
+}
