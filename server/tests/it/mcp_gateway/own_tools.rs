@@ -2,13 +2,14 @@
 //! runs it), with the same `agent` tokens, holds and cards as an upstream's. Only the tools
 //! `[mcp.iris] tools` lists are offered and callable; a read passes; a destructive call is the
 //! owning plugin's card (read from the disk, pinned), held until the owner answers, and runs
-//! once; the upstream name `iris` is reserved; without the setting nothing is offered.
+//! once; `iris mcp iris` (stdio) offers the same; the upstream name `iris` is reserved; without
+//! the setting nothing is offered.
 
 use crate::support;
 
 use iris_core::ports::Scope;
 use serde_json::{json, Value};
-use support::mcp::{client, one};
+use support::mcp::{answers, client, one, script};
 use support::{ModelServer, TestApp};
 
 use super::{approve, row};
@@ -103,6 +104,31 @@ async fn listed_own_tools_are_offered_with_the_same_cards_and_nothing_else() {
         again["text"].as_str().unwrap().contains("\"moved\":1"),
         "{again}"
     );
+
+    // `iris mcp iris`, the stdio bridge agents spawn, offers and passes the same.
+    let out = tokio::process::Command::new("python3")
+        .arg(script("agent.py"))
+        .args(["stdio", env!("CARGO_BIN_EXE_iris"), "iris"])
+        .arg(
+            json!([
+                {"list": true},
+                {"call": "list_files", "args": {"root": "downloads"}},
+            ])
+            .to_string(),
+        )
+        .env("IRIS_URL", &url)
+        .env("IRIS_TOKEN", &agent)
+        .output()
+        .await
+        .unwrap();
+    let got = answers(out);
+    assert_eq!(got[0]["tools"], json!(["list_files", "quarantine_files"]));
+    assert_eq!(got[1]["isError"], false, "{}", got[1]);
+    // The emptied logs/ folder is what is left (its file is in quarantine, hidden).
+    let left: Value = serde_json::from_str(got[1]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(left["total"], 1, "{left}");
+    assert_eq!(left["files"][0]["id"], "downloads/logs", "{left}");
+    assert_eq!(left["files"][0]["size"], 0, "{left}");
 
     // The Plugins page lists them under `iris`, at /mcp/iris.
     let plugins = client(&url).get("/api/plugins", &owner).await;
