@@ -187,6 +187,25 @@ pub struct Walked {
 /// # Errors
 /// [`FsError::Io`], including a folder over the limit.
 pub fn walk(top: impl AsFd, skip: Option<&[u8]>) -> Result<Vec<Walked>, FsError> {
+    match walk_at_most(top, skip, WALK_LIMIT)? {
+        (entries, false) => Ok(entries),
+        (_, true) => Err(io(
+            "reading a folder",
+            format!("it holds more than {WALK_LIMIT} entries"),
+        )),
+    }
+}
+
+/// As [`walk`], stopping after `limit` entries: the entries met, and whether it stopped early
+/// (then they are the first `limit` in the order the folders were read, not the whole tree).
+///
+/// # Errors
+/// [`FsError::Io`].
+pub fn walk_at_most(
+    top: impl AsFd,
+    skip: Option<&[u8]>,
+    limit: usize,
+) -> Result<(Vec<Walked>, bool), FsError> {
     let mut out = Vec::new();
     let first = rustix::io::dup(top.as_fd()).map_err(|e| io("opening a folder", e))?;
     let mut stack: Vec<(OwnedFd, Vec<u8>)> = vec![(first, Vec::new())];
@@ -216,16 +235,15 @@ pub fn walk(top: impl AsFd, skip: Option<&[u8]>) -> Result<Vec<Walked>, FsError>
                 stat: st,
                 kind,
             });
-            if out.len() > WALK_LIMIT {
-                return Err(io(
-                    "reading a folder",
-                    format!("it holds more than {WALK_LIMIT} entries"),
-                ));
+            if out.len() > limit {
+                out.truncate(limit);
+                out.sort_by(|a, b| a.rel.cmp(&b.rel));
+                return Ok((out, true));
             }
         }
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok(out)
+    Ok((out, false))
 }
 
 /// See [`FolderSummary`].
@@ -269,6 +287,20 @@ pub fn size_text(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_stops_at_its_limit_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a", "b", "c", "d", "e"] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let top = std::fs::File::open(dir.path()).unwrap();
+        let (some, truncated) = walk_at_most(&top, None, 3).unwrap();
+        assert_eq!((some.len(), truncated), (3, true));
+        let (all, truncated) = walk_at_most(&top, None, 10).unwrap();
+        assert_eq!((all.len(), truncated), (5, false));
+        assert!(walk(&top, None).is_ok());
+    }
 
     #[test]
     fn sizes_read_as_people_say_them() {

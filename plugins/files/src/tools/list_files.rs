@@ -1,6 +1,7 @@
 //! `list_files(root, glob?, older_than_days?, larger_than_mb?)` (effect read): every entry of a
 //! root that matches, up to [`super::MAX_PATHS`], as `{"files": [{"id", "size", "modified",
-//! "kind"}], "total": N}`, by path.
+//! "kind"}], "total": N}`, by path. A root of more than [`crate::entry::WALK_LIMIT`] entries is
+//! listed from the first that many read, with `"truncated"` saying so, never refused whole.
 //!
 //! The walk never follows a link and never enters the root's quarantine folder. `glob` is
 //! `globset` syntax matched against the path relative to the root, with `*` stopping at `/` and
@@ -126,8 +127,10 @@ pub fn execute(plugin: &FilesPlugin, args: &Value) -> Result<ToolOutput, ToolErr
     let top = root
         .open_dir(b"")
         .map_err(|e| failed(NAME, format!("root `{}`: {e}", root.name())))?;
-    let walked = entry::walk(&top, Some(QUARANTINE_DIR.as_bytes()))
-        .map_err(|e| failed(NAME, format!("root `{}`: {e}", root.name())))?;
+    // A root too large to read whole is listed from what was read, and says so.
+    let (walked, truncated) =
+        entry::walk_at_most(&top, Some(QUARANTINE_DIR.as_bytes()), entry::WALK_LIMIT)
+            .map_err(|e| failed(NAME, format!("root `{}`: {e}", root.name())))?;
     // A folder's size: the files inside it, at any depth.
     let mut totals: HashMap<&[u8], u64> = HashMap::new();
     for w in walked.iter().filter(|w| w.kind == Kind::File) {
@@ -173,7 +176,14 @@ pub fn execute(plugin: &FilesPlugin, args: &Value) -> Result<ToolOutput, ToolErr
             }));
         }
     }
-    Ok(ToolOutput::plain(json!({ "files": files, "total": total })))
+    let mut out = json!({ "files": files, "total": total });
+    if truncated {
+        out["truncated"] = json!(format!(
+            "the root holds more than {} entries; only that many were read, so `total` counts matches among them: narrow with `glob`",
+            entry::WALK_LIMIT
+        ));
+    }
+    Ok(ToolOutput::plain(out))
 }
 
 #[cfg(test)]
