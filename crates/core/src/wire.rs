@@ -332,7 +332,9 @@ pub struct ApprovalList {
     pub next: Option<String>,
 }
 
-/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored.
+/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored,
+/// except `items` and `edits`, which the route refuses (400): an answer covers the whole pinned
+/// call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RespondRequest {

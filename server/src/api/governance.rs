@@ -133,7 +133,7 @@ pub(crate) async fn get_approval(
     path = "/governance/approvals/{id}/respond",
     tag = "governance",
     params(("id" = String, Path, description = "The approval id.")),
-    request_body(content = RespondRequest, description = "Any `tool` or `args` in the body are ignored."),
+    request_body(content = RespondRequest, description = "Any `tool` or `args` in the body are ignored; `items` or `edits` (approving part of the call, or an edited one) are refused with 400."),
     responses(
         (status = 200, description = "The answer was stored; an approved call runs once.", body = RespondResponse),
         (status = 400, description = "The body does not parse; nothing changed.", body = ErrorBody),
@@ -152,7 +152,19 @@ pub(crate) async fn respond(
     Path(id): Path<String>,
     Body(body): Body,
 ) -> Result<Json<RespondResponse>, ApiError> {
-    // Any `tool`/`args` in the body are ignored: only the decision and reason are read.
+    // Any `tool`/`args` in the body are ignored: only the decision and reason are read. But a
+    // body asking to approve some items only, or an edited call, is refused: ignoring it would
+    // approve the whole pinned call the client believes it narrowed (consent to that exact call).
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice(&body) {
+        if let Some(field) = ["items", "edits"]
+            .into_iter()
+            .find(|f| fields.contains_key(*f))
+        {
+            return Err(ApiError::BadRequest(format!(
+                "`{field}` is not accepted here yet: an answer approves or rejects the whole card as it was pinned; nothing was changed"
+            )));
+        }
+    }
     let request: RespondRequest = parse_json(
         &body,
         "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\", \"passkey\"?: {\"ceremony_id\", \"credential\"}}",

@@ -209,6 +209,27 @@ async fn trash_flow(
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(snapshot(&maildir), original);
 
+    // --- Approving some items only is not offered: refused, not ignored (it would approve all).
+    for field in [json!({"items": [0]}), json!({"edits": {"ids": []}})] {
+        let mut body = json!({"decision": "approve"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(field.as_object().unwrap().clone());
+        let (s, refused) = client
+            .post(
+                &format!("/governance/approvals/{id}/respond"),
+                Some(&control),
+                body,
+            )
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{refused}");
+        assert_eq!(snapshot(&maildir), original);
+    }
+    let row = client
+        .get(&format!("/governance/approvals/{id}"), &control)
+        .await;
+    assert_eq!(row["status"], "pending", "{row}");
+
     // --- Approve, with a forged tool and args in the body: they are ignored.
     let (s, body) = client
         .post(

@@ -135,6 +135,8 @@ async fn list_matches_globs_ages_and_sizes_and_hides_the_quarantine() {
         json!({"root": "downloads", "glob": "a["}),
         json!({"root": "downloads", "older_than_days": -1}),
         json!({"root": "downloads", "extra": 1}),
+        json!({"root": "downloads", "glob": "../**"}),
+        json!({"root": "downloads", "glob": "/etc/*"}),
     ] {
         assert!(
             p.normalise("list_files", bad.clone(), &ctx("r"))
@@ -302,6 +304,7 @@ async fn paths_that_lead_out_are_refused_before_any_card() {
         json!({"paths": ["downloads/.iris-quarantine/b/x"]}),
         json!({"paths": ["elsewhere/x"]}),
         json!({"paths": []}),
+        json!({"paths": ["downloads/logs", "downloads/logs/a.log"]}),
     ] {
         assert!(
             p.normalise("quarantine_files", bad.clone(), &ctx("r"))
@@ -644,4 +647,38 @@ async fn the_manifest_loads_and_agrees_with_the_code() {
         &store,
     );
     assert!(e.unwrap_err().to_string().contains("not absolute"));
+}
+
+#[tokio::test]
+async fn a_listing_past_the_cap_says_how_many_more_match() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..503 {
+        write(dir.path(), &format!("logs/{i:04}.log"), b"x");
+    }
+    let p = plugin(dir.path()).await;
+    let listed = p
+        .execute(
+            "list_files",
+            &json!({"root": "downloads", "glob": "**/*.log"}),
+            &ctx("r"),
+        )
+        .await
+        .unwrap()
+        .result;
+    assert_eq!(listed["total"], 503);
+    assert_eq!(listed["files"].as_array().unwrap().len(), 500);
+    assert!(
+        listed["more"].as_str().unwrap().starts_with("3 more match"),
+        "{listed}"
+    );
+    let few = p
+        .execute(
+            "list_files",
+            &json!({"root": "downloads", "glob": "logs/000*.log"}),
+            &ctx("r"),
+        )
+        .await
+        .unwrap()
+        .result;
+    assert!(few.get("more").is_none(), "{few}");
 }

@@ -53,6 +53,12 @@ pub fn normalise(plugin: &FilesPlugin, args: &Value) -> Result<Value, ToolError>
         None | Some(Value::Null) => {}
         Some(Value::String(g)) if !g.trim().is_empty() => {
             let g = g.trim();
+            if g.starts_with('/') || g.split('/').any(|part| part == "..") {
+                return Err(invalid(
+                    NAME,
+                    "`glob` is matched inside the root: it cannot start with `/` or hold `..`",
+                ));
+            }
             matcher(g)?;
             out.insert("glob".into(), json!(g));
         }
@@ -177,6 +183,13 @@ pub fn execute(plugin: &FilesPlugin, args: &Value) -> Result<ToolOutput, ToolErr
         }
     }
     let mut out = json!({ "files": files, "total": total });
+    if total > files.len() {
+        // A call names at most MAX_PATHS entries: say plainly that more match.
+        out["more"] = json!(format!(
+            "{} more match than are listed: a call names at most {MAX_PATHS}; after acting on these, list again (or narrow with `glob`)",
+            total - files.len()
+        ));
+    }
     if truncated {
         out["truncated"] = json!(format!(
             "the root holds more than {} entries; only that many were read, so `total` counts matches among them: narrow with `glob`",

@@ -54,7 +54,23 @@ pub fn normalise(plugin: &FilesPlugin, args: &Value) -> Result<Value, ToolError>
             "`paths` is required: the entry ids (from list_files) to move to quarantine",
         ));
     };
-    Ok(json!({ "paths": paths_value(&parse_paths(plugin, NAME, paths, false)?) }))
+    let ids = parse_paths(plugin, NAME, paths, false)?;
+    // An entry inside another the call names would move with it: its own line could only say
+    // "missing" afterwards, so the call names one or the other.
+    for inner in &ids {
+        if let Some(outer) = ids.iter().find(|o| {
+            o.root() == inner.root()
+                && inner.rel().len() > o.rel().len()
+                && inner.rel().starts_with(o.rel())
+                && inner.rel()[o.rel().len()] == b'/'
+        }) {
+            return Err(invalid(
+                NAME,
+                format!("`{inner}` is inside `{outer}`, which this call also names: name the folder or what is in it, not both"),
+            ));
+        }
+    }
+    Ok(json!({ "paths": paths_value(&ids) }))
 }
 
 /// The card: see the module docs.
