@@ -197,6 +197,29 @@ impl Root {
     }
 }
 
+impl Root {
+    /// Removes the empty quarantine folders at and above `rel` (a folder inside
+    /// `.iris-quarantine/BATCH/`), up to and including the batch folder, never the quarantine
+    /// folder itself; the first folder that is not empty stops it. After a restore, and after a
+    /// move that was refused, so no empty batch is left behind.
+    pub fn remove_empty_quarantine(&self, mut rel: &[u8]) {
+        // .iris-quarantine/BATCH is the last one to try: two components.
+        while rel.contains(&b'/') {
+            let Some(i) = rel.iter().rposition(|b| *b == b'/') else {
+                break;
+            };
+            let (parent, name) = (&rel[..i], &rel[i + 1..]);
+            let Ok(dir) = self.open_dir(parent) else {
+                break;
+            };
+            if rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR).is_err() {
+                break;
+            }
+            rel = parent;
+        }
+    }
+}
+
 /// `stat` of `name` in `dir`, never following a symlink; `None` when nothing is there.
 ///
 /// # Errors

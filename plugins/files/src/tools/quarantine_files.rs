@@ -332,6 +332,9 @@ async fn move_one(
     let quarantine_id = row.quarantine_id();
     if let Err(e) = root::move_noreplace(&dir, name, &target, name, &quarantine_id) {
         forget(plugin, batch, id).await;
+        // Nothing arrived: the folders made for it go.
+        let made = &quarantine_rel[..quarantine_rel.len() - name.len() - 1];
+        root.remove_empty_quarantine(made);
         return match e {
             FsError::NotFound => left("missing", "already gone; nothing to move".into()),
             FsError::OtherFileSystem => left("refused", format!("not moved: {e}")),
@@ -347,7 +350,10 @@ async fn move_one(
         let back = root::move_noreplace(&target, name, &dir, name, &id.to_string());
         forget(plugin, batch, id).await;
         return match back {
-            Ok(()) => left("changed", "changed since you saw it, not moved".into()),
+            Ok(()) => {
+                root.remove_empty_quarantine(&quarantine_rel[..quarantine_rel.len() - name.len() - 1]);
+                left("changed", "changed since you saw it, not moved".into())
+            }
             Err(e) => left(
                 "unknown",
                 format!("something else took its place while it moved, and putting that back failed ({e}); it is at {quarantine_id}"),

@@ -213,25 +213,6 @@ async fn restore_one(plugin: &FilesPlugin, row: &JournalRow) -> Value {
     {
         tracing::error!(entry = %original, error = %e, "restored, but its journal row says otherwise");
     }
-    remove_empty(root, qparent);
+    root.remove_empty_quarantine(qparent);
     json!({"status": "restored", "path": row.entry_id})
-}
-
-/// Removes the now-empty quarantine folders above a restored entry, up to and including its
-/// batch folder (never the quarantine folder itself); a folder that is not empty stays.
-fn remove_empty(root: &crate::Root, mut rel: &[u8]) {
-    // .iris-quarantine/BATCH is the last one to try: two components.
-    while rel.iter().filter(|b| **b == b'/').count() >= 1 {
-        let (parent, name) = match rel.iter().rposition(|b| *b == b'/') {
-            Some(i) => (&rel[..i], &rel[i + 1..]),
-            None => break,
-        };
-        let Ok(dir) = root.open_dir(parent) else {
-            break;
-        };
-        if rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::REMOVEDIR).is_err() {
-            break;
-        }
-        rel = parent;
-    }
 }
