@@ -132,8 +132,7 @@ async fn a_delete_card_comes_from_the_calendar_and_undo_puts_the_files_back() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let row = client.ended(&id, &control).await;
-    assert_eq!(row["execution"], "executed", "{row}");
+    client.wait_execution(&id, &control, "executed").await;
     assert_eq!(
         files(folder.path()),
         ["dentist-follow-up.ics", "displayname", "standup.ics"],

@@ -124,8 +124,7 @@ async fn a_quarantine_card_comes_from_the_disk_and_undo_moves_the_files_back() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    let row = client.ended(&id, &control).await;
-    assert_eq!(row["execution"], "executed", "{row}");
+    client.wait_execution(&id, &control, "executed").await;
     let after = tree(root.path());
     assert_eq!(after.len(), 3, "{after:?}");
     assert!(after.contains(&"logs/b.log".to_string()), "{after:?}");

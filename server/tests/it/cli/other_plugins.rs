@@ -66,8 +66,7 @@ async fn files_and_calendar_cards_are_shown_and_approved_from_the_terminal() {
     )
     .await;
     assert_eq!(approve.code, exit::DONE, "{approve}");
-    let ended = client.ended(&card.id, &laptop).await;
-    assert_eq!(ended["execution"], "executed", "{ended}");
+    client.wait_execution(&card.id, &laptop, "executed").await;
     assert!(!root.path().join("logs/old.log").exists());
     assert!(root.path().join(".iris-quarantine").is_dir());
 
@@ -85,7 +84,6 @@ async fn files_and_calendar_cards_are_shown_and_approved_from_the_terminal() {
     )
     .await;
     assert_eq!(approve.code, exit::DONE, "{approve}");
-    let ended = client.ended(&card.id, &laptop).await;
-    assert_eq!(ended["execution"], "executed", "{ended}");
+    client.wait_execution(&card.id, &laptop, "executed").await;
     assert!(!calendar.path().join("dentist.ics").exists());
 }

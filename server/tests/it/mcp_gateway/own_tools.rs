@@ -95,8 +95,7 @@ async fn listed_own_tools_are_offered_with_the_same_cards_and_nothing_else() {
     // The owner approves; the same call again gets the one execution's result.
     let (status, body) = approve(&url, &owner, &id).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
-    let done = client(&url).ended(&id, &owner).await;
-    assert_eq!(done["execution"], "executed", "{done}");
+    client(&url).wait_execution(&id, &owner, "executed").await;
     assert!(!root.path().join("logs/old.log").exists());
     let again = own(&url, &agent, call).await;
     assert_eq!(again["meta"]["iris/status"], "executed", "{again}");

@@ -383,20 +383,6 @@ impl Client {
             .map(|l| l["text"].as_str().unwrap().to_string())
             .unwrap_or_default()
     }
-
-    /// The approval `id` once its approved call has ended (`executed`, `failed` or `unknown`),
-    /// waiting as [`super::eventually`] does.
-    pub async fn ended(&self, id: &str, token: &str) -> Value {
-        super::eventually("the approved call's outcome", || {
-            let url = format!("/governance/approvals/{id}");
-            async move {
-                let row = self.get(&url, token).await;
-                let ended = ["executed", "failed", "unknown"];
-                ended.iter().any(|e| row["execution"] == *e).then_some(row)
-            }
-        })
-        .await
-    }
 }
 
 /// Waits (on a blocking thread, with a deadline) for a stderr line containing `marker`.

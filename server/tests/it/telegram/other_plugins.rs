@@ -73,8 +73,7 @@ async fn a_files_card_is_answered_from_the_owners_chat() {
     );
     let q = bot.tap(OWNER, OWNER, 1, &format!("y:{id}"));
     assert_eq!(bot.answer(&q).await, "Approved.");
-    let done = client.ended(&id, &control).await;
-    assert_eq!(done["execution"], "executed", "{done}");
+    let done = client.wait_execution(&id, &control, "executed").await;
     assert_eq!(done["surface"], "telegram", "{done}");
     assert!(!root.path().join("logs/old_(1).log").exists());
 }
