@@ -93,6 +93,8 @@ pub struct Root {
     name: String,
     path: PathBuf,
     dir: OwnedFd,
+    /// The device the root's folder is on (its quarantine is on the same one).
+    dev: u64,
 }
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
@@ -121,16 +123,29 @@ impl Root {
                 std::io::Error::from(e)
             )
         })?;
+        let st = rustix::fs::fstat(&dir).map_err(|e| {
+            format!(
+                "path {:?} cannot be read: {}",
+                path.display().to_string(),
+                std::io::Error::from(e)
+            )
+        })?;
         Ok(Root {
             name: name.to_string(),
             path: path.to_path_buf(),
             dir,
+            dev: crate::entry::identity(&st).0,
         })
     }
 
     /// The root's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The device its folder is on: an entry on another one sits on a mount inside the root.
+    pub fn dev(&self) -> u64 {
+        self.dev
     }
 
     /// The root's path as configured.

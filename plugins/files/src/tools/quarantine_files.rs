@@ -140,15 +140,7 @@ pub async fn describe(plugin: &FilesPlugin, args: &Value) -> Result<Description,
 
 /// Whether the entry sits on another file system than its root (a mount inside the root).
 fn other_file_system(plugin: &FilesPlugin, id: &EntryId, pin: &Pin) -> bool {
-    let Some(root) = plugin.root(id.root()) else {
-        return false;
-    };
-    let Ok(top) = root.open_dir(b"") else {
-        return false;
-    };
-    rustix::fs::fstat(&top)
-        .map(|st| entry::identity(&st).0 != pin.dev)
-        .unwrap_or(false)
+    plugin.root(id.root()).is_some_and(|r| r.dev() != pin.dev)
 }
 
 fn item(id: &str, outcome: Value) -> ItemOutcome {
