@@ -533,8 +533,9 @@ async fn approvals_covers_a_pinned_write_and_destructive_does_not() {
     }
 }
 
-/// A files card under `IRIS_PASSKEY_REQUIRED=destructive` needs the passkey as a mail card does,
-/// and its assertion binds the files call: without one nothing moves, with one it moves once.
+/// A files card under `IRIS_PASSKEY_REQUIRED=destructive` needs the passkey as a mail card does:
+/// without one nothing moves, with one made for this card it moves once. (Replays and answers
+/// made for another card are the mail test's, above: the rule does not depend on the plugin.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
     const FILES: &str = "rules:\n  - when: \"(?i)clean up (.+)\"\n    steps:\n      - call: list_files\n        args: {root: downloads, glob: \"$1\"}\n      - call: quarantine_files\n        args: {paths: \"$ids\"}\n      - reply: \"{summary}\"\nfallback: \"?\"\n";
@@ -579,7 +580,4 @@ async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
     assert_eq!(status, StatusCode::OK, "{body}");
     client.wait_execution(&id, &laptop, "executed").await;
     assert!(!root.path().join("old.log").exists());
-    // The same assertion again is refused: it was used once.
-    let (status, _) = approve(&client, &laptop, &id, Some(&signed)).await;
-    assert_ne!(status, StatusCode::OK);
 }
