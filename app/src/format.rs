@@ -168,10 +168,35 @@ pub fn execution_sentence(approval: &Approval) -> String {
             None => "Nothing was done; it will not be tried again.".to_owned(),
         },
         Execution::Failed => "It failed; nothing more will be tried.".to_owned(),
-        Execution::Unknown => {
-            "It is not known whether this ran; it will not be run again.".to_owned()
-        }
+        Execution::Unknown => match located_summary(approval) {
+            Some(now) => format!(
+                "It is not known whether this finished; it will not be run again. Where its items are now: {now}."
+            ),
+            None => "It is not known whether this ran; it will not be run again.".to_owned(),
+        },
     }
+}
+
+/// The plugin's sentence of where an unknown call's items are now ("1 in quarantine, 1 still
+/// at its path"), when it found them after the takeover ([`Approval::located`]).
+fn located_summary(approval: &Approval) -> Option<String> {
+    approval
+        .located
+        .as_ref()
+        .map(|l| l.summary.trim().trim_end_matches('.').to_owned())
+        .filter(|s| !s.is_empty())
+        .map(|s| clip(&s, 200))
+}
+
+/// Where each item of an unknown call is now, as its plugin found them after the takeover:
+/// `(item as shown, status word, sentence)` in the call's order; empty when it found nothing.
+pub fn located_items(approval: &Approval) -> Vec<(String, String, String)> {
+    approval
+        .located
+        .iter()
+        .flat_map(|l| &l.items)
+        .map(|i| (clip(&i.label, 300), i.status.clone(), clip(&i.message, 300)))
+        .collect()
 }
 
 /// How an answered card's outcome looks. Only a call that ran with every item done is a
@@ -488,6 +513,7 @@ mod tests {
             requested_by: None,
             running: None,
             undo_left: None,
+            located: None,
         };
         assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
         approval.execution = Execution::Executed;
@@ -534,6 +560,38 @@ mod tests {
             approval.result = result;
             assert_eq!(badge_label(&approval), want, "{execution:?}");
         }
+
+        // An unknown call whose items were found after the takeover says where they are, and
+        // lists each as shown (escaped), never as done.
+        approval.execution = Execution::Unknown;
+        approval.result = Some(json!({"status": "unknown"}));
+        assert_eq!(
+            execution_sentence(&approval),
+            "It is not known whether this ran; it will not be run again."
+        );
+        approval.located = Some(iris_core::wire::Located {
+            summary: "1 in quarantine, 1 still at its path.".into(),
+            items: vec![iris_core::wire::LocatedItem {
+                id: "downloads/a\u{202e}.log".into(),
+                label: "downloads/a\\u{202e}.log".into(),
+                status: "quarantined".into(),
+                message: "in quarantine at downloads/.iris-quarantine/b/a.log".into(),
+            }],
+            undo_action: Some("Restore 1 file".into()),
+        });
+        assert_eq!(
+            execution_sentence(&approval),
+            "It is not known whether this finished; it will not be run again. Where its items are now: 1 in quarantine, 1 still at its path."
+        );
+        assert_eq!(badge_label(&approval), "Outcome unknown");
+        assert_eq!(
+            located_items(&approval),
+            vec![(
+                "downloads/a\\u{202e}.log".to_owned(),
+                "quarantined".to_owned(),
+                "in quarantine at downloads/.iris-quarantine/b/a.log".to_owned()
+            )]
+        );
     }
 
     /// The lapse notice says it lapsed, when, and that nothing was done.

@@ -5,8 +5,9 @@ use iris_core::wire::{Approval, ApprovalStatus, Execution};
 use leptos::prelude::*;
 
 use crate::format::{
-    approved_problem, execution_sentence, format_time, lapse_notice, outcome_problem, outcome_tone,
-    pretty_json, result_summary, running_sentence, status_label, who_and_where,
+    approved_problem, execution_sentence, format_time, lapse_notice, located_items,
+    outcome_problem, outcome_tone, pretty_json, result_summary, running_sentence, status_label,
+    who_and_where,
 };
 use crate::shape::{any, text};
 
@@ -62,8 +63,27 @@ pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -
                     </p>
                 })
             });
+            // Where each item of an unknown call is now, as its plugin found them.
+            let located = located_items(approval);
+            let located = (!located.is_empty()).then(|| {
+                any(view! {
+                    <ul class="outcome-located" data-testid="outcome-located">
+                        {located
+                            .into_iter()
+                            .map(|(item, status, sentence)| view! {
+                                <li data-status=status>
+                                    <span class="located-item">{item}</span>
+                                    ": "
+                                    {sentence}
+                                </li>
+                            })
+                            .collect_view()}
+                    </ul>
+                })
+            });
             any(view! {
                 <p class="outcome-exec" data-testid="outcome-execution" data-execution=execution>{sentence}</p>
+                {located}
                 {running}
                 {raw.map(|raw| {
                     if show_raw_inline {

@@ -327,6 +327,25 @@ pub trait Plugin: Send + Sync {
         None
     }
 
+    /// Where each item of an approved call of `tool` stands now, when its outcome is
+    /// `unknown` (its server stopped while it ran: the takeover rule never runs it again).
+    /// `Some` output whose `items` give one outcome per item it can place, in the shape its
+    /// execution gives (so [`Plugin::undo_call`] builds the undo of those that did change),
+    /// each with a `message` ("in quarantine at …", "still at its path: not moved"), and whose
+    /// `result` has a `summary` sentence. `items` and `preconditions` are the card's, one pin
+    /// per item. It reads, never changes; the core bounds it by the execution deadline. `None`
+    /// (the default): the plugin cannot tell, and the card only says how to check.
+    async fn locate(
+        &self,
+        tool: &str,
+        args: &Value,
+        items: &[String],
+        preconditions: &[Value],
+    ) -> Option<ToolOutput> {
+        let _ = (tool, args, items, preconditions);
+        None
+    }
+
     /// Takes what `tool` must hold while it changes something (its lock), waiting at most
     /// `wait`; `Ok(None)` for a tool that needs nothing held. The core calls this before it
     /// writes an undo's claim or starts an approved call's deadline, and passes the hold to

@@ -252,11 +252,46 @@ pub struct Approval {
     /// until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undo_left: Option<String>,
+    /// For an `unknown` call: where its items are now, when its plugin could tell after the
+    /// takeover ([`Located`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub located: Option<Located>,
 }
 
 /// The key of an executed call's result under which the executor keeps the undo button's words
 /// for what actually ran (e.g. "Restore 3 emails").
 pub const UNDO_ACTION: &str = "undo_action";
+
+/// Where the items of an `unknown` call are now, as the tool's plugin found them after the
+/// takeover (`crate::plugin::Plugin::locate`; docs/liveness.md "truthful records"). Written
+/// once beside the unknown outcome, which it never changes: the call may or may not have
+/// finished, and never runs again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Located {
+    /// The plugin's sentence of where they are ("1 in quarantine, 1 still at its path.").
+    pub summary: String,
+    /// One per item it could place, in the call's order.
+    pub items: Vec<LocatedItem>,
+    /// The undo button's words when some of them can be put back ("Restore 1 file"): the
+    /// card then offers its undo for those only. Absent when none can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_action: Option<String>,
+}
+
+/// One item of [`Located`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LocatedItem {
+    /// The item (one of the card's `items`).
+    pub id: String,
+    /// The item as shown: its control and text-direction characters escaped.
+    pub label: String,
+    /// The plugin's word for where it is (for files: `quarantined`, `not_moved`, `unknown`).
+    pub status: String,
+    /// Where it is, in a sentence ("in quarantine at downloads/.iris-quarantine/…").
+    pub message: String,
+}
 
 impl Approval {
     /// The lapse rule: whether this card, still `pending`, can no longer be answered at `now`,
@@ -290,11 +325,15 @@ impl Approval {
     }
 
     /// The undo button's words: for what is left when an undo from the chat acted on some
-    /// items (`undo_left`), else those the execution recorded for what actually ran (its
+    /// items (`undo_left`), else those for what an unknown call's plugin found it can put back
+    /// ([`Located::undo_action`]), else those the execution recorded for what actually ran (its
     /// result's [`UNDO_ACTION`]), else the card's `undo_action`, else "Undo".
     pub fn undo_label(&self) -> String {
         if let Some(left) = &self.undo_left {
             return left.clone();
+        }
+        if let Some(action) = self.located.as_ref().and_then(|l| l.undo_action.clone()) {
+            return action;
         }
         self.result
             .as_ref()
@@ -305,12 +344,21 @@ impl Approval {
             .unwrap_or_else(|| "Undo".to_string())
     }
 
-    /// Whether the card offers its undo at `now`: approved, its call executed, its tool
+    /// Whether the card offers its undo at `now`: approved, its call executed (or `unknown`
+    /// with items its plugin found it can put back: [`Located::undo_action`]), its tool
     /// declares an undo, nobody asked for it yet, and its window is open. (The plugin may still
     /// find nothing to undo, e.g. when no item ran; the service then says so.)
     pub fn undo_offered(&self, now: DateTime<Utc>) -> bool {
+        let ran = match self.execution {
+            Execution::Executed => true,
+            Execution::Unknown => self
+                .located
+                .as_ref()
+                .is_some_and(|l| l.undo_action.is_some()),
+            _ => false,
+        };
         self.status == ApprovalStatus::Approved
-            && self.execution == Execution::Executed
+            && ran
             && self.card.undo_tool.is_some()
             && self.undo.is_none()
             && self.undo_until().is_none_or(|until| now < until)

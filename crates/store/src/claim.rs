@@ -17,8 +17,8 @@ const SNAPSHOT_SELECT: &str =
      j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
      a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
      a.reason, a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
-     l.state AS execution, \
-     l.result AS result, c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
+     l.state AS execution, l.result AS result, l.located AS located, \
+     c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
      v.id AS conv_id, v.transcript AS conv_transcript, v.version AS conv_version \
      FROM resume_jobs j JOIN approvals a ON a.id = j.approval_id \
      LEFT JOIN ledger l ON l.approval_id = a.id \

@@ -52,18 +52,7 @@ impl Store {
         state: &str,
         result: &serde_json::Value,
     ) -> Result<bool, StoreError> {
-        let stored: Option<(String, Option<String>)> = sqlx::query_as(
-            "SELECT l.state, l.result FROM ledger l JOIN resume_jobs j \
-             ON j.approval_id = l.approval_id WHERE l.approval_id = $1 \
-             AND j.lease_epoch = $2 AND j.lease_owner = $3 AND j.state = 'running'",
-        )
-        .bind(&lease.approval_id)
-        .bind(lease.epoch)
-        .bind(&lease.owner)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend("reading a ledger outcome"))?;
-        let Some((stored_state, stored_result)) = stored else {
+        let Some((stored_state, stored_result, _)) = self.ledger_under_lease(lease).await? else {
             return Ok(false);
         };
         let stored_result = stored_result
@@ -74,6 +63,44 @@ impl Store {
                 reason: format!("its ledger result is not JSON: {e}"),
             })?;
         Ok(stored_state == state && stored_result.as_ref() == Some(result))
+    }
+
+    /// Whether `located` is what `lease`'s unknown entry says of its items, written while
+    /// `lease` still holds the job (an earlier try of `record_located` landed, its answer
+    /// lost).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the read fails.
+    pub(crate) async fn located_landed(
+        &self,
+        lease: &Lease,
+        located: &iris_core::wire::Located,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .ledger_under_lease(lease)
+            .await?
+            .and_then(|(_, _, text)| text)
+            .and_then(|text| serde_json::from_str::<iris_core::wire::Located>(&text).ok())
+            .is_some_and(|stored| &stored == located))
+    }
+
+    /// The ledger entry of `lease`'s approval (state, result, located) while the job is still
+    /// `running` under `lease`; `None` when it is not (or there is no entry).
+    async fn ledger_under_lease(
+        &self,
+        lease: &Lease,
+    ) -> Result<Option<(String, Option<String>, Option<String>)>, StoreError> {
+        sqlx::query_as(
+            "SELECT l.state, l.result, l.located FROM ledger l JOIN resume_jobs j \
+             ON j.approval_id = l.approval_id WHERE l.approval_id = $1 \
+             AND j.lease_epoch = $2 AND j.lease_owner = $3 AND j.state = 'running'",
+        )
+        .bind(&lease.approval_id)
+        .bind(lease.epoch)
+        .bind(&lease.owner)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend("reading a ledger entry under its lease"))
     }
 
     /// Whether `lease`'s job is ended `end` at `lease`'s epoch by `lease`'s owner: a job end of

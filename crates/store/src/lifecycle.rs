@@ -9,8 +9,8 @@
 use async_trait::async_trait;
 use iris_core::ports::{
     ApprovalFilter, ApprovalPage, ApprovalQuery, ApprovalStore, ClaimPlan, ClaimedJob, Decided,
-    DecisionCommit, DecisionRead, JobFinish, JobPick, JobSnapshot, Lease, NewAuditEntry, Outbox,
-    OutcomeRecord, StoreError, StoredTranscript, TurnCommit,
+    DecisionCommit, DecisionRead, JobFinish, JobPick, JobSnapshot, Lease, LocatedRecord,
+    NewAuditEntry, Outbox, OutcomeRecord, StoreError, StoredTranscript, TurnCommit,
 };
 use iris_core::wire::{Approval, ApprovalStatus, AuditEntry, ChatLine};
 use sqlx::any::AnyRow;
@@ -307,47 +307,45 @@ impl ApprovalStore for Store {
         let _ = lease_secs;
         failpoint_unit("record_outcome")?;
         let state = outcome.outcome.as_str();
-        let mut tx = self.begin_write().await?;
-        let written = async {
-            // The fence first, as a write: compare-and-set on the job row at this epoch, which
-            // locks the row until the commit (PostgreSQL; SQLite has one writer), so a claim
-            // taking the job over waits for this unit or wins before it, never both
-            // (docs/liveness.md "fenced side effects"). A lapsed lease nobody took is still
-            // this holder's: its outcome lands.
-            tx.exec_cas(
-                self.timed(
-                    "UPDATE resume_jobs SET updated_at = {now} WHERE approval_id = $2 \
-                     AND lease_epoch = $3 AND lease_owner = $4 AND state = 'running'",
-                )
-                .text(&lease.approval_id)
-                .int(lease.epoch)
-                .text(&lease.owner),
-                "fencing a ledger outcome by its lease",
+        // Written once: the entry is still `executing`; when not, the unit stops there.
+        let ledger = self.ledger_outcome(&lease.approval_id, state, &outcome.result)?;
+        let landed = || self.outcome_landed(lease, state, &outcome.result);
+        self.fenced_outcome(
+            "record_outcome",
+            lease,
+            ledger,
+            &outcome.audit,
+            &outcome.outbox,
+            landed,
+        )
+        .await
+    }
+
+    async fn record_located(
+        &self,
+        lease: &Lease,
+        record: &LocatedRecord,
+    ) -> Result<(), StoreError> {
+        failpoint_unit("record_located")?;
+        let located = to_json(&record.located, "where an unknown call's items are")?;
+        // Only an entry still `unknown` with nothing located yet (the database's rule too).
+        let ledger = self
+            .timed(
+                "UPDATE ledger SET located = $2 WHERE approval_id = $3 AND state = 'unknown' \
+                 AND located IS NULL",
             )
-            .await?;
-            // Written once: the entry is still `executing`; when not, the unit stops here.
-            tx.exec_cas(
-                self.ledger_outcome(&lease.approval_id, state, &outcome.result)?,
-                "writing a ledger outcome",
-            )
-            .await?;
-            self.write_audit(&mut tx, &outcome.audit).await?;
-            self.stage_outbox(&mut tx, &outcome.outbox).await
-        }
-        .await;
-        if !finish_cas(tx, written).await? {
-            // A missed compare-and-set re-plans from what is stored (docs/liveness.md "a
-            // missed compare-and-set"): an earlier try of this very unit may have landed with
-            // its answer lost, and then there is nothing left to write.
-            if self.outcome_landed(lease, state, &outcome.result).await? {
-                self.deliver(&outcome.outbox);
-                return Ok(());
-            }
-            return Err(StoreError::LeaseLost(lease.approval_id.clone()));
-        }
-        failpoint_lost_answer("record_outcome")?;
-        self.deliver(&outcome.outbox);
-        Ok(())
+            .text(&located)
+            .text(&lease.approval_id);
+        let landed = || self.located_landed(lease, &record.located);
+        self.fenced_outcome(
+            "record_located",
+            lease,
+            ledger,
+            &record.audit,
+            &record.outbox,
+            landed,
+        )
+        .await
     }
 
     async fn finish_job(&self, lease: &Lease, finish: &JobFinish) -> Result<(), StoreError> {
@@ -593,4 +591,61 @@ fn line_from_row(row: &AnyRow, conversation_id: &str) -> Result<ChatLine, StoreE
         approval_id: c.opt_text("approval_id")?,
         approval_status,
     })
+}
+
+impl Store {
+    /// The unit `unit` of [`ApprovalStore::record_outcome`] and
+    /// [`ApprovalStore::record_located`]: the lease's fence, `ledger` (a compare-and-set on the
+    /// entry), `audit` and `outbox` in one commit. `landed` says whether an earlier try of this
+    /// very unit already stored it (its answer lost).
+    async fn fenced_outcome<L, F>(
+        &self,
+        unit: &str,
+        lease: &Lease,
+        ledger: Stmt,
+        audit: &[NewAuditEntry],
+        outbox: &Outbox,
+        landed: L,
+    ) -> Result<(), StoreError>
+    where
+        L: FnOnce() -> F,
+        F: std::future::Future<Output = Result<bool, StoreError>>,
+    {
+        let mut tx = self.begin_write().await?;
+        let written = async {
+            // The fence first, as a write: compare-and-set on the job row at this epoch, which
+            // locks the row until the commit (PostgreSQL; SQLite has one writer), so a claim
+            // taking the job over waits for this unit or wins before it, never both
+            // (docs/liveness.md "fenced side effects"). A lapsed lease nobody took is still
+            // this holder's: its outcome lands.
+            tx.exec_cas(
+                self.timed(
+                    "UPDATE resume_jobs SET updated_at = {now} WHERE approval_id = $2 \
+                     AND lease_epoch = $3 AND lease_owner = $4 AND state = 'running'",
+                )
+                .text(&lease.approval_id)
+                .int(lease.epoch)
+                .text(&lease.owner),
+                "fencing a ledger outcome by its lease",
+            )
+            .await?;
+            tx.exec_cas(ledger, "writing a ledger outcome").await?;
+            self.write_audit(&mut tx, audit).await?;
+            self.stage_outbox(&mut tx, outbox).await
+        }
+        .await;
+        if !finish_cas(tx, written).await? {
+            // A missed compare-and-set re-plans from what is stored (docs/liveness.md "a
+            // missed compare-and-set"): an earlier try of this very unit may have landed with
+            // its answer lost, and then there is nothing left to write.
+            if landed().await? {
+                self.deliver(outbox);
+                return Ok(());
+            }
+            return Err(StoreError::LeaseLost(lease.approval_id.clone()));
+        }
+        failpoint_lost_answer(unit)?;
+        self.deliver(outbox);
+        Ok(())
+    }
 }

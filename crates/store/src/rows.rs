@@ -271,7 +271,7 @@ macro_rules! approval_columns {
         "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
          a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
          a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
-         l.state AS execution, l.result AS result, \
+         l.state AS execution, l.result AS result, l.located AS located, \
          u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
          u.result AS undo_result, \
@@ -367,6 +367,7 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         requested_by: c.opt_text("requested_by")?,
         running: running_from_row(&c)?,
         undo_left: c.opt_text("undo_left")?,
+        located: c.opt_json("located")?,
         id: c.id,
     })
 }

@@ -288,6 +288,23 @@ impl Plugin for FilesPlugin {
         }
     }
 
+    /// After a crash, `quarantine_files` finds each entry by its pinned inode (at its path or
+    /// in quarantine); the other tools cannot tell.
+    async fn locate(
+        &self,
+        tool: &str,
+        _args: &Value,
+        items: &[String],
+        preconditions: &[Value],
+    ) -> Option<ToolOutput> {
+        match tool {
+            tools::quarantine_files::NAME => {
+                Some(tools::quarantine_files::locate(self, items, preconditions).await)
+            }
+            _ => None,
+        }
+    }
+
     /// `quarantine_files` and `purge_quarantine` pin each entry ([`entry::Pin`]).
     async fn check_precondition(
         &self,

@@ -10,7 +10,9 @@
 
 use std::fmt::Write as _;
 
-use app::format::{clip, execution_sentence, lapse_notice, result_summary, undo_sentence};
+use app::format::{
+    clip, execution_sentence, lapse_notice, located_items, result_summary, undo_sentence,
+};
 use chrono::{DateTime, Utc};
 use iris_core::canonical::canonical_json;
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Execution};
@@ -187,6 +189,15 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         let sentence = app::format::running_sentence(job, job.since.map(when).as_deref());
         let _ = writeln!(out, "Running:   {}{lease}", printable(&sentence));
     }
+    // Where each item of an unknown call is now, one line each.
+    for (item, _, sentence) in located_items(approval) {
+        let _ = writeln!(
+            out,
+            "  Now:     {}: {}",
+            printable(&item),
+            printable(&sentence)
+        );
+    }
     if let Some(result) = &approval.result {
         let summary = result_summary(result)
             .map(|s| format!("{} ", printable(&s)))
@@ -334,6 +345,7 @@ mod tests {
             requested_by: None,
             running: None,
             undo_left: None,
+            located: None,
         }
     }
 

@@ -288,6 +288,7 @@ mod tests {
             requested_by: None,
             running: None,
             undo_left: None,
+            located: None,
         }
     }
 

@@ -91,6 +91,7 @@ fn only_a_final_outcome_is_settled() {
         requested_by: None,
         running: None,
         undo_left: None,
+        located: None,
     };
     assert!(!settled(&row));
     row.status = ApprovalStatus::Approved;

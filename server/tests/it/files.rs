@@ -4,7 +4,8 @@
 //! is left alone ("changed since you saw it"), the Plugins page counts the quarantine, and "undo
 //! that" moves them back, once. Then the same under kill -9 at the plugin's own failpoints
 //! (between the journal row and the move, and between the move and its flush): the call is
-//! `unknown`, never run again, and each file is where the journal says.
+//! `unknown`, never run again, the card says where each file is now, and its undo restores
+//! those in quarantine.
 
 use crate::support;
 
@@ -188,14 +189,18 @@ async fn a_quarantine_card_comes_from_the_disk_and_undo_moves_the_files_back() {
     );
 }
 
-/// kill -9 at `failpoint` while the approved move runs; after the restart the call is
-/// `unknown`, it is never run again, and the file is at its path (`at_path`) or in quarantine.
-async fn crash_at(failpoint: &str, at_path: bool) {
+/// kill -9 at `failpoint` while the approved move of two logs runs (it stops at the first);
+/// after the restart the call is `unknown` and never run again, the card says where each log
+/// is now, found by its pinned inode (`a.log` at its path or, when `moved`, in quarantine;
+/// `b.log` at its path), and its undo restores exactly what is in quarantine: from the card
+/// when something is, else "undo that" in the conversation says it restored nothing.
+async fn crash_at(failpoint: &str, moved: bool) {
     let model = ModelServer::start(SCRIPT).await;
     let world = World::new(&model.base_url);
     let root = world.dir.path().join("downloads");
     std::fs::create_dir_all(root.join("logs")).unwrap();
     std::fs::write(root.join("logs/a.log"), b"first log\n").unwrap();
+    std::fs::write(root.join("logs/b.log"), b"second log\n").unwrap();
     std::fs::write(
         world.dir.path().join("iris.toml"),
         format!(
@@ -244,12 +249,17 @@ async fn crash_at(failpoint: &str, at_path: bool) {
             .filter(|p| p.starts_with(".iris-quarantine/"))
             .count()
     };
-    assert_eq!(root.join("logs/a.log").exists(), at_path);
-    assert_eq!(in_quarantine(&root), usize::from(!at_path));
+    assert_eq!(root.join("logs/a.log").exists(), !moved);
+    assert!(
+        root.join("logs/b.log").exists(),
+        "the batch stopped at its first log"
+    );
+    assert_eq!(in_quarantine(&root), usize::from(moved));
 
-    // Restarted without the failpoint: unknown, told how to check, never run again.
+    // Restarted without the failpoint: unknown, told how to check, never run again, and each
+    // log's place found.
     let (server, _rx) = world.start_watched(&[("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")]);
-    let row = eventually("the call becomes unknown", || {
+    let get_row = || {
         let (http, url, token, id) = (&http, &server.url, &token, &id);
         async move {
             let row: Value = http
@@ -261,45 +271,131 @@ async fn crash_at(failpoint: &str, at_path: bool) {
                 .json()
                 .await
                 .ok()?;
-            (row["execution"] == "unknown").then_some(row)
+            Some(row)
         }
-    })
+    };
+    let row = eventually(
+        "the call becomes unknown and its logs are found",
+        || async {
+            get_row()
+                .await
+                .filter(|row| row["execution"] == "unknown" && row["located"].is_object())
+        },
+    )
     .await;
     let message = row["result"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(".iris-quarantine"), "{row}");
-    assert_eq!(root.join("logs/a.log").exists(), at_path, "never run again");
-    assert_eq!(in_quarantine(&root), usize::from(!at_path));
-
-    // "undo that" in the card's conversation (what the unknown card points to) restores what is
-    // in quarantine, by the journal's inode, and says what it could not.
-    let reply = eventually("the conversation's undo", || {
-        let (http, url, token, conversation) = (&http, &server.url, &token, &conversation);
-        async move {
-            let chat: Value = http
-                .post(format!("{url}/api/chat"))
-                .bearer_auth(token)
-                .json(&json!({"message": "undo that", "conversation_id": conversation}))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            let reply = chat["reply"].as_str()?.to_string();
-            reply.starts_with("Restored").then_some(reply)
-        }
-    })
-    .await;
-    if at_path {
-        assert_eq!(reply, "Restored 0; 1 not restored.", "{reply}");
-    } else {
-        assert_eq!(reply, "Restored 1.", "{reply}");
-    }
-    assert!(root.join("logs/a.log").exists(), "{reply}");
+    assert_eq!(root.join("logs/a.log").exists(), !moved, "never run again");
+    assert!(root.join("logs/b.log").exists(), "never run again");
+    assert_eq!(in_quarantine(&root), usize::from(moved));
+    let located = row["located"]["items"].as_array().unwrap();
+    let place = |item: &str| {
+        located
+            .iter()
+            .find(|l| l["id"] == item)
+            .map(|l| l["status"].as_str().unwrap_or_default().to_string())
+    };
+    let a_status = if moved { "quarantined" } else { "not_moved" };
     assert_eq!(
-        std::fs::read(root.join("logs/a.log")).unwrap(),
-        b"first log\n"
+        place("downloads/logs/a.log").as_deref(),
+        Some(a_status),
+        "{row}"
     );
+    assert_eq!(
+        place("downloads/logs/b.log").as_deref(),
+        Some("not_moved"),
+        "{row}"
+    );
+    let summary = row["located"]["summary"].as_str().unwrap_or_default();
+    let expected = if moved {
+        "1 in quarantine, 1 still at its path."
+    } else {
+        "2 still at their paths."
+    };
+    assert_eq!(summary, expected, "{row}");
+    // The audit has one line per log, and only a log in quarantine can be undone.
+    let trail: Value = http
+        .get(format!("{}/api/audit?approval_id={id}", server.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let lines: Vec<(String, bool)> = trail["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "execution" && e["item"].is_string())
+        .map(|e| {
+            (
+                e["item"].as_str().unwrap().to_string(),
+                e["undo_available"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(lines.len(), 2, "{trail}");
+    assert!(
+        lines
+            .iter()
+            .all(|(item, undo)| *undo == (moved && item == "downloads/logs/a.log")),
+        "{trail}"
+    );
+
+    let undo = http
+        .post(format!("{}/governance/approvals/{id}/undo", server.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let status = undo.status();
+    let undone: Value = undo.json().await.unwrap();
+    if moved {
+        // The card's undo: exactly what is in quarantine comes back, once.
+        assert_eq!(row["located"]["undo_action"], "Restore 1 file", "{row}");
+        assert_eq!(status, StatusCode::OK, "{undone}");
+        assert_eq!(undone["approval"]["undo"]["state"], "done", "{undone}");
+        assert_eq!(
+            std::fs::read(root.join("logs/a.log")).unwrap(),
+            b"first log\n"
+        );
+        assert_eq!(in_quarantine(&root), 0);
+        let again = http
+            .post(format!("{}/governance/approvals/{id}/undo", server.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), StatusCode::CONFLICT, "undone once");
+    } else {
+        // Nothing moved: the card offers no undo, and refusing it changes nothing.
+        assert!(row["located"].get("undo_action").is_none(), "{row}");
+        assert_eq!(status, StatusCode::CONFLICT, "{undone}");
+        // "undo that" in the card's conversation (what the unknown card points to) says what
+        // it could not restore.
+        let reply = eventually("the conversation's undo", || {
+            let (http, url, token, conversation) = (&http, &server.url, &token, &conversation);
+            async move {
+                let chat: Value = http
+                    .post(format!("{url}/api/chat"))
+                    .bearer_auth(token)
+                    .json(&json!({"message": "undo that", "conversation_id": conversation}))
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                let reply = chat["reply"].as_str()?.to_string();
+                reply.starts_with("Restored").then_some(reply)
+            }
+        })
+        .await;
+        assert_eq!(reply, "Restored 0; 1 not restored.", "{reply}");
+    }
+    assert!(root.join("logs/a.log").exists());
+    assert!(root.join("logs/b.log").exists());
     assert_eq!(in_quarantine(&root), 0);
     drop(server);
 }
@@ -308,7 +404,7 @@ async fn crash_at(failpoint: &str, at_path: bool) {
 async fn killed_between_the_journal_row_and_the_move_the_file_stays_and_it_never_runs_again() {
     crash_at(
         iris_files::tools::quarantine_files::FAILPOINT_AFTER_JOURNAL,
-        true,
+        false,
     )
     .await;
 }
@@ -317,7 +413,7 @@ async fn killed_between_the_journal_row_and_the_move_the_file_stays_and_it_never
 async fn killed_between_the_move_and_its_flush_the_file_is_in_quarantine_and_it_never_runs_again() {
     crash_at(
         iris_files::tools::quarantine_files::FAILPOINT_AFTER_MOVE,
-        false,
+        true,
     )
     .await;
 }

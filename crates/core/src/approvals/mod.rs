@@ -10,13 +10,15 @@
 //! | execute | [`execute`]: claim under a lease, the side effect, its outcome | `claim_job` (lease + ledger `executing`), `record_outcome` |
 //! | resume | [`resume`]: the run continues from the real result | `finish_job` |
 //! | retry, recover | [`resume`]: a failed job on the owner's request; a lapsed lease by any server | `claim_job` |
-//! | undo | [`undo`]: the card's undo tool for the items that ran, once | `claim_undo`, `record_undo` |
+//! | locate | [`locate`]: after a takeover made a call `unknown`, where its items are now (the plugin's `locate`) | `record_located` |
+//! | undo | [`undo`]: the card's undo tool for the items that ran (or were located), once | `claim_undo`, `record_undo` |
 //! | gateway | [`gateway`]: an MCP agent's gated call is a row (or attaches to the same call's); its job executes on the upstream, no run to resume | `GatewayStore::request`, then as above |
 //!
 //! A decided row is a durable resume job. Any server claims it under a lease (owner, epoch,
 //! until), keeps it by heartbeats, and every write under it is fenced by the epoch, so a server
 //! that stalls or dies loses the job to another, whose writes win. A taker that finds the ledger
-//! `executing` with no outcome marks it `unknown`, tells the owner and never runs it again.
+//! `executing` with no outcome marks it `unknown`, tells the owner, asks the tool's plugin where
+//! its items are now ([`locate`]), and never runs it again.
 //!
 //! What decides is in code ([`crate::approval::can_move`], [`plan`]); the store's
 //! compare-and-set statements and the database's triggers are the second line.
@@ -30,6 +32,7 @@
 
 pub mod execute;
 pub mod gateway;
+pub mod locate;
 pub mod overlap;
 pub mod passkey;
 pub mod plan;

@@ -313,6 +313,10 @@ impl ApprovalService {
             // IRIS's own line at the card's end, told once: not again on the owner's retry
             // (the failed resume's commit told it), nor for an outcome the claim that made it
             // unknown already told.
+            let preconditions = snapshot.preconditions.clone().unwrap_or_default();
+            row = self
+                .after_takeover(&lease, &row, &plan, &preconditions)
+                .await?;
             let told_before = snapshot.origin == JobOrigin::Retried
                 || matches!(plan.ledger, LedgerStep::MarkUnknown { .. })
                 || matches!(row.execution, Execution::Unknown | Execution::Executing);
@@ -323,10 +327,9 @@ impl ApprovalService {
                     if let Some(text) = text {
                         told_lines.push(told(&row.id, &text));
                     }
-                    observation
+                    super::locate::located_observation(&row).unwrap_or(observation)
                 }
                 None => {
-                    let preconditions = snapshot.preconditions.clone().unwrap_or_default();
                     let (observation, after) = self
                         .execute_claimed(&lease, &row, &preconditions, &ctx)
                         .await?;
@@ -367,8 +370,10 @@ impl ApprovalService {
         snapshot: &JobSnapshot,
         plan: &crate::ports::ClaimPlan,
     ) -> Result<(), StoreError> {
+        let preconditions = snapshot.preconditions.clone().unwrap_or_default();
+        self.after_takeover(lease, row, plan, &preconditions)
+            .await?;
         if settled_observation(row, plan).is_none() {
-            let preconditions = snapshot.preconditions.clone().unwrap_or_default();
             let ctx = CallContext {
                 run_id: row.run_id.clone(),
                 conversation_id: String::new(),

@@ -1,6 +1,8 @@
 //! Undo from the card (DESIGN §9 "Undo from the card"): an executed card whose tool declares
 //! an undo runs the card's `undo_tool` for exactly the items that executed, once whatever the
-//! taps, within the card's undo window.
+//! taps, within the card's undo window. A card whose call is `unknown` offers it only for the
+//! items its plugin found it can put back after the takeover (`locate.rs`), and runs it for
+//! those only.
 //!
 //! The core knows only the card's undo tool, never its vocabulary: the plugin turns the
 //! execution's per-item outcomes into the undo tool's arguments ([`crate::plugin::Plugin::undo_call`]),
@@ -128,7 +130,15 @@ impl ApprovalService {
                 "This card still waits for an answer: its call has not run, so there is nothing to undo yet.".into(),
             ));
         }
-        if row.status == ApprovalStatus::Approved && row.execution == Execution::Unknown {
+        // An unknown call whose plugin found some items it can put back (the takeover's
+        // `locate`) is undone for those only; otherwise unknown is refused.
+        let located = row.execution == Execution::Unknown
+            && row
+                .located
+                .as_ref()
+                .is_some_and(|l| l.undo_action.is_some());
+        if row.status == ApprovalStatus::Approved && row.execution == Execution::Unknown && !located
+        {
             // Unknown is not "did not run" (docs/liveness.md "truthful records"): say how to
             // check, and where what it may have done can be put back.
             let check = self
@@ -141,7 +151,9 @@ impl ApprovalService {
                 "It is not known whether this card's call ran, so the card cannot undo it.{check} Saying \"undo that\" in the card's conversation restores what it did, if it did anything."
             )));
         }
-        if row.status != ApprovalStatus::Approved || row.execution != Execution::Executed {
+        if row.status != ApprovalStatus::Approved
+            || !(row.execution == Execution::Executed || located)
+        {
             return Err(nothing(
                 "This card's call did not run, so there is nothing to undo.".into(),
             ));

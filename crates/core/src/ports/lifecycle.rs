@@ -360,6 +360,18 @@ pub struct OutcomeRecord {
     pub outbox: Outbox,
 }
 
+/// Where an unknown call's items are now, with its audit entries (one per item) and what the
+/// commit announces ([`ApprovalStore::record_located`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocatedRecord {
+    /// The plugin's answer, as the card shows it.
+    pub located: crate::wire::Located,
+    /// One execution entry per item it placed (`undo_available` for those the undo restores).
+    pub audit: Vec<NewAuditEntry>,
+    /// Its events (the card's `approval.responded`).
+    pub outbox: Outbox,
+}
+
 /// What a claimed call's side effect came to (the ledger's state after `executing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -497,6 +509,20 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
         lease_secs: u32,
         outcome: &OutcomeRecord,
     ) -> Result<(), StoreError>;
+
+    /// Writes where an `unknown` call's items stand now (the plugin's
+    /// [`crate::plugin::Plugin::locate`] after a takeover) beside its ledger entry, with the
+    /// per-item audit entries and the outbox, in one commit fenced by the lease as
+    /// [`ApprovalStore::record_outcome`] is. The entry stays `unknown` with its result: where
+    /// things are now never says whether the call finished. Written once (the database
+    /// refuses a second, and any on an entry that is not `unknown`); `Ok` also when this very
+    /// answer is already stored under this lease.
+    ///
+    /// # Errors
+    /// [`StoreError::LeaseLost`] when the lease was taken over, or the entry is not `unknown`
+    /// or already says where its items are (another answer): nothing was written.
+    async fn record_located(&self, lease: &Lease, record: &LocatedRecord)
+        -> Result<(), StoreError>;
 
     /// Ends a job in one commit fenced by the lease: the resumed turn, the job's end, the row's
     /// `resume_error`. `Ok` also when this holder already ended the job so at its epoch (an

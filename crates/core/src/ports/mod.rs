@@ -157,6 +157,7 @@ impl NewApproval {
             requested_by: self.requested_by.clone(),
             running: None,
             undo_left: None,
+            located: None,
         }
     }
 }

@@ -52,6 +52,7 @@ impl Approval {
             requested_by: None,
             running: None,
             undo_left: None,
+            located: None,
         }
     }
 }
@@ -79,5 +80,37 @@ mod tests {
             };
             assert!(!answered.lapsed_at(at + Duration::days(1)), "{status:?}");
         }
+    }
+
+    /// An unknown call offers its undo only when its plugin found items it can put back, and
+    /// the button then names those (docs/liveness.md "truthful records").
+    #[test]
+    fn an_unknown_call_offers_its_undo_only_for_items_found_to_put_back() {
+        let now = Approval::sample().expires_at;
+        let unknown = Approval {
+            status: ApprovalStatus::Approved,
+            execution: Execution::Unknown,
+            ..Approval::sample()
+        };
+        assert!(!unknown.undo_offered(now));
+        let found = |undo_action: Option<&str>| Approval {
+            located: Some(super::super::Located {
+                summary: "2 in Trash.".into(),
+                items: Vec::new(),
+                undo_action: undo_action.map(str::to_owned),
+            }),
+            ..unknown.clone()
+        };
+        assert!(!found(None).undo_offered(now), "nothing to put back");
+        assert!(found(Some("Restore 2 emails")).undo_offered(now));
+        assert_eq!(
+            found(Some("Restore 2 emails")).undo_label(),
+            "Restore 2 emails"
+        );
+        let executed = Approval {
+            execution: Execution::Executed,
+            ..Approval::sample()
+        };
+        assert!(!executed.undo_offered(now), "not approved");
     }
 }

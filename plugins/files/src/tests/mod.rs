@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::{FilesPlugin, RootConfig};
 
+mod locate;
 mod mounts;
 
 fn ctx(run: &str) -> CallContext {

@@ -17,6 +17,10 @@
 //! `RENAME_NOREPLACE`; across file systems it is refused, never copied), a check that what
 //! arrived is the pinned inode (a path swapped between the check and the move is moved back),
 //! both folders flushed, then the row's state `quarantined`.
+//!
+//! After a crash mid-batch the call is `unknown` and never runs again; [`locate`] then tells
+//! the card where each entry is, by its pinned inode: still at its path, or in quarantine (the
+//! journal's row and the inode at its quarantine path), and the card's undo restores those.
 
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput, UndoCall};
 use serde_json::{json, Value};
@@ -397,4 +401,97 @@ pub fn undo_call(outcomes: &[ItemOutcome]) -> Option<UndoCall> {
         action: Some(count_phrase("Restore", paths.len(), all_files)),
         items: paths,
     })
+}
+
+/// Where each entry of an unknown call is now (the module docs): `items` the card's ids, each
+/// with its pin in `preconditions`. An entry is found by the inode its card pinned: at its
+/// path ("not_moved"), in quarantine where its newest journal row says ("quarantined", the
+/// shape [`execute`] gives, so [`undo_call`] restores it), else "unknown". Reads only.
+pub async fn locate(plugin: &FilesPlugin, items: &[String], preconditions: &[Value]) -> ToolOutput {
+    let mut outcomes = Vec::with_capacity(items.len());
+    let (mut at_path, mut quarantined, mut unknown) = (0usize, 0usize, 0usize);
+    for (key, precondition) in items.iter().zip(preconditions) {
+        let Ok(pinned) = serde_json::from_value::<Pin>(precondition.clone()) else {
+            // No pin: nothing was at the path when the card was made; nothing was done to it.
+            continue;
+        };
+        let outcome = locate_one(plugin, key, &pinned).await;
+        match outcome["status"].as_str() {
+            Some("not_moved") => at_path += 1,
+            Some("quarantined") => quarantined += 1,
+            _ => unknown += 1,
+        }
+        outcomes.push(item(key, outcome));
+    }
+    let mut parts = Vec::new();
+    if quarantined > 0 {
+        parts.push(format!("{quarantined} in quarantine"));
+    }
+    if at_path > 0 {
+        parts.push(format!(
+            "{at_path} still at {}",
+            if at_path == 1 {
+                "its path"
+            } else {
+                "their paths"
+            }
+        ));
+    }
+    if unknown > 0 {
+        parts.push(format!("{unknown} found in neither place"));
+    }
+    ToolOutput {
+        result: json!({"summary": format!("{}.", parts.join(", "))}),
+        items: outcomes,
+    }
+}
+
+async fn locate_one(plugin: &FilesPlugin, key: &str, pinned: &Pin) -> Value {
+    let pinned_identity = (pinned.dev, pinned.ino);
+    let at_path = EntryId::parse(key).ok().and_then(|id| {
+        let (dir, name) = parent_of(plugin, &id).ok()?;
+        root::lstat(&dir, name)
+            .ok()
+            .flatten()
+            .map(|st| entry::identity(&st))
+    });
+    if at_path == Some(pinned_identity) {
+        return json!({"status": "not_moved", "message": "still at its path: not moved"});
+    }
+    let row = match plugin.journal().newest_of(key).await {
+        Ok(row) => row,
+        Err(e) => {
+            return json!({"status": "unknown", "message": format!("not at its path, and the journal could not be read ({e}): look in the root's .iris-quarantine folder")})
+        }
+    };
+    let why = match row {
+        Some(row)
+            if matches!(row.state.as_str(), "moving" | "quarantined")
+                && (row.dev.as_str(), row.ino.as_str())
+                    == (
+                        pinned.dev.to_string().as_str(),
+                        pinned.ino.to_string().as_str(),
+                    ) =>
+        {
+            match super::restore_files::Quarantined::find(plugin, &row) {
+                Ok(_) => {
+                    return json!({
+                        "status": "quarantined",
+                        "to": row.quarantine_id(),
+                        "batch": row.batch_id,
+                        "kind": row.kind,
+                        "message": format!("in quarantine at {}", iris_core::mcp::escaped(&row.quarantine_id())),
+                    })
+                }
+                Err(why) => why,
+            }
+        }
+        _ => "IRIS has no record of moving it".into(),
+    };
+    let message = if at_path.is_some() {
+        format!("something else is at its path now, and {why}")
+    } else {
+        format!("not at its path, and {why}")
+    };
+    json!({"status": "unknown", "message": message})
 }

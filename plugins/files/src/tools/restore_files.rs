@@ -154,41 +154,16 @@ async fn restore_one(plugin: &FilesPlugin, row: &JournalRow) -> Value {
         "purged" => return no("not restored: it was deleted for good from the quarantine".into()),
         _ => {}
     }
-    let Some(root) = plugin.root(&row.root) else {
-        return no(format!(
-            "not restored: the root `{}` is no longer configured",
-            row.root
-        ));
-    };
-    let (Ok(original), Ok(quarantined)) = (
-        EntryId::parse(&row.entry_id),
-        crate::id::decode(&row.quarantine_rel)
-            .and_then(|rel| EntryId::new(&row.root, rel).map_err(|e| e.0)),
-    ) else {
-        return no("not restored: its journal row is damaged".into());
+    let Quarantined {
+        root,
+        original,
+        quarantined,
+        dir: from,
+    } = match Quarantined::find(plugin, row) {
+        Ok(found) => found,
+        Err(why) => return no(format!("not restored: {why}")),
     };
     let (qparent, qname) = quarantined.split();
-    let from = match root.open_dir(qparent) {
-        Ok(d) => d,
-        Err(FsError::NotFound) => {
-            return no(format!(
-                "not restored: it is no longer in quarantine ({})",
-                row.quarantine_id()
-            ))
-        }
-        Err(e) => return no(format!("not restored: {e}")),
-    };
-    let here = root::lstat(&from, qname)
-        .ok()
-        .flatten()
-        .map(|st| entry::identity(&st));
-    if here.map(|(d, i)| (d.to_string(), i.to_string())) != Some((row.dev.clone(), row.ino.clone()))
-    {
-        return no(format!(
-            "not restored: what was moved is no longer in quarantine at {}",
-            row.quarantine_id()
-        ));
-    }
     let (parent, name) = original.split();
     let to = match root.ensure_dir(parent, false) {
         Ok(d) => d,
@@ -215,4 +190,62 @@ async fn restore_one(plugin: &FilesPlugin, row: &JournalRow) -> Value {
     }
     root.remove_empty_quarantine(qparent);
     json!({"status": "restored", "path": row.entry_id})
+}
+
+/// An entry the journal says was moved, found in quarantine now: its root, original id, id in
+/// the quarantine, and the folder holding it there.
+pub(crate) struct Quarantined<'a> {
+    pub(crate) root: &'a crate::root::Root,
+    pub(crate) original: EntryId,
+    pub(crate) quarantined: EntryId,
+    pub(crate) dir: std::os::fd::OwnedFd,
+}
+
+impl<'a> Quarantined<'a> {
+    /// `row`'s entry, when the inode the journal recorded is at its quarantine path.
+    ///
+    /// # Errors
+    /// Why not, as a clause: its root is gone, the row is damaged, or the quarantine path is
+    /// empty or holds something else.
+    pub(crate) fn find(plugin: &'a FilesPlugin, row: &JournalRow) -> Result<Self, String> {
+        let Some(root) = plugin.root(&row.root) else {
+            return Err(format!("the root `{}` is no longer configured", row.root));
+        };
+        let (Ok(original), Ok(quarantined)) = (
+            EntryId::parse(&row.entry_id),
+            crate::id::decode(&row.quarantine_rel)
+                .and_then(|rel| EntryId::new(&row.root, rel).map_err(|e| e.0)),
+        ) else {
+            return Err("its journal row is damaged".into());
+        };
+        let (qparent, qname) = quarantined.split();
+        let dir = match root.open_dir(qparent) {
+            Ok(d) => d,
+            Err(FsError::NotFound) => {
+                return Err(format!(
+                    "it is no longer in quarantine ({})",
+                    row.quarantine_id()
+                ))
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let here = root::lstat(&dir, qname)
+            .ok()
+            .flatten()
+            .map(|st| entry::identity(&st));
+        if here.map(|(d, i)| (d.to_string(), i.to_string()))
+            != Some((row.dev.clone(), row.ino.clone()))
+        {
+            return Err(format!(
+                "what was moved is no longer in quarantine at {}",
+                row.quarantine_id()
+            ));
+        }
+        Ok(Quarantined {
+            root,
+            original,
+            quarantined,
+            dir,
+        })
+    }
 }

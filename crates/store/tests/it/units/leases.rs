@@ -1,15 +1,17 @@
 //! A job's lease: held by one server, kept by heartbeats, fenced by its epoch and taken over when
 //! it lapses (the taker marks an `executing` call `unknown`, and the old holder writes nothing
 //! more); the outcome is written once with its audit under the lease; the job's end clears the
-//! lease; concurrent claimers take each job once.
+//! lease; an unknown call's located items are written once beside it; concurrent claimers take
+//! each job once.
 
 use crate::common;
 
 use common::*;
 use iris_core::ports::{
-    ClaimPlan, JobEnd, JobFinish, JobOrigin, JobPick, Lease, LedgerStep, Outcome, OutcomeRecord,
-    ResumeErrorChange, SavedRun,
+    ClaimPlan, JobEnd, JobFinish, JobOrigin, JobPick, Lease, LedgerStep, LocatedRecord, Outcome,
+    OutcomeRecord, ResumeErrorChange, SavedRun, UndoClaim, UndoStore,
 };
+use iris_core::wire::{Located, LocatedItem};
 
 use super::{claim, claim_call, count, done, job_state, lease_only, outcome, LEASE};
 
@@ -132,6 +134,106 @@ async fn a_lapsed_lease_is_taken_over_and_the_old_holder_writes_nothing(engine: 
     )
     .await;
     assert!(message.contains("resumes exactly once"), "{message}");
+}
+
+/// Where an unknown call's items are: written once beside the `unknown` entry under its lease,
+/// never on an entry that is not `unknown`, never changing the outcome; an undo from the card
+/// of an unknown call is refused until its plugin found items it can put back.
+async fn where_an_unknown_calls_items_are_is_written_once_beside_it(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    approved(&store, "a1").await;
+    let job = claim(&store, JobPick::Approval("a1"), "server-a", claim_call)
+        .await
+        .expect("claim");
+    let located = |undo: Option<&str>| LocatedRecord {
+        located: Located {
+            summary: "1 in quarantine, 1 still at its path.".into(),
+            items: vec![LocatedItem {
+                id: "m1".into(),
+                label: "m1".into(),
+                status: "quarantined".into(),
+                message: "in quarantine".into(),
+            }],
+            undo_action: undo.map(str::to_owned),
+        },
+        audit: outcome().audit,
+        outbox: iris_core::ports::Outbox::default(),
+    };
+    // Still `executing`: nothing located, nothing written.
+    assert!(matches!(
+        store
+            .record_located(&job.lease, &located(Some("Restore 1")))
+            .await,
+        Err(StoreError::LeaseLost(_))
+    ));
+    assert_eq!(execution_entries(&store).await, 0);
+    let unknown = OutcomeRecord {
+        outcome: Outcome::Unknown,
+        result: json!({"status": "unknown", "message": "it may or may not have run"}),
+        audit: Vec::new(),
+        ..outcome()
+    };
+    store
+        .record_outcome(&job.lease, LEASE, &unknown)
+        .await
+        .expect("unknown");
+    let undo = |at| UndoClaim {
+        approval_id: "a1".into(),
+        tool: "restore_email".into(),
+        args_canonical: "{\"ids\":[\"m1\"]}".into(),
+        items: vec!["m1".into()],
+        by: "phone".into(),
+        surface: "api".into(),
+        at,
+        lease_secs: LEASE,
+        audit: NewAuditEntry {
+            kind: AuditKind::Undo,
+            item: None,
+            ..outcome().audit[0].clone()
+        },
+        outbox: iris_core::ports::Outbox::default(),
+    };
+    assert!(
+        matches!(
+            store.claim_undo(&undo(t0())).await,
+            Err(StoreError::Refused(_))
+        ),
+        "no undo of an unknown call nobody located"
+    );
+
+    store
+        .record_located(&job.lease, &located(Some("Restore 1")))
+        .await
+        .expect("located");
+    let row = store.approval("a1").await.unwrap().unwrap();
+    assert_eq!(row.execution, Execution::Unknown, "still unknown");
+    assert_eq!(
+        row.result,
+        Some(unknown.result.clone()),
+        "the outcome as written"
+    );
+    assert_eq!(row.located, Some(located(Some("Restore 1")).located));
+    assert_eq!(execution_entries(&store).await, 1);
+    // The same answer again under the lease (its first answer lost) is acknowledged; another is
+    // not written, and the database refuses any change to it.
+    store
+        .record_located(&job.lease, &located(Some("Restore 1")))
+        .await
+        .expect("the same answer, already stored, is acknowledged");
+    assert!(matches!(
+        store.record_located(&job.lease, &located(None)).await,
+        Err(StoreError::LeaseLost(_))
+    ));
+    assert_eq!(execution_entries(&store).await, 1, "nothing written again");
+    let message = refused(
+        &store,
+        "UPDATE ledger SET located = NULL WHERE approval_id = 'a1'",
+    )
+    .await;
+    assert!(message.contains("written once"), "{message}");
+    // Now the card's undo may claim, for what was found.
+    assert!(store.claim_undo(&undo(t0())).await.expect("undo claim"));
 }
 
 /// How many `execution` audit entries approval `a1` has.
@@ -302,6 +404,10 @@ macro_rules! suite {
         #[tokio::test]
         async fn an_outcome_is_written_once_with_its_audit_under_the_lease() {
             super::an_outcome_is_written_once_with_its_audit_under_the_lease($engine).await;
+        }
+        #[tokio::test]
+        async fn where_an_unknown_calls_items_are_is_written_once_beside_it() {
+            super::where_an_unknown_calls_items_are_is_written_once_beside_it($engine).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn concurrent_claimers_take_each_job_once() {
