@@ -533,17 +533,19 @@ async fn approvals_covers_a_pinned_write_and_destructive_does_not() {
     }
 }
 
-/// A files card under `IRIS_PASSKEY_REQUIRED=destructive` needs the passkey as a mail card does:
-/// without one nothing moves, with one made for this card it moves once. (Replays and answers
-/// made for another card are the mail test's, above: the rule does not depend on the plugin.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
-    const FILES: &str = "rules:\n  - when: \"(?i)clean up (.+)\"\n    steps:\n      - call: list_files\n        args: {root: downloads, glob: \"$1\"}\n      - call: quarantine_files\n        args: {paths: \"$ids\"}\n      - reply: \"{summary}\"\nfallback: \"?\"\n";
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("old.log"), b"old").unwrap();
-    let model = ModelServer::start(FILES).await;
-    let server = TestApp::with_model(&model)
-        .files_root("downloads", root.path())
+/// A card of another plugin under `IRIS_PASSKEY_REQUIRED=destructive` needs the passkey as a
+/// mail card does: asked with `message` on a server `build` configures (its model playing
+/// `script`), without one nothing runs (`ran` stays false), with one made for this card it runs
+/// once. (Replays and answers made for another card are the mail test's, above: the rule does
+/// not depend on the plugin.)
+async fn needs_the_passkey_and_runs_once_with_it(
+    script: &str,
+    build: impl FnOnce(support::app::Build) -> support::app::Build,
+    message: &str,
+    ran: impl Fn() -> bool,
+) {
+    let model = ModelServer::start(script).await;
+    let server = build(TestApp::with_model(&model))
         .public_url(ORIGIN)
         .passkey_required("destructive")
         .background()
@@ -556,11 +558,7 @@ async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
 
     let (status, halted) = client
-        .post(
-            "/api/chat",
-            Some(&laptop),
-            json!({"message": "clean up *.log"}),
-        )
+        .post("/api/chat", Some(&laptop), json!({ "message": message }))
         .await;
     assert_eq!(status, StatusCode::OK, "{halted}");
     let id = halted["approval_id"].as_str().unwrap().to_owned();
@@ -570,14 +568,38 @@ async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
     assert_eq!(row["passkey_required"], true, "{row}");
     let (status, body) = approve(&client, &laptop, &id, None).await;
     assert_needs_passkey(status, &body, &id);
-    assert!(
-        root.path().join("old.log").exists(),
-        "nothing ran without the passkey"
-    );
+    assert!(!ran(), "nothing ran without the passkey");
 
     let signed = answer(&client, &laptop, &mut key, &id, true).await;
     let (status, body) = approve(&client, &laptop, &id, Some(&signed)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     client.wait_execution(&id, &laptop, "executed").await;
-    assert!(!root.path().join("old.log").exists());
+    assert!(ran());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_files_card_needs_the_passkey_and_moves_once_with_it() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("old.log"), b"old").unwrap();
+    let path = root.path().to_path_buf();
+    needs_the_passkey_and_runs_once_with_it(
+        support::scripts::FILES_CLEANUP_SCRIPT,
+        |app| app.files_root("downloads", &path),
+        "clean up *.log",
+        || !path.join("old.log").exists(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calendar_card_needs_the_passkey_and_deletes_once_with_it() {
+    let folder = support::calendars::one_event("Dentist");
+    let path = folder.path().to_path_buf();
+    needs_the_passkey_and_runs_once_with_it(
+        support::calendars::DELETE_SCRIPT,
+        |app| app.calendar_folder("personal", &path),
+        "delete dentist",
+        || !support::calendars::still_there(&path),
+    )
+    .await;
 }

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod authenticator;
+pub mod calendars;
 pub mod files_plugin;
 pub mod kernel;
 pub mod maildir;

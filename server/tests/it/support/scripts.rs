@@ -101,3 +101,17 @@ rules:
         on_rejected: "OK, I left them alone. Nothing was changed, sent or deleted."
 fallback: "?"
 "#;
+
+/// "clean up GLOB": lists the files of the root `downloads` matching GLOB and asks to move them
+/// to quarantine (the files plugin's card on every surface).
+pub const FILES_CLEANUP_SCRIPT: &str = r#"
+rules:
+  - when: "(?i)clean up (.+)"
+    steps:
+      - call: list_files
+        args: {root: downloads, glob: "$1"}
+      - call: quarantine_files
+        args: {paths: "$ids"}
+      - reply: "{summary}"
+fallback: "?"
+"#;

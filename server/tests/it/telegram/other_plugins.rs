@@ -1,6 +1,6 @@
-//! A files card in the owner's chat, as a mail card is: its lines as the disk gave them,
-//! escaped, its undo sentence, the action's confirm, and Yes moves exactly the pinned file into
-//! its root's quarantine once.
+//! A files card and a calendar card in the owner's chat, as a mail card is: their lines as the
+//! disk or the calendar gave them, escaped, the undo sentence, the action's confirm, and Yes
+//! runs exactly the pinned call once (the file into its root's quarantine, the event deleted).
 
 use crate::support;
 
@@ -11,28 +11,21 @@ use support::{eventually, ModelServer, TestApp};
 
 use super::{card_keyboard, row};
 
-const SCRIPT: &str = r#"
-rules:
-  - when: "(?i)clean up (.+)"
-    steps:
-      - call: list_files
-        args: {root: downloads, glob: "$1"}
-      - call: quarantine_files
-        args: {paths: "$ids"}
-      - reply: "{summary}"
-fallback: "?"
-"#;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_files_card_is_answered_from_the_owners_chat() {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("logs")).unwrap();
-    // A name with MarkdownV2 specials: it must arrive escaped.
-    std::fs::write(root.path().join("logs/old_(1).log"), b"old lines\n").unwrap();
+/// Asks with `message` on a server `build` configures (its model playing `script`, Telegram
+/// on): the card (`action`, its first line `line`) arrives in the owner's chat escaped, with its
+/// undo sentence and buttons; nothing runs before Yes (`ran` stays false), and Yes runs it once
+/// from the `telegram` surface.
+async fn answered_from_the_owners_chat(
+    script: &str,
+    build: impl FnOnce(support::app::Build) -> support::app::Build,
+    message: &str,
+    action: &str,
+    line: &str,
+    ran: impl Fn() -> bool,
+) {
     let bot = FakeBot::start().await;
-    let model = ModelServer::start(SCRIPT).await;
-    let server = TestApp::with_model(&model)
-        .files_root("downloads", root.path())
+    let model = ModelServer::start(script).await;
+    let server = build(TestApp::with_model(&model))
         .telegram(&bot.url, TOKEN, OWNER)
         .background()
         .start()
@@ -40,15 +33,11 @@ async fn a_files_card_is_answered_from_the_owners_chat() {
     let control = server.add_device("phone", Scope::Control).await;
     let client = server.client().await;
     let (_, halted) = client
-        .post(
-            "/api/chat",
-            Some(&control),
-            json!({"message": "clean up logs/*.log"}),
-        )
+        .post("/api/chat", Some(&control), json!({ "message": message }))
         .await;
     let id = halted["approval_id"].as_str().unwrap().to_string();
     let card = row(&client, &control, &id).await;
-    assert_eq!(card["card"]["action"], "Move 1 file to quarantine");
+    assert_eq!(card["card"]["action"], action);
 
     let sent = eventually("the card message", || async {
         let sent = bot.calls("sendMessage");
@@ -56,9 +45,9 @@ async fn a_files_card_is_answered_from_the_owners_chat() {
     })
     .await;
     let text = sent[0]["text"].as_str().unwrap().to_string();
-    let line = card["card"]["lines"][0].as_str().unwrap();
-    assert!(line.starts_with("logs/old_(1).log — 10 bytes"), "{line}");
-    assert!(text.contains(&escape(line)), "{line} in {text}");
+    let first = card["card"]["lines"][0].as_str().unwrap();
+    assert!(first.starts_with(line), "{first}");
+    assert!(text.contains(&escape(first)), "{first} in {text}");
     assert!(
         text.contains(&escape(card["card"]["undo_note"].as_str().unwrap())),
         "{text}"
@@ -67,13 +56,44 @@ async fn a_files_card_is_answered_from_the_owners_chat() {
 
     let q = bot.tap(OWNER, OWNER, 1, &format!("a:{id}"));
     bot.answer(&q).await;
-    assert!(
-        root.path().join("logs/old_(1).log").exists(),
-        "nothing before Yes"
-    );
+    assert!(!ran(), "nothing before Yes");
     let q = bot.tap(OWNER, OWNER, 1, &format!("y:{id}"));
     assert_eq!(bot.answer(&q).await, "Approved.");
     let done = client.wait_execution(&id, &control, "executed").await;
     assert_eq!(done["surface"], "telegram", "{done}");
-    assert!(!root.path().join("logs/old_(1).log").exists());
+    assert!(ran());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_files_card_is_answered_from_the_owners_chat() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("logs")).unwrap();
+    // A name with MarkdownV2 specials: it must arrive escaped.
+    std::fs::write(root.path().join("logs/old_(1).log"), b"old lines\n").unwrap();
+    let path = root.path().to_path_buf();
+    answered_from_the_owners_chat(
+        support::scripts::FILES_CLEANUP_SCRIPT,
+        |app| app.files_root("downloads", &path),
+        "clean up logs/*.log",
+        "Move 1 file to quarantine",
+        "logs/old_(1).log — 10 bytes",
+        || !path.join("logs/old_(1).log").exists(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calendar_card_is_answered_from_the_owners_chat() {
+    // A summary with MarkdownV2 specials: it must arrive escaped.
+    let folder = support::calendars::one_event("Dentist (check-up) #2 *urgent*");
+    let path = folder.path().to_path_buf();
+    answered_from_the_owners_chat(
+        support::calendars::DELETE_SCRIPT,
+        |app| app.calendar_folder("personal", &path),
+        "delete dentist",
+        "Delete 1 event",
+        "Dentist (check-up) #2 *urgent* — Tue 8 Dec 2026, 10:00–11:00 (Europe/Berlin) · Home",
+        || !support::calendars::still_there(&path),
+    )
+    .await;
 }

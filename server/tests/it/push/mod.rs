@@ -13,6 +13,8 @@
 //!   stores nothing; without `IRIS_VAPID_SUBJECT` the routes say how to turn push on; revoking
 //!   a device removes its subscriptions.
 
+mod other_plugins;
+
 use crate::support;
 
 use iris_core::ports::{DeviceStore, PushStore, Scope};
@@ -635,56 +637,4 @@ async fn a_push_service_whose_name_resolves_inside_the_network_is_not_posted_to(
     halt(&client, &phone).await;
     let _rx = wait_for_line(rx, format!("the push service `{host}` resolves to")).await;
     assert!(push.received().is_empty(), "{:?}", push.received());
-}
-
-/// A files card reaches the phone as a mail card does: its title and link, never its lines (the
-/// paths on the owner's disk), and its answer closes it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_files_card_pushes_its_title_never_its_paths_and_its_answer_closes_it() {
-    const FILES: &str = "rules:\n  - when: \"(?i)clean up (.+)\"\n    steps:\n      - call: list_files\n        args: {root: downloads, glob: \"$1\"}\n      - call: quarantine_files\n        args: {paths: \"$ids\"}\n      - reply: \"{summary}\"\nfallback: \"?\"\n";
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("tax-return-2025.pdf"), b"private").unwrap();
-    let push = PushService::start().await;
-    let model = ModelServer::start(FILES).await;
-    let app = TestApp::with_model(&model)
-        .files_root("downloads", root.path())
-        .vapid_subject(SUBJECT)
-        .background()
-        .start()
-        .await;
-    let phone = app.add_device("phone", Scope::Control).await;
-    let client = app.client().await;
-    learn_key(&push, &client, &phone).await;
-    subscribe(&client, &phone, push.browser("phone").subscription()).await;
-
-    let (status, halted) = client
-        .post(
-            "/api/chat",
-            Some(&phone),
-            json!({"message": "clean up *.pdf"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{halted}");
-    let id = halted["approval_id"].as_str().unwrap().to_owned();
-    let requested = eventually("the files card's push", || async {
-        let got = push.delivered("phone", &id);
-        (!got.is_empty()).then_some(got)
-    })
-    .await;
-    assert_eq!(requested[0]["title"], "Move 1 file to quarantine");
-    assert!(
-        !requested[0].to_string().contains("tax-return"),
-        "never a path: {}",
-        requested[0]
-    );
-    respond(&client, &phone, &id, "approve").await;
-    client.wait_execution(&id, &phone, "executed").await;
-    let closed = eventually("the closing push", || async {
-        push.delivered("phone", &id)
-            .into_iter()
-            .find(|p| p["type"] == "approval.closed")
-    })
-    .await;
-    assert_eq!(closed["outcome"], "approved");
-    assert!(!root.path().join("tax-return-2025.pdf").exists());
 }
