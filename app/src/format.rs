@@ -301,6 +301,9 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
         .map(str::to_owned);
     match outcome_tone(approval) {
         OutcomeTone::Neutral | OutcomeTone::Success => None,
+        // Where each item of an unknown call is now says more than how to check it (the
+        // outcome's list); the message would only repeat it.
+        _ if approval.execution == Execution::Unknown && approval.located.is_some() => None,
         _ if approval.execution == Execution::Executed => {
             let n = stale_items(approval);
             Some(format!(
@@ -575,7 +578,7 @@ mod tests {
                 id: "downloads/a\u{202e}.log".into(),
                 label: "downloads/a\\u{202e}.log".into(),
                 status: "quarantined".into(),
-                message: "in quarantine at downloads/.iris-quarantine/b/a.log".into(),
+                message: "in quarantine: .iris-quarantine/b/a.log".into(),
             }],
             undo_action: Some("Restore 1 file".into()),
         });
@@ -589,7 +592,7 @@ mod tests {
             vec![(
                 "downloads/a\\u{202e}.log".to_owned(),
                 "quarantined".to_owned(),
-                "in quarantine at downloads/.iris-quarantine/b/a.log".to_owned()
+                "in quarantine: .iris-quarantine/b/a.log".to_owned()
             )]
         );
     }

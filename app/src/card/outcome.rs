@@ -73,7 +73,7 @@ pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -
                             .map(|(item, status, sentence)| view! {
                                 <li data-status=status>
                                     <span class="located-item">{item}</span>
-                                    ": "
+                                    " — "
                                     {sentence}
                                 </li>
                             })

@@ -331,10 +331,11 @@ pub trait Plugin: Send + Sync {
     /// `unknown` (its server stopped while it ran: the takeover rule never runs it again).
     /// `Some` output whose `items` give one outcome per item it can place, in the shape its
     /// execution gives (so [`Plugin::undo_call`] builds the undo of those that did change),
-    /// each with a `message` ("in quarantine at …", "still at its path: not moved"), and whose
-    /// `result` has a `summary` sentence. `items` and `preconditions` are the card's, one pin
-    /// per item. It reads, never changes; the core bounds it by the execution deadline. `None`
-    /// (the default): the plugin cannot tell, and the card only says how to check.
+    /// each with a `message` ("in quarantine: …", "not moved: it is still at its path") and
+    /// optionally a `label` naming the item as the card does; its `result` has a `summary`
+    /// sentence. `items` and `preconditions` are the card's, one pin per item. It reads, never
+    /// changes; the core bounds it by the execution deadline. `None` (the default): the plugin
+    /// cannot tell, and the card only says how to check.
     async fn locate(
         &self,
         tool: &str,

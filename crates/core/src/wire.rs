@@ -285,11 +285,12 @@ pub struct Located {
 pub struct LocatedItem {
     /// The item (one of the card's `items`).
     pub id: String,
-    /// The item as shown: its control and text-direction characters escaped.
+    /// The item as shown (the plugin's name for it, e.g. "logs/a.log · downloads", else the
+    /// id): its control and text-direction characters escaped.
     pub label: String,
     /// The plugin's word for where it is (for files: `quarantined`, `not_moved`, `unknown`).
     pub status: String,
-    /// Where it is, in a sentence ("in quarantine at downloads/.iris-quarantine/…").
+    /// Where it is, in a sentence ("in quarantine: .iris-quarantine/…").
     pub message: String,
 }
 

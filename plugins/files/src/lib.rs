@@ -354,7 +354,7 @@ impl Plugin for FilesPlugin {
     fn how_to_check(&self, tool: &str) -> Option<String> {
         match tool {
             tools::quarantine_files::NAME => Some(
-                "look for the files at their paths and in the root's .iris-quarantine folder: one still at its path was not moved".into(),
+                "look for the files at their paths and in the root's .iris-quarantine folder: a file still at its path was not moved".into(),
             ),
             tools::restore_files::NAME => Some("look for the files at their paths".into()),
             tools::purge_quarantine::NAME => Some(

@@ -193,7 +193,7 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     for (item, _, sentence) in located_items(approval) {
         let _ = writeln!(
             out,
-            "  Now:     {}: {}",
+            "  Now:     {} — {}",
             printable(&item),
             printable(&sentence)
         );

@@ -135,8 +135,9 @@ fn located_item(o: &ItemOutcome) -> LocatedItem {
     let word = |key: &str| o.outcome[key].as_str().unwrap_or_default().to_string();
     LocatedItem {
         id: o.item.clone(),
-        // A file name may carry controls and text-direction marks.
-        label: crate::mcp::escaped(&o.item),
+        // As the plugin names it on the card (else the id); a file name may carry controls
+        // and text-direction marks.
+        label: crate::mcp::escaped(o.outcome["label"].as_str().unwrap_or(&o.item)),
         status: word("status"),
         message: word("message"),
     }

@@ -80,9 +80,7 @@ async fn each_entry_is_found_by_its_pinned_inode_and_only_those_in_quarantine_ar
             .unwrap()
             .to_string()
     };
-    assert!(
-        said("downloads/logs/a.log").starts_with("in quarantine at downloads/.iris-quarantine/")
-    );
+    assert!(said("downloads/logs/a.log").starts_with("in quarantine: .iris-quarantine/"));
     assert!(
         said("downloads/logs/b.log").contains("no longer in quarantine"),
         "{}",

@@ -448,6 +448,11 @@ pub async fn locate(plugin: &FilesPlugin, items: &[String], preconditions: &[Val
 
 async fn locate_one(plugin: &FilesPlugin, key: &str, pinned: &Pin) -> Value {
     let pinned_identity = (pinned.dev, pinned.ino);
+    // As the card's lines name it: the path in its root, then the root.
+    let label = EntryId::parse(key).map_or_else(
+        |_| iris_core::mcp::escaped(key),
+        |id| format!("{} · {}", super::path_text(&id), id.root()),
+    );
     let at_path = EntryId::parse(key).ok().and_then(|id| {
         let (dir, name) = parent_of(plugin, &id).ok()?;
         root::lstat(&dir, name)
@@ -456,7 +461,7 @@ async fn locate_one(plugin: &FilesPlugin, key: &str, pinned: &Pin) -> Value {
             .map(|st| entry::identity(&st))
     });
     if at_path == Some(pinned_identity) {
-        return json!({"status": "not_moved", "message": "still at its path: not moved"});
+        return json!({"status": "not_moved", "label": label, "message": "not moved: it is still at its path"});
     }
     let row = match plugin.journal().newest_of(key).await {
         Ok(row) => row,
@@ -477,10 +482,11 @@ async fn locate_one(plugin: &FilesPlugin, key: &str, pinned: &Pin) -> Value {
                 Ok(_) => {
                     return json!({
                         "status": "quarantined",
+                        "label": label,
                         "to": row.quarantine_id(),
                         "batch": row.batch_id,
                         "kind": row.kind,
-                        "message": format!("in quarantine at {}", iris_core::mcp::escaped(&row.quarantine_id())),
+                        "message": format!("in quarantine: {}", iris_core::mcp::escaped(&row.quarantine_rel)),
                     })
                 }
                 Err(why) => why,
@@ -493,5 +499,5 @@ async fn locate_one(plugin: &FilesPlugin, key: &str, pinned: &Pin) -> Value {
     } else {
         format!("not at its path, and {why}")
     };
-    json!({"status": "unknown", "message": message})
+    json!({"status": "unknown", "label": label, "message": message})
 }
