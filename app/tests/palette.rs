@@ -180,7 +180,12 @@ fn contrast(a: Colour, b: Colour) -> f64 {
 
 /// The style sheet without its comments.
 fn style_sheet() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../style/iris.css");
+    // Found when the test runs, from the package's folder (cargo runs tests there): a path
+    // compiled in would name the clone that built it (scripts/lib/commit_mtimes.py).
+    let app = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().expect("the working folder"));
+    let path = app.join("../style/iris.css");
     let text = std::fs::read_to_string(path).expect("style/iris.css is readable");
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();

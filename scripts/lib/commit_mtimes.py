@@ -10,13 +10,13 @@ tracked file's git blob id and the time it had when the last run started; a file
 always describes the inputs of the newest artefacts. Files with uncommitted changes are left
 alone and not recorded.
 
-Only a clone at the same path as the one the cache last built gets times back. Cargo does not
-rebuild a crate whose folder moved, and a crate compiles its own path in: `env!("CARGO_MANIFEST_DIR")`
-in the tests (the MCP server under end2end/node_modules), and Leptos's server-function URLs,
-which hash it (server_fn_macro: xxh64 of CARGO_MANIFEST_DIR and the module path). A clone
-elsewhere would run binaries that point into the other clone, or a server and a wasm that
-disagree on every server function's URL. Such a clone keeps "now" for every file, so every
-crate of the workspace is rebuilt there (the compiled dependencies in the cache still serve).
+A clone at any path gets times back: no crate of the workspace compiles its own path in. The
+tests find the `iris` binary and the repository's files when they run (server/tests/it/support:
+`iris_bin`, `server_dir`), never through `env!("CARGO_MANIFEST_DIR")` or
+`env!("CARGO_BIN_EXE_iris")`, and Leptos names server functions by a fixed key
+(.cargo/config.toml `SERVER_FN_OVERRIDE_KEY`) instead of a hash of the crate's folder, so a server
+and a wasm built in clones at different paths agree on every URL. test_commit_mtimes.py checks
+both. (Cargo itself does not rebuild a crate whose folder moved.)
 
 Usage: commit_mtimes.py REPO_ROOT RECORD_FILE (scripts/setup.sh runs it whenever a clone builds into the cache)
 """
@@ -52,9 +52,8 @@ try:
         record = json.load(f)
 except (OSError, ValueError):
     record = {}
-# A record without its clone's path (the older format) is treated as another clone's.
-moved = record.get("root") != root_real
-before = {} if moved else record.get("files", {})
+# A record of the older format (no "files") describes nothing this can use.
+before = record.get("files", {}) if isinstance(record.get("files"), dict) else {}
 
 restored = 0
 after = {}
@@ -72,11 +71,4 @@ tmp = record_file + ".tmp"
 with open(tmp, "w") as f:
     json.dump({"root": root_real, "files": after}, f)
 os.replace(tmp, record_file)
-if moved and record:
-    print(
-        f"0 of {len(after)} files kept a time: the cache was last built by a clone at "
-        f"{record.get('root', 'another path')}, so this clone's crates are rebuilt "
-        "(paths compiled into them would name the other clone)"
-    )
-else:
-    print(f"{restored} of {len(after)} files kept the time of the build that used them")
+print(f"{restored} of {len(after)} files kept the time of the build that used them")

@@ -439,7 +439,7 @@ async fn a_second_server_on_one_sqlite_file_refuses_to_start() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = World::new(&model.base_url);
     let _first = world.start();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let output = std::process::Command::new(support::iris_bin())
         .arg("serve")
         .current_dir(world.dir.path())
         .env("IRIS_DATABASE_URL", &world.database_url)

@@ -6,15 +6,13 @@
 //! refused before anything is called; a manifest declaring a tool the server lacks is refused
 //! at connection.
 
-use std::path::PathBuf;
-
 use iris::mcp::upstream::{Upstream, UpstreamError};
 use iris_core::mcp::UpstreamManifest;
 use serde_json::json;
 
 fn server_command(root: &std::path::Path) -> Vec<String> {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../end2end/node_modules/.bin/mcp-server-filesystem");
+    let bin =
+        crate::support::server_dir().join("../end2end/node_modules/.bin/mcp-server-filesystem");
     assert!(
         bin.exists(),
         "{} is missing: scripts/setup.sh installs it (npm ci in end2end/)",

@@ -549,7 +549,7 @@ async fn an_agent_token_reaches_only_the_approvals_it_requested() {
 fn a_browser_is_never_paired_as_an_agent() {
     let world = World::new("http://127.0.0.1:9/v1");
     world.add_device("claude-desktop", "agent");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .args(["pair", "--scope", "agent"])
         .env("IRIS_DATABASE_URL", &world.database_url)
         .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))

@@ -263,7 +263,7 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     assert_eq!(snapshot(&world.maildir), before, "nothing ran");
 
     // The CLI cannot approve it: exit 10 and the card's link; nothing changes.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .args(["approvals", "approve", &id, "--yes"])
         .env("IRIS_URL", &server.url)
         .env("IRIS_TOKEN", &laptop)
@@ -312,7 +312,7 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     assert!(spare_row["last_used_at"].is_string(), "{listed}");
 
     // Rejecting never needs a passkey (the CLI too).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .args(["approvals", "reject", &other])
         .env("IRIS_URL", &server.url)
         .env("IRIS_TOKEN", &laptop)
@@ -331,7 +331,7 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
         "{verified}"
     );
     // Checked against the site the decision was made on: a later address does not change it.
-    let moved = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let moved = std::process::Command::new(support::iris_bin())
         .args(["audit", "verify", &id])
         .env("IRIS_DATABASE_URL", &world.database_url)
         .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
@@ -345,7 +345,7 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
     );
     // Run against a database that is not there: said, not created.
     let nowhere = world.dir.path().join("nowhere.db");
-    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let missing = std::process::Command::new(support::iris_bin())
         .args(["passkeys", "list"])
         .env(
             "IRIS_DATABASE_URL",

@@ -50,7 +50,7 @@ mod exit {
 /// `iris ARGS` as a CLI user runs it: only `IRIS_URL` and `IRIS_TOKEN` (when given) from the
 /// environment that matters, stdin not a terminal.
 fn cli_command(url: &str, token: Option<&str>, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_iris"));
+    let mut c = Command::new(crate::support::iris_bin());
     c.args(args)
         .env_remove("IRIS_TOKEN")
         .env("IRIS_URL", url)

@@ -15,7 +15,10 @@ use super::{exit, finished, halt, moved, row, Run, SCRIPT};
 /// `answer` typed; `script -e` exits with the CLI's own code.
 async fn approve_at_a_terminal(url: &str, token: &str, id: &str, answer: &str) -> Run {
     use tokio::io::AsyncWriteExt;
-    let line = format!("'{}' approvals approve '{id}'", env!("CARGO_BIN_EXE_iris"));
+    let line = format!(
+        "'{}' approvals approve '{id}'",
+        support::iris_bin().display()
+    );
     let mut child = tokio::process::Command::new("script")
         .args(["-qec", &line, "/dev/null"])
         .env_remove("IRIS_TOKEN")

@@ -107,7 +107,7 @@ async fn listed_own_tools_are_offered_with_the_same_cards_and_nothing_else() {
     // `iris mcp iris`, the stdio bridge agents spawn, offers and passes the same.
     let out = tokio::process::Command::new("python3")
         .arg(script("agent.py"))
-        .args(["stdio", env!("CARGO_BIN_EXE_iris"), "iris"])
+        .args(["stdio", &support::iris_bin().to_string_lossy(), "iris"])
         .arg(
             json!([
                 {"list": true},

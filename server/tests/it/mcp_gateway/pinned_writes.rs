@@ -370,7 +370,7 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
     // in process.
     let out = tokio::process::Command::new("python3")
         .arg(script("agent.py"))
-        .args(["stdio", env!("CARGO_BIN_EXE_iris"), "files"])
+        .args(["stdio", &support::iris_bin().to_string_lossy(), "files"])
         .arg(
             json!([
                 {"list": true},

@@ -339,7 +339,7 @@ async fn devices_added_at_the_server_follow_the_name_rules() {
     let world = world(&model).await;
     let long = "x".repeat(41);
     for bad in ["<script>", "a\u{1b}[2Jb", "", long.as_str()] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+        let out = std::process::Command::new(support::iris_bin())
             .args(["devices", "add", "--name", bad, "--scope", "read"])
             .env("IRIS_DATABASE_URL", &world.database_url)
             .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))
@@ -357,7 +357,7 @@ async fn devices_added_at_the_server_follow_the_name_rules() {
 async fn a_public_url_that_is_not_an_origin_is_refused_before_any_link() {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let world = world(&model).await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .args(["pair", "--scope", "read"])
         .env("IRIS_DATABASE_URL", &world.database_url)
         .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))

@@ -77,7 +77,7 @@ async fn post_form(url: &str, path: &str, name: &str, origin: Option<&str>) -> r
 
 /// `iris devices list`, one line per live device.
 fn devices_list(world: &World) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .args(["devices", "list"])
         .current_dir(world.dir.path())
         .env("IRIS_DATABASE_URL", &world.database_url)

@@ -155,7 +155,7 @@ async fn the_demo_signs_pages_in_but_never_the_pairing_page_or_the_api() {
     // A browser paired on the demo and then revoked stays signed out: the demo does not sign
     // it in as its owner on the following page loads.
     let tablet = server.pair_browser(&world, "read", "demo tablet").await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .args(["devices", "revoke", "demo tablet"])
         .env("IRIS_DATABASE_URL", &world.database_url)
         .env("IRIS_CONFIG", world.dir.path().join("iris.toml"))

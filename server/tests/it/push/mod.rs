@@ -574,7 +574,7 @@ async fn without_a_vapid_subject_push_is_off_and_says_how_to_turn_it_on() {
 #[test]
 fn a_vapid_subject_neither_mailto_nor_https_stops_the_server_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris"))
+    let out = std::process::Command::new(support::iris_bin())
         .arg("serve")
         .current_dir(dir.path())
         .env(

@@ -14,8 +14,7 @@ use super::{Client, TestApp, World};
 
 /// The official filesystem server, installed with the end-to-end tests' packages.
 pub fn filesystem_server() -> PathBuf {
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../end2end/node_modules/.bin/mcp-server-filesystem");
+    let bin = super::server_dir().join("../end2end/node_modules/.bin/mcp-server-filesystem");
     assert!(
         bin.exists(),
         "{} is missing: scripts/setup.sh installs it (npm ci in end2end/)",
@@ -26,14 +25,12 @@ pub fn filesystem_server() -> PathBuf {
 
 /// A script of `server/tests/mcp/`.
 pub fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/mcp")
-        .join(name)
+    super::server_dir().join("tests/mcp").join(name)
 }
 
 /// IRIS's manifest for the filesystem server (the repository's example).
 pub fn filesystem_manifest() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mcp/filesystem.yaml")
+    super::server_dir().join("../examples/mcp/filesystem.yaml")
 }
 
 /// The model's address for servers that never ask it: nothing answers there.

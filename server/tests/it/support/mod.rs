@@ -34,7 +34,35 @@ pub use {
     scripts::{CATEGORY_TRASH_SCRIPT, TRASH_SCRIPT},
 };
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The `iris` binary cargo built beside this test binary (`target/debug/iris`; a test binary is
+/// `target/debug/deps/NAME-HASH`), found when the test runs. Never `env!("CARGO_BIN_EXE_iris")`:
+/// a path compiled in names the clone that built it, and the build cache serves clones at any
+/// path (scripts/lib/commit_mtimes.py).
+pub fn iris_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test binary sits in target/debug/deps")
+        .join("iris");
+    assert!(
+        bin.exists(),
+        "{} is missing: cargo builds it for the integration tests",
+        bin.display()
+    );
+    bin
+}
+
+/// The server package's folder (`server/`), found when the test runs (cargo runs a test from its
+/// package's folder and names it in `CARGO_MANIFEST_DIR`); for the same reason as [`iris_bin`].
+pub fn server_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::current_dir().expect("the working folder"))
+}
 
 /// Polls `check` until it returns `Some`, up to 30 s (the server resumes runs in the
 /// background; this waits on observable state, with a deadline, not a fixed sleep).

@@ -150,7 +150,7 @@ impl World {
 
     /// `iris ARGS` with this world's environment (not started).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_iris"));
+        let mut c = Command::new(super::iris_bin());
         c.args(args)
             .current_dir(self.dir.path())
             .env("IRIS_DATABASE_URL", &self.database_url)
