@@ -169,8 +169,8 @@ pub fn execution_sentence(approval: &Approval) -> String {
         },
         Execution::Failed => "It failed; nothing more will be tried.".to_owned(),
         Execution::Unknown => match located_summary(approval) {
-            Some(now) => format!(
-                "It is not known whether this finished; it will not be run again. Where its items are now: {now}."
+            Some(found) => format!(
+                "It is not known whether this finished; it will not be run again. Where its items were after the restart: {found}."
             ),
             None => "It is not known whether this ran; it will not be run again.".to_owned(),
         },
@@ -322,6 +322,16 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
                 "Everything on the card changed since you saw it, so nothing was run.".to_owned()
             }
         }),
+        // The execution sentence already says it is unknown and never runs again: keep only
+        // how to check ("To check: …").
+        _ if approval.execution == Execution::Unknown => message
+            .map(|m| {
+                m.strip_prefix(iris_core::wire::UNKNOWN_OUTCOME)
+                    .map(|rest| rest.trim_start_matches(['.', ':', ' ']).to_owned())
+                    .unwrap_or(m)
+            })
+            .filter(|m| !m.is_empty())
+            .or_else(|| approval.resume_error.clone()),
         _ => message
             .or_else(|| approval.resume_error.clone())
             .or_else(|| {
@@ -567,10 +577,17 @@ mod tests {
         // An unknown call whose items were found after the takeover says where they are, and
         // lists each as shown (escaped), never as done.
         approval.execution = Execution::Unknown;
-        approval.result = Some(json!({"status": "unknown"}));
+        approval.result = Some(
+            json!({"status": "unknown", "message": format!("{}. To check: look in Trash", iris_core::wire::UNKNOWN_OUTCOME)}),
+        );
         assert_eq!(
             execution_sentence(&approval),
             "It is not known whether this ran; it will not be run again."
+        );
+        // The problem line keeps only how to check: the sentence above says the rest.
+        assert_eq!(
+            outcome_problem(&approval).as_deref(),
+            Some("To check: look in Trash")
         );
         approval.located = Some(iris_core::wire::Located {
             summary: "1 in quarantine, 1 still at its path.".into(),
@@ -584,7 +601,7 @@ mod tests {
         });
         assert_eq!(
             execution_sentence(&approval),
-            "It is not known whether this finished; it will not be run again. Where its items are now: 1 in quarantine, 1 still at its path."
+            "It is not known whether this finished; it will not be run again. Where its items were after the restart: 1 in quarantine, 1 still at its path."
         );
         assert_eq!(badge_label(&approval), "Outcome unknown");
         assert_eq!(

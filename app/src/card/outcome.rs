@@ -11,6 +11,10 @@ use crate::format::{
 };
 use crate::shape::{any, text};
 
+/// The most located items listed open on a card; more fold into a "Where each of the N items
+/// is" disclosure.
+const LOCATED_SHOWN: usize = 10;
+
 /// What happened to an answered card: status, who answered via which surface and when, what
 /// ran, and a failed resume if any.
 pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -> impl IntoView {
@@ -63,10 +67,12 @@ pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -
                     </p>
                 })
             });
-            // Where each item of an unknown call is now, as its plugin found them.
+            // Where each item of an unknown call is now, as its plugin found them; a long list
+            // folds away (the sentence above counts them).
             let located = located_items(approval);
+            let count = located.len();
             let located = (!located.is_empty()).then(|| {
-                any(view! {
+                let list = view! {
                     <ul class="outcome-located" data-testid="outcome-located">
                         {located
                             .into_iter()
@@ -79,7 +85,17 @@ pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -
                             })
                             .collect_view()}
                     </ul>
-                })
+                };
+                if count > LOCATED_SHOWN {
+                    any(view! {
+                        <details class="outcome-details">
+                            <summary>{format!("Where each of the {count} items is")}</summary>
+                            {list}
+                        </details>
+                    })
+                } else {
+                    any(list)
+                }
             });
             any(view! {
                 <p class="outcome-exec" data-testid="outcome-execution" data-execution=execution>{sentence}</p>

@@ -260,6 +260,10 @@ pub struct Approval {
     pub located: Option<Located>,
 }
 
+/// The paused call's observation when the ledger says `unknown` (a crash between `executing`
+/// and the outcome): never run again (DESIGN §2 side-effect ledger).
+pub const UNKNOWN_OUTCOME: &str = "unknown: it may or may not have run; it will not be run again";
+
 /// The key of an executed call's result under which the executor keeps the undo button's words
 /// for what actually ran (e.g. "Restore 3 emails").
 pub const UNDO_ACTION: &str = "undo_action";

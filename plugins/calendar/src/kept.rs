@@ -133,8 +133,8 @@ impl Kept {
         Ok(())
     }
 
-    /// Marks a kept event restored at `at`; `false` when it was not in state `deleted` (restored
-    /// already: a batch is restored once).
+    /// Marks a kept event restored at `at`; `false` when it was not in state `deleted` or
+    /// `deleting` (a crash left it there; restored already: a batch is restored once).
     ///
     /// # Errors
     /// The database's.
@@ -146,7 +146,7 @@ impl Kept {
     ) -> Result<bool, sqlx::Error> {
         let done = sqlx::query(
             "UPDATE calendar_kept SET state = 'restored', restored_at = $3 \
-             WHERE batch_id = $1 AND event_id = $2 AND state = 'deleted'",
+             WHERE batch_id = $1 AND event_id = $2 AND state IN ('deleted', 'deleting')",
         )
         .bind(batch)
         .bind(event)

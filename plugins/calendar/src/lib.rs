@@ -382,6 +382,21 @@ impl Plugin for CalendarPlugin {
         }
     }
 
+    /// After a crash, `delete_events` finds each event by its kept copy and the calendar; the
+    /// other tools cannot tell.
+    async fn locate(
+        &self,
+        tool: &str,
+        _args: &Value,
+        items: &[String],
+        _preconditions: &[Value],
+    ) -> Option<ToolOutput> {
+        match tool {
+            tools::delete_events::NAME => Some(tools::delete_events::locate(self, items).await),
+            _ => None,
+        }
+    }
+
     /// `delete_events` pins each event's ETag (staleness); other tools pin none.
     async fn check_precondition(
         &self,

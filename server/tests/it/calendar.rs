@@ -239,3 +239,45 @@ async fn list_events_shows_a_series_once_at_its_first_occurrence_in_the_window()
     let err = plugin.execute("list_events", &err, &ctx).await.unwrap_err();
     assert!(err.to_string().contains("calendars: Home"), "{err}");
 }
+
+/// kill -9 between an event's delete and the mark on its kept copy: after the restart the call
+/// is `unknown` and never sent again, the card says the event is deleted with a copy kept, and
+/// the card's undo puts it back byte for byte, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_the_delete_the_card_says_so_and_its_undo_puts_the_event_back() {
+    let folder = support::calendars::one_event("Dentist");
+    let event = folder.path().join("home/event.ics");
+    let bytes = std::fs::read(&event).unwrap();
+    let model = ModelServer::start(support::calendars::DELETE_SCRIPT).await;
+    let world = support::World::new(&model.base_url);
+    std::fs::write(
+        world.dir.path().join("iris.toml"),
+        format!(
+            "[[calendar.accounts]]\nname = \"personal\"\nfolder = \"{}\"\n",
+            folder.path().display()
+        ),
+    )
+    .unwrap();
+    let token = world.add_device("phone", "control");
+    let failpoint = iris_calendar::tools::delete_events::FAILPOINT_AFTER_DELETE;
+    let (id, _) =
+        support::crash::approve_until_killed(&world, &token, "delete dentist", failpoint).await;
+    assert!(!event.exists(), "the delete went through before the crash");
+
+    let (server, row) = support::crash::restarted_until_located(&world, &token, &id).await;
+    assert_eq!(row["located"]["items"][0]["status"], "deleted", "{row}");
+    assert_eq!(
+        row["located"]["summary"], "1 deleted (a copy kept).",
+        "{row}"
+    );
+    assert_eq!(row["located"]["undo_action"], "Restore 1 event", "{row}");
+    assert!(!event.exists(), "never sent again");
+
+    let (status, undone) = support::crash::undo(&server, &token, &id).await;
+    assert_eq!(status, StatusCode::OK, "{undone}");
+    assert_eq!(undone["approval"]["undo"]["state"], "done", "{undone}");
+    assert_eq!(std::fs::read(&event).unwrap(), bytes, "back byte for byte");
+    let (again, _) = support::crash::undo(&server, &token, &id).await;
+    assert_eq!(again, StatusCode::CONFLICT, "undone once");
+    drop(server);
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, wait_for_line, ModelServer, TestApp, World};
+use support::{eventually, ModelServer, TestApp, World};
 
 const SCRIPT: &str = r#"
 rules:
@@ -210,39 +210,10 @@ async fn crash_at(failpoint: &str, moved: bool) {
     )
     .unwrap();
     let token = world.add_device("phone", "control");
-    let env = [
-        ("IRIS_FAILPOINT", failpoint),
-        ("IRIS_SWEEP_SECS", "3600"),
-        ("IRIS_LEASE_SECS", "2"),
-    ];
-    let (server, rx) = world.start_watched(&env);
+    let (id, conversation) =
+        support::crash::approve_until_killed(&world, &token, "clean up logs/*.log", failpoint)
+            .await;
     let http = reqwest::Client::new();
-    let halted: Value = http
-        .post(format!("{}/api/chat", server.url))
-        .bearer_auth(&token)
-        .json(&json!({"message": "clean up logs/*.log"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
-    let id = halted["approval_id"].as_str().unwrap().to_string();
-    let conversation = halted["conversation_id"].as_str().unwrap().to_string();
-    let respond = {
-        let (http, url, token, id) = (http.clone(), server.url.clone(), token.clone(), id.clone());
-        tokio::spawn(async move {
-            http.post(format!("{url}/governance/approvals/{id}/respond"))
-                .bearer_auth(token)
-                .json(&json!({"decision": "approve"}))
-                .send()
-                .await
-        })
-    };
-    let _rx = wait_for_line(rx, format!("failpoint reached: {failpoint}")).await;
-    server.kill();
-    respond.abort();
     let in_quarantine = |root: &Path| {
         tree(root)
             .into_iter()
@@ -258,31 +229,7 @@ async fn crash_at(failpoint: &str, moved: bool) {
 
     // Restarted without the failpoint: unknown, told how to check, never run again, and each
     // log's place found.
-    let (server, _rx) = world.start_watched(&[("IRIS_SWEEP_SECS", "1"), ("IRIS_LEASE_SECS", "2")]);
-    let get_row = || {
-        let (http, url, token, id) = (&http, &server.url, &token, &id);
-        async move {
-            let row: Value = http
-                .get(format!("{url}/governance/approvals/{id}"))
-                .bearer_auth(token)
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            Some(row)
-        }
-    };
-    let row = eventually(
-        "the call becomes unknown and its logs are found",
-        || async {
-            get_row()
-                .await
-                .filter(|row| row["execution"] == "unknown" && row["located"].is_object())
-        },
-    )
-    .await;
+    let (server, row) = support::crash::restarted_until_located(&world, &token, &id).await;
     let message = row["result"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(".iris-quarantine"), "{row}");
     assert_eq!(root.join("logs/a.log").exists(), !moved, "never run again");
@@ -343,14 +290,7 @@ async fn crash_at(failpoint: &str, moved: bool) {
         "{trail}"
     );
 
-    let undo = http
-        .post(format!("{}/governance/approvals/{id}/undo", server.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    let status = undo.status();
-    let undone: Value = undo.json().await.unwrap();
+    let (status, undone) = support::crash::undo(&server, &token, &id).await;
     if moved {
         // The card's undo: exactly what is in quarantine comes back, once.
         assert_eq!(row["located"]["undo_action"], "Restore 1 file", "{row}");
@@ -361,13 +301,8 @@ async fn crash_at(failpoint: &str, moved: bool) {
             b"first log\n"
         );
         assert_eq!(in_quarantine(&root), 0);
-        let again = http
-            .post(format!("{}/governance/approvals/{id}/undo", server.url))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(again.status(), StatusCode::CONFLICT, "undone once");
+        let (again, _) = support::crash::undo(&server, &token, &id).await;
+        assert_eq!(again, StatusCode::CONFLICT, "undone once");
     } else {
         // Nothing moved: the card offers no undo, and refusing it changes nothing.
         assert!(row["located"].get("undo_action").is_none(), "{row}");

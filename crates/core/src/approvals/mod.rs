@@ -61,9 +61,7 @@ pub use undo::UndoError;
 /// The paused call's observation when its approval lapsed (DESIGN §3 step 9).
 pub const LAPSED: &str = "the approval lapsed; nothing was changed";
 
-/// The paused call's observation when the ledger says `unknown` (a crash between `executing`
-/// and the outcome): never run again (DESIGN §2 side-effect ledger).
-pub const UNKNOWN_OUTCOME: &str = "unknown: it may or may not have run; it will not be run again";
+pub use crate::wire::UNKNOWN_OUTCOME;
 
 /// [`UNKNOWN_OUTCOME`] with how to check it, when the tool's plugin says
 /// ([`crate::plugin::Plugin::how_to_check`]).

@@ -151,6 +151,13 @@ impl ApprovalService {
                 "It is not known whether this card's call ran, so the card cannot undo it.{check} Saying \"undo that\" in the card's conversation restores what it did, if it did anything."
             )));
         }
+        if row.status == ApprovalStatus::Approved
+            && matches!(row.execution, Execution::None | Execution::Executing)
+        {
+            return Err(nothing(
+                "This card's call has not finished yet; its undo is offered once it has, so nothing was changed.".into(),
+            ));
+        }
         if row.status != ApprovalStatus::Approved
             || !(row.execution == Execution::Executed || located)
         {

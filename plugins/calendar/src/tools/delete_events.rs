@@ -34,6 +34,9 @@ pub const NAME: &str = "delete_events";
 /// The manifest's `undo_window_days` (the manifest test checks they agree).
 pub const UNDO_WINDOW_DAYS: u32 = 30;
 
+/// The failpoint between an event's delete and the mark on its kept copy (crash tests).
+pub const FAILPOINT_AFTER_DELETE: &str = "calendar_after_delete";
+
 /// Normal form `{"ids": [...]}`: see [`super::parse_ids`].
 ///
 /// # Errors
@@ -276,6 +279,7 @@ pub async fn execute(
         }
         match backend.delete(&calendar, &pinned.href, &pinned.etag).await {
             Ok(Deleted::Deleted) => {
+                iris_core::failpoint::hit(FAILPOINT_AFTER_DELETE);
                 if let Err(e) = plugin.kept().mark_deleted(&batch, id).await {
                     tracing::error!(event = %id, error = %e, "deleted, but its kept copy stays `deleting`");
                 }
@@ -356,4 +360,76 @@ pub fn undo_call(outcomes: &[ItemOutcome]) -> Option<UndoCall> {
         action: Some(count_phrase("Restore", ids.len())),
         items: ids,
     })
+}
+
+/// Where each event of an unknown call is now (the takeover after a crash: the call is never
+/// sent again), by its kept copy (written before its delete was sent) and the calendar: gone
+/// with a copy kept is "deleted" (the shape [`execute`] gives, so [`undo_call`] puts it back),
+/// still there with the ETag the card pinned is "not_deleted", anything else "unknown". An
+/// event without a copy of this call was never sent. Reads only.
+pub async fn locate(plugin: &CalendarPlugin, items: &[String]) -> ToolOutput {
+    let mut outcomes = Vec::with_capacity(items.len());
+    let (mut gone, mut there, mut unknown) = (0usize, 0usize, 0usize);
+    for id in items {
+        let row = match plugin.kept().newest_of(id).await {
+            Ok(Some(row)) if row.state == "deleting" || row.state == "deleted" => row,
+            Ok(_) => {
+                there += 1;
+                outcomes.push(item(id, json!({"status": "not_deleted", "message": "not deleted: its delete was never sent"})));
+                continue;
+            }
+            Err(e) => {
+                unknown += 1;
+                outcomes.push(item(id, json!({"status": "unknown", "message": format!("its kept copy cannot be read ({e}): look in your calendar app")})));
+                continue;
+            }
+        };
+        let calendar = crate::backend::CalendarRef {
+            href: row.calendar_href.clone(),
+            name: row.calendar_name.clone(),
+        };
+        let now = match plugin.backend(&row.account) {
+            Some(backend) => backend
+                .get(&calendar, &row.href)
+                .await
+                .map_err(|e| e.to_string()),
+            None => Err(format!(
+                "the account `{}` is no longer configured",
+                row.account
+            )),
+        };
+        let outcome = match now {
+            Ok(None) => {
+                gone += 1;
+                json!({"status": "deleted", "summary": row.summary, "batch": row.batch_id, "message": "deleted; IRIS kept its copy, which the undo puts back"})
+            }
+            Ok(Some(resource)) if resource.etag == row.etag => {
+                there += 1;
+                json!({"status": "not_deleted", "message": "not deleted: it is still in the calendar"})
+            }
+            Ok(Some(_)) => {
+                unknown += 1;
+                json!({"status": "unknown", "message": "something else is at its place now: look in your calendar app"})
+            }
+            Err(e) => {
+                unknown += 1;
+                json!({"status": "unknown", "message": format!("its calendar cannot be read ({e}): look in your calendar app")})
+            }
+        };
+        outcomes.push(item(id, outcome));
+    }
+    let mut parts = Vec::new();
+    if gone > 0 {
+        parts.push(format!("{gone} deleted (a copy kept)"));
+    }
+    if there > 0 {
+        parts.push(format!("{there} still in the calendar"));
+    }
+    if unknown > 0 {
+        parts.push(format!("{unknown} not known"));
+    }
+    ToolOutput {
+        result: json!({"summary": format!("{}.", parts.join(", "))}),
+        items: outcomes,
+    }
 }

@@ -2,7 +2,9 @@
 //! byte, from the kept copies ([`crate::kept`]). Without ids: the newest batch `delete_events`
 //! deleted in this conversation, once. An event is written only where nothing is (a create with
 //! `If-None-Match: *`), and not when its UID now lives elsewhere in the calendar: such an item is
-//! "not restored: …" and the rest go on.
+//! "not restored: …" and the rest go on. A copy a crash left `deleting` (whether its delete
+//! reached the calendar is not known) is put back too when the event is gone; when it is still
+//! there, its line says so.
 
 use std::collections::HashMap;
 
@@ -84,13 +86,18 @@ pub async fn execute(
                     "the events deleted last in this conversation were restored already",
                 ));
             }
-            batch.into_iter().filter(|r| r.state == "deleted").collect()
+            batch
+                .into_iter()
+                .filter(|r| r.state == "deleted" || r.state == "deleting")
+                .collect()
         }
         Some(ids) => {
             let mut rows = Vec::new();
             for id in ids.iter().filter_map(Value::as_str) {
                 match plugin.kept().newest_of(id).await {
-                    Ok(Some(row)) if row.state == "deleted" => rows.push(row),
+                    Ok(Some(row)) if row.state == "deleted" || row.state == "deleting" => {
+                        rows.push(row)
+                    }
                     Ok(_) => {
                         return Err(invalid(
                             NAME,
@@ -184,6 +191,9 @@ async fn restore_one(
         uids.insert(key.clone(), held);
     }
     let held = uids.get_mut(&key).expect("filled above");
+    if held.values().any(|href| href == &row.href) && row.state == "deleting" {
+        return Err("it is still in the calendar: its delete never reached it".into());
+    }
     if let Some(twin) = row.uid.as_ref().and_then(|uid| held.get(uid)) {
         return Err(format!(
             "an event with the same UID exists now ({}), so it was left as it is",

@@ -11,6 +11,7 @@
 pub mod app;
 pub mod authenticator;
 pub mod calendars;
+pub mod crash;
 pub mod files_plugin;
 pub mod kernel;
 pub mod maildir;
