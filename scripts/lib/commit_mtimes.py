@@ -67,8 +67,45 @@ for path, blob in blobs.items():
         restored += 1
     after[path] = [blob, os.stat(full).st_mtime_ns]
 
+# Folders too: a build script may watch one (crates/store/build.rs watches migrations/), and
+# cargo then compares the folder's own time. A folder gets its recorded time back only when it
+# holds exactly the entries it held then and each of its tracked files kept its time (a file
+# added, removed or changed keeps "now"); deepest first, so a parent sees its children's times.
+kept_files = {path for path in after if before.get(path, [None])[0] == after[path][0]}
+folders = {}
+for path in after:
+    parent = os.path.dirname(path)
+    while parent:
+        folders.setdefault(parent, set())
+        parent = os.path.dirname(parent)
+before_folders = record.get("folders", {}) if isinstance(record.get("folders"), dict) else {}
+folders_after = {}
+for folder in sorted(folders, key=lambda f: -f.count("/")):
+    full = os.path.join(root, folder)
+    try:
+        names = sorted(os.listdir(full))
+    except OSError:
+        continue
+    seen = before_folders.get(folder)
+    unchanged = all(
+        os.path.join(folder, n) in kept_files
+        or os.path.join(folder, n) in folders_after and folders_after[os.path.join(folder, n)][2]
+        for n in names
+    )
+    kept = bool(seen) and seen[0] == names and unchanged
+    if kept:
+        os.utime(full, ns=(seen[1], seen[1]), follow_symlinks=False)
+    folders_after[folder] = [names, os.stat(full).st_mtime_ns, kept]
+
 tmp = record_file + ".tmp"
 with open(tmp, "w") as f:
-    json.dump({"root": root_real, "files": after}, f)
+    json.dump(
+        {
+            "root": root_real,
+            "files": after,
+            "folders": {k: v[:2] for k, v in folders_after.items()},
+        },
+        f,
+    )
 os.replace(tmp, record_file)
 print(f"{restored} of {len(after)} files kept the time of the build that used them")

@@ -95,6 +95,45 @@ class CommitMtimes(unittest.TestCase):
         self.assertGreater(os.stat(os.path.join(first, "a.rs")).st_mtime_ns, OLD)
 
 
+class FolderTimes(unittest.TestCase):
+    """A build script may watch a folder (crates/store/build.rs: migrations/); cargo compares
+    the folder's own time, so a folder holding what it held gets its time back too."""
+
+    clone = CommitMtimes.clone
+    tearDown = CommitMtimes.tearDown
+
+    def setUp(self):
+        CommitMtimes.setUp(self)
+        os.makedirs(os.path.join(self.origin, "m"))
+        with open(os.path.join(self.origin, "m", "0001.sql"), "w") as f:
+            f.write("CREATE TABLE t (x INTEGER);\n")
+        git(self.origin, "add", ".")
+        git(self.origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "m")
+
+    def built(self, clone):
+        for name in ("a.rs", "b.rs", "m/0001.sql"):
+            os.utime(os.path.join(clone, name), ns=(OLD, OLD))
+        os.utime(os.path.join(clone, "m"), ns=(OLD, OLD))
+        run(clone, self.record)
+
+    def test_a_folder_with_the_same_files_gets_its_time_back(self):
+        self.built(self.clone("first"))
+        again = self.clone("second")
+        run(again, self.record)
+        self.assertEqual(os.stat(os.path.join(again, "m")).st_mtime_ns, OLD)
+
+    def test_a_folder_with_a_file_added_keeps_now(self):
+        self.built(self.clone("first"))
+        with open(os.path.join(self.origin, "m", "0002.sql"), "w") as f:
+            f.write("CREATE TABLE u (y INTEGER);\n")
+        git(self.origin, "add", ".")
+        git(self.origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "m2")
+        again = self.clone("second")
+        run(again, self.record)
+        self.assertGreater(os.stat(os.path.join(again, "m")).st_mtime_ns, OLD)
+        self.assertEqual(os.stat(os.path.join(again, "m", "0001.sql")).st_mtime_ns, OLD)
+
+
 class NoCrateCompilesItsOwnPath(unittest.TestCase):
     """What makes times safe to give back at any path: the workspace's Rust code never compiles
     in the folder it was built from, and Leptos's server-function URLs use a fixed key."""
