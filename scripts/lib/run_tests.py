@@ -16,6 +16,7 @@ Usage: run_tests.py [--lanes N] [--first NAME ...] CARGO_ARGS... [-- TEST_ARGS..
   `PACKAGE/TARGET`, e.g. `server/it`); the rest follow in the order cargo lists them.
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -25,23 +26,19 @@ import time
 
 
 def parse(argv):
-    lanes, first, cargo, tests = 2, [], [], []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--lanes":
-            lanes = int(argv[i + 1])
-            i += 2
-        elif a == "--first":
-            first.append(argv[i + 1])
-            i += 2
-        elif a == "--":
-            tests = argv[i + 1 :]
-            break
-        else:
-            cargo.append(a)
-            i += 1
-    return max(1, lanes), first, cargo, tests
+    """The options, the arguments for `cargo test --no-run`, and those after `--` for each
+    binary."""
+    tests = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, tests = argv[:at], argv[at + 1 :]
+    parser = argparse.ArgumentParser(
+        description="Runs the workspace's test binaries side by side.", allow_abbrev=False
+    )
+    parser.add_argument("--lanes", type=int, default=2, help="binaries at a time")
+    parser.add_argument("--first", action="append", default=[], help="PACKAGE/TARGET to start first")
+    options, cargo = parser.parse_known_args(argv)
+    return max(1, options.lanes), options.first, cargo, tests
 
 
 def binaries(cargo_args):

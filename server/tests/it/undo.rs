@@ -393,6 +393,25 @@ async fn nothing_to_undo_and_a_closed_window_change_nothing() {
         w.service.undo(&pending, &owner).await,
         Err(UndoError::NothingToUndo(..))
     ));
+    // Approved, its job not run yet: not "did not run", and nothing is claimed.
+    let waiting = w
+        .service
+        .chat(&owner, None, "delete w")
+        .await
+        .unwrap()
+        .approval_id
+        .unwrap();
+    w.service
+        .respond(&waiting, Decision::Approve, None, &owner)
+        .await
+        .unwrap();
+    match w.service.undo(&waiting, &owner).await {
+        Err(e @ UndoError::NothingToUndo(..)) => {
+            assert!(e.to_string().contains("has not finished yet"), "{e}")
+        }
+        other => panic!("expected NothingToUndo, got {other:?}"),
+    }
+    assert!(w.undo_entries(&waiting).await.is_empty());
     // A tool that declares no undo.
     let renamed = w.answered("rename x", Decision::Approve).await;
     assert!(matches!(
