@@ -5,15 +5,26 @@
 // Pushes (their JSON, decrypted by the browser):
 //   {"type": "approval.requested", "approval_id", "title", "url"}
 //     -> a notification tagged with the approval id: the card's title, "Tap to review".
-//   {"type": "approval.closed", "approval_id", "title", "url", "outcome"}
-//     -> replaces it (same tag) with the outcome, quietly. A browser must show something for
-//        every push, so a closing push whose card was never shown still shows its outcome.
+//   {"type": "approval.closed", "approval_id", "title", "url", "outcome", "approved_share"?}
+//     -> replaces it (same tag) with the outcome, quietly ("Approved 3 of 5; 2 left out" when
+//        the owner approved some of the items). A browser must show something for every push,
+//        so a closing push whose card was never shown still shows its outcome.
 
 const OUTCOME = {
   approved: 'Approved',
   rejected: 'Rejected',
   lapsed: 'Lapsed unanswered',
 };
+
+// The closing notification's words: the outcome, and for an approval of some items how many
+// ("Approved 3 of 5; 2 left out"; counts only, never the items).
+function closedBody(push) {
+  const share = typeof push.approved_share === 'string' ? push.approved_share.match(/^(\d+) of (\d+)$/) : null;
+  if (push.outcome === 'approved' && share) {
+    return `Approved ${share[1]} of ${share[2]}; ${Number(share[2]) - Number(share[1])} left out`;
+  }
+  return OUTCOME[push.outcome] || 'Answered';
+}
 
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
@@ -35,7 +46,7 @@ self.addEventListener('push', (event) => {
   const options =
     push.type === 'approval.closed'
       ? {
-          body: OUTCOME[push.outcome] || 'Answered',
+          body: closedBody(push),
           tag: push.approval_id,
           renotify: false,
           silent: true,

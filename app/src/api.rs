@@ -189,10 +189,12 @@ pub async fn respond_approval(
     #[doc = "The approval row."] id: String,
     #[doc = "Approve or reject."] decision: Decision,
     #[doc = "The owner's words, if any."] reason: Option<String>,
+    #[doc = "With approve: only these items (indices into `items`); `None` for the whole card."]
+    items: Option<Vec<u32>>,
 ) -> Result<Approval, AppError> {
     let (backend, viewer) = on_server::controller().await?;
     backend
-        .respond(&viewer, &id, decision, reason)
+        .respond(&viewer, &id, decision, reason, items)
         .await
         .map_err(AppError::Backend)
 }

@@ -6,6 +6,8 @@
 //! [`ApprovalCard`] draws the card from its parts, one module each:
 //! - `actions.rs`: Reject and the action button (the card's form before the page is live), and
 //!   the answer they give;
+//! - `choice.rs`: the card's lines, with a checkbox each where the owner may approve some of
+//!   the items;
 //! - `dialog.rs`: the confirm dialog the action opens ([`dialog`], also `crate::dialog`) and
 //!   the card's hold on it;
 //! - `call.rs`: what the call does beyond the card's lines (its diff, the cards it repeats, the
@@ -17,6 +19,7 @@
 
 mod actions;
 mod call;
+mod choice;
 pub mod dialog;
 mod focus;
 mod outcome;
@@ -27,8 +30,7 @@ use leptos::html;
 use leptos::prelude::*;
 
 use crate::backend::Viewer;
-use crate::dialog::part_view;
-use crate::format::{card_parts, clip, format_time, outcome_tone, undo_sentence};
+use crate::format::{clip, format_time, outcome_tone, undo_sentence};
 use crate::live::{clock_offset, is_live};
 use crate::shape::{any, part, text};
 use actions::CardActions;
@@ -53,6 +55,9 @@ pub struct CardState {
     pub focus: RwSignal<Option<CardFocus>>,
     /// Its "What happened" trail is open (a live refetch that redraws the card keeps it open).
     pub trail_open: RwSignal<bool>,
+    /// The items the owner unticked (indices into the card's items, ascending): an approval
+    /// keeps the others (docs/adr/0122-shaping-a-call.md). Empty: the whole card.
+    pub left_out: RwSignal<Vec<usize>>,
 }
 
 impl CardState {
@@ -65,6 +70,7 @@ impl CardState {
             show_call: RwSignal::new(false),
             focus: RwSignal::new(None),
             trail_open: RwSignal::new(false),
+            left_out: RwSignal::new(Vec::new()),
         }
     }
 }
@@ -148,7 +154,16 @@ pub fn ApprovalCard(
     // ADR-0118 decision 4: approving this card needs the owner's passkey, asked for by the
     // browser after the confirm step; rejecting never does.
     let passkey_required = approval.passkey_required;
-    let respond = actions::answer(id.clone(), passkey_required, state, answered_here);
+    // The owner may approve some of the items once the page is live (choice.rs).
+    let choosable = answerable && approval.narrowable();
+    let item_count = if choosable { approval.items.len() } else { 0 };
+    let respond = actions::answer(
+        id.clone(),
+        passkey_required,
+        item_count,
+        state,
+        answered_here,
+    );
 
     let action_ref: NodeRef<html::Button> = NodeRef::new();
     let reject_ref: NodeRef<html::Button> = NodeRef::new();
@@ -174,13 +189,7 @@ pub fn ApprovalCard(
         </div>
     });
 
-    let lines = (!card.lines.is_empty()).then(|| {
-        any(view! {
-            <ul class="card-lines" data-testid="card-lines">
-                {card_parts(&card.lines).into_iter().map(part_view).collect_view()}
-            </ul>
-        })
-    });
+    let lines = choice::lines_view(&approval, choosable, state, live);
 
     let preview = call::preview_view(&card);
     let overlaps = call::overlaps_view(&card, pending, offset);
@@ -212,6 +221,7 @@ pub fn ApprovalCard(
                 irreversible
                 undo=undo.clone()
                 passkey_required
+                item_count
                 state
                 respond
                 live

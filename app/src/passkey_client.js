@@ -8,8 +8,10 @@
 //   addPasskey(name)         "ok" or "failed:SENTENCE" (with a proof from an existing passkey
 //                            first, when one exists)
 //   removePasskey(id)        "ok" or "failed:SENTENCE" (with a proof)
-//   approveWithPasskey(id)   "ok" or "failed:SENTENCE": the card's challenge, the passkey's
-//                            answer, and the approve in one request
+//   approveWithPasskey(id, reason, itemsJson)
+//                            "ok" or "failed:SENTENCE": the card's challenge, the passkey's
+//                            answer, and the approve in one request (for the items
+//                            `itemsJson` names, a JSON array of indices, when given)
 
 function b64urlToBytes(text) {
   const b64 = text.replace(/-/g, '+').replace(/_/g, '/');
@@ -169,11 +171,14 @@ export async function removePasskey(id) {
   }
 }
 
-export async function approveWithPasskey(id, reason) {
+export async function approveWithPasskey(id, reason, itemsJson) {
   if (!supported()) return 'failed:This browser cannot use passkeys here (it needs https or localhost); approve on a device that can, or reject.';
   try {
     const path = `/governance/approvals/${encodeURIComponent(id)}`;
-    const [status, challenge] = await send(`${path}/passkey`);
+    // Some of the items only: the challenge is bound to that narrowed call, and the approve
+    // names the same items.
+    const items = itemsJson ? JSON.parse(itemsJson) : null;
+    const [status, challenge] = await send(`${path}/passkey`, items ? { items } : {});
     if (status !== 200) return 'failed:' + (challenge.error || `the server answered ${status}`);
     const there = elsewhere(challenge.options.publicKey.rpId);
     if (there) return openThere(there);
@@ -183,6 +188,7 @@ export async function approveWithPasskey(id, reason) {
       passkey: { ceremony_id: challenge.ceremony_id, credential: assertionJSON(credential) },
     };
     if (reason) body.reason = reason;
+    if (items) body.items = items;
     const [answered, answer] = await send(`${path}/respond`, body);
     return answered === 200 ? 'ok' : 'failed:' + (answer.error || `the server answered ${answered}`);
   } catch (e) {

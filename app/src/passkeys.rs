@@ -85,7 +85,11 @@ mod client {
         #[wasm_bindgen(js_name = removePasskey)]
         pub fn remove_passkey(id: &str) -> js_sys::Promise;
         #[wasm_bindgen(js_name = approveWithPasskey)]
-        pub fn approve_with_passkey(id: &str, reason: Option<String>) -> js_sys::Promise;
+        pub fn approve_with_passkey(
+            id: &str,
+            reason: Option<String>,
+            items: Option<String>,
+        ) -> js_sys::Promise;
     }
 
     /// Awaits one of the functions above: its answer word.
@@ -99,18 +103,33 @@ mod client {
 }
 
 /// Approves card `id` with the owner's passkey: the card's challenge, the browser's passkey
-/// prompt, and the approve with its answer (ADR-0118 decision 4).
+/// prompt, and the approve with its answer (ADR-0118 decision 4). With `items` (indices into
+/// the card's items) the challenge and the approve are for those items only, so the passkey
+/// signs the narrowed call (docs/adr/0122-shaping-a-call.md).
 ///
 /// # Errors
 /// The sentence to show on the card (cancelled, not verified, refused by the server).
-pub async fn approve_with_passkey(id: &str, reason: Option<String>) -> Result<(), String> {
+pub async fn approve_with_passkey(
+    id: &str,
+    reason: Option<String>,
+    items: Option<Vec<u32>>,
+) -> Result<(), String> {
     #[cfg(feature = "hydrate")]
     {
-        outcome(client::word(client::approve_with_passkey(id, reason)).await).map(|_| ())
+        let items = items.map(|kept| {
+            format!(
+                "[{}]",
+                kept.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        });
+        outcome(client::word(client::approve_with_passkey(id, reason, items)).await).map(|_| ())
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (id, reason);
+        let _ = (id, reason, items);
         Err("approving with a passkey happens in the browser".into())
     }
 }

@@ -63,6 +63,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         },
         run_id: format!("run-{id}"),
         context_summary: "trash the promo emails".into(),

@@ -87,6 +87,10 @@ pub enum ApprovalsCommand {
         /// Do not ask, even at a terminal.
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Approve only these items, by the numbers `iris approvals show` prints (1, 2, …),
+        /// comma-separated: the call then runs for them alone and the others are left out.
+        #[arg(long, value_delimiter = ',', value_name = "N,N,…")]
+        only: Option<Vec<u32>>,
         /// `--json`.
         #[command(flatten)]
         output: Output,
@@ -371,24 +375,37 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
             let row: Approval = parse(value, "approval")?;
             print!("{}", render::card(&row, Utc::now()));
         }
-        ApprovalsCommand::Approve { id, yes, output } => {
+        ApprovalsCommand::Approve {
+            id,
+            yes,
+            only,
+            output,
+        } => {
+            let items = match &only {
+                Some(numbers) => Some(chosen_items(&remote, &id, numbers).await?),
+                None => None,
+            };
             if !yes {
-                confirm(&remote, &id).await?;
+                confirm(&remote, &id, items.as_deref()).await?;
+            }
+            let mut body = json!({"decision": "approve"});
+            if let Some(items) = &items {
+                body["items"] = json!(items);
             }
             let value = remote
-                .post(
-                    &format!("{}/respond", approval_path(&id)),
-                    &json!({"decision": "approve"}),
-                    Some(&id),
-                )
+                .post(&format!("{}/respond", approval_path(&id)), &body, Some(&id))
                 .await?;
             if output.json {
                 print_json(&value);
                 return Ok(());
             }
             let row: Approval = parse(value["approval"].clone(), "answer")?;
+            let share = row
+                .approved_share()
+                .map(|(kept, of)| format!(" ({kept} of {of} items; the others are left out)"))
+                .unwrap_or_default();
             println!(
-                "Approved \u{201c}{}\u{201d} {}.",
+                "Approved \u{201c}{}\u{201d}{share} {}.",
                 render::printable(&row.card.title),
                 render::answered_by(&row)
             );
@@ -479,7 +496,39 @@ fn in_the_servers_words(failure: Failure) -> Failure {
 /// # Errors
 /// [`Failure::Settled`] when the row cannot be approved any more; [`Failure::NotConfirmed`]
 /// unless the answer is y or yes.
-async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
+/// The indices (into `approval.items`) of the items `--only` names by the numbers
+/// `iris approvals show` prints (1-based), checked against the card: each once, in range, on a
+/// card that can be approved in part.
+async fn chosen_items(remote: &Remote, id: &str, numbers: &[u32]) -> Result<Vec<u32>, Failure> {
+    let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
+    let count = row.items.len();
+    if numbers.is_empty() {
+        return Err(Failure::Usage(
+            "--only needs at least one item number (as `iris approvals show` prints them)".into(),
+        ));
+    }
+    if row.status == ApprovalStatus::Pending && !row.narrowable() {
+        return Err(Failure::Usage(format!(
+            "this card cannot be approved in part; approve or reject it whole (`iris approvals show {id}`)"
+        )));
+    }
+    let mut seen = Vec::with_capacity(numbers.len());
+    for &n in numbers {
+        if n == 0 || n as usize > count {
+            return Err(Failure::Usage(format!(
+                "--only {n}: this card's items are numbered 1 to {count} (`iris approvals show {id}`)"
+            )));
+        }
+        if seen.contains(&(n - 1)) {
+            return Err(Failure::Usage(format!("--only names the item {n} twice")));
+        }
+        seen.push(n - 1);
+    }
+    seen.sort_unstable();
+    Ok(seen)
+}
+
+async fn confirm(remote: &Remote, id: &str, items: Option<&[u32]>) -> Result<(), Failure> {
     if !std::io::stdin().is_terminal() {
         return Ok(());
     }
@@ -494,12 +543,20 @@ async fn confirm(remote: &Remote, id: &str) -> Result<(), Failure> {
         return Ok(());
     }
     let mut err = std::io::stderr();
-    let _ = write!(
-        err,
-        "{}\n{}? This runs exactly the call above, once. [y/N] ",
-        render::card(&row, now),
-        render::printable(&row.card.action)
-    );
+    let question = match items.filter(|kept| kept.len() < row.items.len()) {
+        Some(kept) => format!(
+            "{} \u{2014} only {} of {} ({})? This runs the call above for those items alone, once; the others are left out.",
+            render::printable(&row.card.action),
+            kept.len(),
+            row.items.len(),
+            kept.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", ")
+        ),
+        None => format!(
+            "{}? This runs exactly the call above, once.",
+            render::printable(&row.card.action)
+        ),
+    };
+    let _ = write!(err, "{}\n{question} [y/N] ", render::card(&row, now));
     let _ = err.flush();
     let mut answer = String::new();
     std::io::stdin()

@@ -121,13 +121,14 @@ impl AppBackend for WebBackend {
         id: &str,
         decision: Decision,
         reason: Option<String>,
+        items: Option<Vec<u32>>,
     ) -> Result<Approval, String> {
         let actor = self.actor(viewer);
         let (state, id) = (self.state.clone(), id.to_string());
         crate::api::to_the_end(async move {
             state
                 .service
-                .respond(&id, decision, reason, &actor)
+                .respond_with_passkey(&id, decision, reason, items.as_deref(), &actor, None)
                 .await
                 .map_err(ApiError::from)
         })

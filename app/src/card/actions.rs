@@ -18,9 +18,13 @@ use crate::shape::{any, flag, maybe_text};
 /// card that needs the owner's passkey asks the browser for it after the confirm step;
 /// rejecting never does. Afterwards the dialog closes, the card answered here takes the
 /// highlight (or the error shows on the card) and the page refetches.
+///
+/// `item_count` is the number of items the owner may choose among (0 for a card answered
+/// whole): an approval sends the ticked ones when some are unticked (`super::choice`).
 pub(super) fn answer(
     id: String,
     passkey_required: bool,
+    item_count: usize,
     state: CardState,
     answered_here: Option<AnsweredHere>,
 ) -> Callback<Decision> {
@@ -32,11 +36,14 @@ pub(super) fn answer(
         state.busy.set(true);
         state.error.set(None);
         let id = id.clone();
+        let items = (decision == Decision::Approve && item_count > 0)
+            .then(|| super::choice::kept_items(item_count, state))
+            .flatten();
         leptos::task::spawn_local(async move {
             let answer = if passkey_required && decision == Decision::Approve {
-                crate::passkeys::approve_with_passkey(&id, None).await
+                crate::passkeys::approve_with_passkey(&id, None, items).await
             } else {
-                respond_approval(id.clone(), decision, None)
+                respond_approval(id.clone(), decision, None, items)
                     .await
                     .map(|_| ())
                     .map_err(|e| e.to_string())
@@ -79,6 +86,8 @@ pub(super) fn CardActions(
     undo: Option<String>,
     /// Approving needs the owner's passkey.
     passkey_required: bool,
+    /// How many items the owner may choose among (0: the card is answered whole).
+    item_count: usize,
     /// The card's interaction state (busy, dialog).
     state: CardState,
     /// The answer ([`answer`]).
@@ -90,7 +99,9 @@ pub(super) fn CardActions(
     /// The Reject button, for the card's focus.
     reject_ref: NodeRef<html::Button>,
 ) -> impl IntoView {
-    let action_words = action.clone();
+    let action_words = super::choice::action_words(action.clone(), item_count, state);
+    // With every item unticked only Reject remains.
+    let none_kept = flag(move || item_count > 0 && state.left_out.with(Vec::len) >= item_count);
     // Before the page is live these buttons work as the card's form (crate::card_form):
     // Reject submits it, the action button opens the form dialog. Live, their handlers
     // answer in place and the form is never sent. A passkey card's action waits for the
@@ -103,6 +114,7 @@ pub(super) fn CardActions(
             data-testid="action-button"
             aria-haspopup="dialog"
             node_ref=action_ref
+            hidden=none_kept.clone()
             disabled=flag(move || state.busy.get() || (!live.get() && !form_ready))
             on:click=move |_| state.dialog_open.set(true)
         >
@@ -144,6 +156,14 @@ pub(super) fn CardActions(
             </button>
             {action_button}
         </form>
+        {(item_count > 0).then(|| any(view! {
+            <p class="choice-none" data-testid="choice-none" hidden=flag({
+                let none_kept = none_kept.clone();
+                move || !none_kept()
+            })>
+                "No item is ticked: tick at least one to approve it, or reject the card."
+            </p>
+        }))}
         {form_ready.then(|| any(view! {
             <FormConfirm
                 approval_id=approval_id.clone()

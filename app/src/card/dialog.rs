@@ -240,11 +240,14 @@ pub(super) fn CardDialog(
     });
     part(move || {
         state.dialog_open.get().then(|| {
+            // The words and lines of what will run: only the ticked items where some are
+            // unticked (super::choice).
+            let (action, lines) = super::choice::dialog_terms(&action, &lines, state);
             any(view! {
                 <ConfirmDialog
                     dialog_id=dialog_id.clone()
-                    action=action.clone()
-                    lines=lines.clone()
+                    action=action
+                    lines=lines
                     destructive=destructive
                     irreversible=irreversible
                     undo=undo.clone()

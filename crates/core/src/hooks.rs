@@ -138,6 +138,14 @@ impl DestructiveApprovalHook {
         }
         let kind = kind_for(spec);
         let created_at = self.clock.now();
+        // Whether the owner may approve some of the items: frozen with the card
+        // (docs/adr/0122-shaping-a-call.md).
+        let items_arg = crate::approvals::narrow::items_arg_for(
+            spec.items.as_deref(),
+            call.args,
+            &description.items,
+            &description.lines,
+        );
         Ok(NewApproval {
             id: uuid::Uuid::new_v4().to_string(),
             kind,
@@ -158,6 +166,7 @@ impl DestructiveApprovalHook {
                 undo_action: description.undo_action,
                 preview: description.preview,
                 overlaps: Vec::new(),
+                items_arg,
             },
             run_id: call.ctx.run_id.clone(),
             context_summary: call.ctx.request.clone(),

@@ -71,6 +71,10 @@ pub struct ToolSpec {
     pub aliases: Vec<String>,
     /// JSON Schema of the arguments (an object schema).
     pub parameters: Value,
+    /// The list argument that names the call's items (`items: ARG`), which an approval may
+    /// narrow to some of them (docs/adr/0122-shaping-a-call.md); `None` when the tool declares
+    /// none (its cards are all or nothing).
+    pub items: Option<String>,
 }
 
 impl ToolSpec {
@@ -185,6 +189,14 @@ pub enum ManifestError {
         /// The repeated name.
         name: String,
     },
+    /// `items` does not name a list parameter of the tool.
+    #[error("tool `{tool}`: `items: {arg}` must name a parameter of type `array` (the list of the call's items; docs/adr/0122-shaping-a-call.md)")]
+    ItemsNotAList {
+        /// The tool.
+        tool: String,
+        /// The name given.
+        arg: String,
+    },
     /// `parameters` is not an object schema.
     #[error("tool `{tool}`: `parameters` must be a JSON Schema object ({reason})")]
     BadParameters {
@@ -225,6 +237,17 @@ struct RawTool {
     aliases: Vec<String>,
     #[serde(default)]
     parameters: Option<Value>,
+    #[serde(default)]
+    items: Option<String>,
+}
+
+/// Whether `parameters` (an object schema) declares `arg` as a property of `type: array`.
+pub fn is_list_parameter(parameters: &Value, arg: &str) -> bool {
+    let ty = &parameters["properties"][arg]["type"];
+    ty.as_str() == Some("array")
+        || ty
+            .as_array()
+            .is_some_and(|types| types.iter().any(|t| t.as_str() == Some("array")))
 }
 
 impl Manifest {
@@ -270,6 +293,7 @@ impl Manifest {
                 answers_directly: t.answers_directly,
                 aliases: t.aliases,
                 parameters,
+                items: t.items,
             });
         }
         let manifest = Manifest {
@@ -324,6 +348,14 @@ impl Manifest {
                 }
                 if t.confirm.is_some() {
                     return Err(ManifestError::PinnedWithConfirm { tool });
+                }
+            }
+            if let Some(arg) = &t.items {
+                if !is_list_parameter(&t.parameters, arg) {
+                    return Err(ManifestError::ItemsNotAList {
+                        tool,
+                        arg: arg.clone(),
+                    });
                 }
             }
             if t.undo_window_days.is_some() && t.undo.is_none() {

@@ -177,6 +177,8 @@ impl UpstreamManifest {
                 answers_directly: false,
                 aliases: Vec::new(),
                 parameters: serde_json::json!({"type": "object"}),
+                // Set once the upstream lists its tools: only a list parameter may be narrowed.
+                items: None,
             });
             cards.push(t.card);
         }

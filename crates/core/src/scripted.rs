@@ -17,6 +17,7 @@
 //!                                        # "$1"…"$9": the `when` regex's capture groups)
 //!         if_empty: "I found no promo emails from this week, so nothing was trashed."
 //!       - reply: "Done: moved {trashed} emails to Trash."   # {field}: last observation field
+//!                                                            # ({field.inner}: one level down)
 //!         on_rejected: "OK, I left them alone. Nothing was changed."
 //! fallback: "I can trash this week's promo emails, or undo that."
 //! ```
@@ -365,16 +366,27 @@ const DONE_TEXT: &str = "Done. Activity shows what changed.";
 /// answered after a newer request resumes the older one), and the owner must never read a
 /// template's braces.
 fn fill_text(template: &str, last: Option<&Value>) -> String {
+    fn scalar(v: &Value) -> Option<String> {
+        match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+    }
     let mut out = template.to_string();
     if let Some(Value::Object(map)) = last {
         for (k, v) in map {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
-                _ => continue,
-            };
-            out = out.replace(&format!("{{{k}}}"), &text);
+            if let Some(text) = scalar(v) {
+                out = out.replace(&format!("{{{k}}}"), &text);
+            } else if let Value::Object(inner) = v {
+                // One level down: `{left_out.message}`.
+                for (k2, v2) in inner {
+                    if let Some(text) = scalar(v2) {
+                        out = out.replace(&format!("{{{k}.{k2}}}"), &text);
+                    }
+                }
+            }
         }
     }
     if has_placeholder(&out) {
@@ -383,12 +395,15 @@ fn fill_text(template: &str, last: Option<&Value>) -> String {
     out
 }
 
-/// Whether `text` still holds a `{field}` (a letter or `_`, then letters, digits or `_`).
+/// Whether `text` still holds a `{field}` or `{field.inner}` (a letter or `_`, then letters,
+/// digits, `_` or `.`).
 fn has_placeholder(text: &str) -> bool {
     text.split('{').skip(1).any(|rest| {
         rest.split_once('}').is_some_and(|(name, _)| {
             name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
         })
     })
 }

@@ -10,8 +10,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod answer;
 mod audit;
 mod card;
+mod decided;
 mod located;
 pub mod rfc3339;
 #[cfg(any(test, feature = "testing"))]
@@ -19,8 +21,10 @@ mod sample;
 mod surface;
 mod undo;
 
+pub use answer::{Assertion, RespondRequest};
 pub use audit::{AuditEntry, AuditKind, AuditList};
 pub use card::{Card, CardOverlap, OverlapState, RunningJob};
+pub use decided::DecidedCall;
 pub use located::{Located, LocatedItem};
 pub use surface::Surface;
 pub use undo::{UndoRecord, UndoState};
@@ -258,6 +262,15 @@ pub struct Approval {
     /// takeover ([`Located`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub located: Option<Located>,
+    /// After an approval of some of the card's items: the indices into `items` the owner kept,
+    /// ascending (docs/adr/0122-shaping-a-call.md). Absent for a full approval, a rejection
+    /// and a card not answered yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_items: Option<Vec<u32>>,
+    /// The call that runs, whenever it differs from the request's `tool`/`args`/`call_hash`
+    /// ([`DecidedCall`]); written once with the decision. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_call: Option<DecidedCall>,
 }
 
 /// The paused call's observation when the ledger says `unknown` (a crash between `executing`
@@ -353,37 +366,6 @@ pub struct ApprovalList {
     /// The opaque cursor of the next page (pass it as `before=`), or `null` at the end.
     #[serde(default)]
     pub next: Option<String>,
-}
-
-/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored,
-/// except `items` and `edits`, which the route refuses (400): an answer covers the whole pinned
-/// call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct RespondRequest {
-    /// approve or reject.
-    pub decision: Decision,
-    /// Optional words from the owner, stored on the row.
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// The owner's passkey answer, for approving a card with `passkey_required` (ADR-0118
-    /// decision 4): the challenge's `ceremony_id` from
-    /// `POST /governance/approvals/{id}/passkey` and the browser's credential.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passkey: Option<Assertion>,
-}
-
-/// The browser's answer to a passkey challenge: the ceremony it answers and the
-/// `PublicKeyCredential` JSON (`{"id", "rawId", "type", "response": {...}}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Assertion {
-    /// The ceremony (challenge) it answers.
-    pub ceremony_id: String,
-    /// The browser's credential JSON.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub credential: Value,
 }
 
 /// The `code` of a 403 refusing an approve that needs the owner's passkey: surfaces branch on

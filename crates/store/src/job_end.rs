@@ -251,7 +251,8 @@ impl Store {
             tx.exec(
                 self.timed(
                     "INSERT INTO ledger (approval_id, tool, args_canonical, state, claimed_at) \
-                     SELECT a.id, a.tool, a.args_canonical, 'executing', {now} FROM approvals a \
+                     SELECT a.id, a.tool, COALESCE(a.decided_args_canonical, a.args_canonical), \
+                     'executing', {now} FROM approvals a \
                      WHERE a.id = $2 AND a.status = 'approved' AND a.kind <> 'evaluator' \
                      AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.approval_id = a.id)",
                 )

@@ -8,11 +8,12 @@ use chrono::{DateTime, Utc};
 use iris_core::canonical::{call_hash, canonical_json};
 use iris_core::ports::{Device, NewApproval, Scope, StoreError, TelegramCard, TelegramView};
 use iris_core::wire::{
-    Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, Execution, RunningJob,
-    UndoRecord, UndoState,
+    Approval, ApprovalKind, ApprovalStatus, AuditEntry, AuditKind, DecidedCall, Execution,
+    RunningJob, UndoRecord, UndoState,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::Row;
 
@@ -271,6 +272,7 @@ macro_rules! approval_columns {
         "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
          a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
          a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
+         a.approved_items, a.decided_args, a.decided_call_hash, \
          l.state AS execution, l.result AS result, l.located AS located, \
          u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
@@ -368,8 +370,23 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         running: running_from_row(&c)?,
         undo_left: c.opt_text("undo_left")?,
         located: c.opt_json("located")?,
+        approved_items: c.opt_json("approved_items")?,
+        decided_call: decided_call_from_row(&c)?,
         id: c.id,
     })
+}
+
+/// The decided call of [`APPROVAL_SELECT`] (docs/adr/0122-shaping-a-call.md): `None` for a
+/// row without one; its tool is the row's own.
+fn decided_call_from_row(c: &Cols<'_>) -> Result<Option<DecidedCall>, StoreError> {
+    let Some(args) = c.opt_json::<Value>("decided_args")? else {
+        return Ok(None);
+    };
+    Ok(Some(DecidedCall {
+        tool: c.text("tool")?,
+        args,
+        call_hash: c.text("decided_call_hash")?,
+    }))
 }
 
 /// The running job's columns of [`APPROVAL_SELECT`]; `None` when the job is not running (or

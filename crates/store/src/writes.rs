@@ -87,22 +87,43 @@ impl Store {
             ApprovalStatus::Expired => lapsed_sql("", "{now}"),
         };
         let written = async {
+            // An approval of some items writes its decided call in the same statement
+            // (docs/adr/0122-shaping-a-call.md; the triggers of 0033_decided_call keep it).
+            let decided = response.decided.as_ref();
+            let approved_items = decided
+                .map(|d| serde_json::to_string(&d.items))
+                .transpose()
+                .map_err(|e| StoreError::Backend(format!("approved items: {e}")))?;
+            let decided_args = decided
+                .map(|d| serde_json::to_string(&d.call.args))
+                .transpose()
+                .map_err(|e| StoreError::Backend(format!("decided call: {e}")))?;
             tx.exec_cas(
                 self.timed(&format!(
                     "UPDATE approvals SET status = $2, responded_at = $3, responded_by = $4, \
-                     surface = $5, reason = $6 WHERE id = $7 AND status = 'pending' AND {time_rule}"
+                     surface = $5, reason = $6, approved_items = $8, decided_args = $9, \
+                     decided_args_canonical = $10, decided_call_hash = $11 \
+                     WHERE id = $7 AND status = 'pending' AND {time_rule}"
                 ))
                 .text(response.status.as_str())
                 .text(&timestamp_text(response.at))
                 .text(&response.responded_by)
                 .text(&response.surface)
                 .opt_text(response.reason.as_deref())
-                .text(approval_id),
+                .text(approval_id)
+                .opt_text(approved_items.as_deref())
+                .opt_text(decided_args.as_deref())
+                .opt_text(decided.map(|d| d.args_canonical.as_str()))
+                .opt_text(decided.map(|d| d.call.call_hash.as_str())),
                 "deciding an approval",
             )
             .await?;
             if let Some(used) = &commit.passkey {
-                let binding = Some((approval_id, commit.after.call_hash.as_str()));
+                // The ceremony was made for the call that runs (the narrowed one where so).
+                let runs = decided.map_or(commit.after.call_hash.as_str(), |d| {
+                    d.call.call_hash.as_str()
+                });
+                let binding = Some((approval_id, runs));
                 self.use_passkey(&mut tx, binding, used).await?;
             }
             self.write_audit(&mut tx, std::slice::from_ref(&commit.audit))

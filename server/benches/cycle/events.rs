@@ -42,6 +42,7 @@ pub(crate) async fn event_delay(url: &str, rounds: usize) {
                 undo_action: None,
                 preview: Vec::new(),
                 overlaps: Vec::new(),
+                items_arg: None,
             },
             run_id: format!("run-{i}"),
             context_summary: "drop".into(),

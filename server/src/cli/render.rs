@@ -103,8 +103,21 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     let card = &approval.card;
     let _ = writeln!(out, "{}", printable(&card.title));
     let _ = writeln!(out, "  ({})", kind_words(approval));
-    for line in &card.lines {
-        let _ = writeln!(out, "  - {}", printable(line));
+    // A card that can be approved in part numbers its item lines: `approve --only` takes
+    // those numbers; once approved in part, the lines left out say so.
+    let numbered = card.items_arg.is_some() && card.lines.len() == approval.items.len();
+    let left_out = approval.left_out_indices();
+    for (i, line) in card.lines.iter().enumerate() {
+        let mark = if left_out.contains(&i) {
+            "  (left out)"
+        } else {
+            ""
+        };
+        if numbered {
+            let _ = writeln!(out, "  {}. {}{mark}", i + 1, printable(line));
+        } else {
+            let _ = writeln!(out, "  - {}{mark}", printable(line));
+        }
     }
     for line in &card.preview {
         let _ = writeln!(out, "    {}", printable(line));
@@ -161,6 +174,20 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         }
     };
     let _ = writeln!(out, "Status:    {status}");
+    if let Some(share) = approval.approved_share_text() {
+        let _ = writeln!(
+            out,
+            "Items:     {share}; left out, not touched: {}",
+            printable(&approval.left_out_lines().join("; "))
+        );
+    } else if approval.narrowable() && !approval.lapsed_at(now) {
+        let _ = writeln!(
+            out,
+            "Some only: iris approvals approve {} --only 1,{}",
+            approval.id,
+            approval.items.len()
+        );
+    }
     if let Some(reason) = approval.reason.as_deref().filter(|r| !r.is_empty()) {
         let _ = writeln!(out, "Reason:    {}", printable(reason));
     }
@@ -238,6 +265,14 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         );
     }
     let _ = writeln!(out, "Call:      {}", exact_call(approval));
+    if let Some(decided) = &approval.decided_call {
+        let _ = writeln!(
+            out,
+            "Runs:      {} {} (the items you approved)",
+            printable(&decided.tool),
+            printable(&canonical_json(&decided.args))
+        );
+    }
     let _ = writeln!(out, "Call hash: {}", approval.call_hash);
     let _ = writeln!(out, "Id:        {}", approval.id);
     let _ = writeln!(out, "Created:   {}", when(approval.created_at));
@@ -329,6 +364,7 @@ mod tests {
                 undo_action: None,
                 preview: Vec::new(),
                 overlaps: Vec::new(),
+                items_arg: None,
             },
             run_id: "r1".into(),
             created_at: created,
@@ -346,6 +382,8 @@ mod tests {
             running: None,
             undo_left: None,
             located: None,
+            approved_items: None,
+            decided_call: None,
         }
     }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use iris_core::manifest::{Manifest, ToolSpec};
+use iris_core::manifest::{is_list_parameter, Manifest, ToolSpec};
 use iris_core::mcp::{
     edit_diff, file_diff, fill, items, unreadable_preview, Preview, UpstreamManifest,
 };
@@ -76,15 +76,25 @@ impl UpstreamPlugin {
             .iter()
             .map(|t| {
                 let definition = upstream.definition(&t.spec.name);
+                let parameters = definition
+                    .map(|d| Value::Object((*d.input_schema).clone()))
+                    .unwrap_or_else(|| json!({"type": "object"}));
+                // The card's items argument may be narrowed where the upstream's own schema
+                // says it is a list (docs/adr/0122-shaping-a-call.md); a single string is all
+                // or nothing.
+                let items = t
+                    .card
+                    .as_ref()
+                    .map(|card| card.items.clone())
+                    .filter(|arg| is_list_parameter(&parameters, arg));
                 ToolSpec {
                     name: gateway_tool(&declared.upstream, &t.spec.name),
                     description: definition
                         .and_then(|d| d.description.as_deref())
                         .unwrap_or_default()
                         .to_owned(),
-                    parameters: definition
-                        .map(|d| Value::Object((*d.input_schema).clone()))
-                        .unwrap_or_else(|| json!({"type": "object"})),
+                    parameters,
+                    items,
                     ..t.spec.clone()
                 }
             })

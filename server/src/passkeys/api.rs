@@ -461,15 +461,28 @@ pub(crate) async fn remove(
     }
 }
 
+/// The optional body of `POST /governance/approvals/{id}/passkey`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalChallengeRequest {
+    /// The items the approve will keep (indices into `approval.items`, as in the respond
+    /// body): the challenge is then bound to the narrowed call's hash. Absent: the whole call.
+    #[serde(default)]
+    pub items: Option<Vec<u32>>,
+}
+
 /// `POST /governance/approvals/{id}/passkey` (control): a challenge for approving this card,
-/// bound to its id and call hash, used once, lapsing after two minutes.
+/// bound to its id and the call hash of the call that will run (with `items`, the narrowed
+/// call's), used once, lapsing after two minutes. The body is optional.
 #[utoipa::path(
     post,
     path = "/governance/approvals/{id}/passkey",
     tag = "governance",
     params(("id" = String, Path, description = "The approval id.")),
+    request_body(content = Option<ApprovalChallengeRequest>, description = "Optional: `items`, the same choice of items the approve will send."),
     responses(
-        (status = 200, description = "The options for `navigator.credentials.get`; send the answer as `passkey` with the approve.", body = ChallengeBody),
+        (status = 200, description = "The options for `navigator.credentials.get`; send the answer as `passkey` with the approve (and the same `items`).", body = ChallengeBody),
+        (status = 400, description = "The body does not parse, or `items` does not fit the card; nothing changed.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
         (status = 403, description = "A read device, a cross-site cookie request, or (`code` = `passkey_required`) passkeys are off or none is registered.", body = ErrorBody),
         (status = 404, description = "No approval has this id.", body = ErrorBody),
@@ -482,8 +495,20 @@ pub(crate) async fn approval_challenge(
     State(state): State<AppState>,
     Controller(actor): Controller,
     Path(id): Path<String>,
+    Body(body): Body,
 ) -> Result<Json<ChallengeBody>, ApiError> {
-    let challenge = state.service.passkey_challenge(&id, &actor).await?;
+    let request: ApprovalChallengeRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        ApprovalChallengeRequest::default()
+    } else {
+        parse_json(
+            &body,
+            "the body is optional; when given it must be {\"items\"?: [whole numbers: indices into the card's items]}",
+        )?
+    };
+    let challenge = state
+        .service
+        .passkey_challenge(&id, request.items.as_deref(), &actor)
+        .await?;
     Ok(Json(ChallengeBody {
         ceremony_id: challenge.ceremony_id,
         options: challenge.options,

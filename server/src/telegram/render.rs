@@ -226,8 +226,36 @@ pub fn card_keyboard(approval: &Approval, link: &str) -> InlineKeyboard {
     } else {
         button(&approval.card.action, Step::Ask, approval)
     };
+    let mut rows = vec![vec![first, button("Reject", Step::Reject, approval)]];
+    // Approving some of the items takes the card's checkboxes: a link to the card in the app
+    // (docs/adr/0122-shaping-a-call.md). Telegram's own buttons answer the whole card. Only a
+    // link Telegram can open (not loopback: Telegram refuses a message whose button points
+    // there, and the card would not arrive at all).
+    if approval.narrowable() && !approval.passkey_required && reachable_link(link) {
+        rows.push(vec![InlineButton {
+            text: "Choose in the app".into(),
+            callback_data: String::new(),
+            url: Some(link.to_string()),
+        }]);
+    }
     InlineKeyboard {
-        inline_keyboard: vec![vec![first, button("Reject", Step::Reject, approval)]],
+        inline_keyboard: rows,
+    }
+}
+
+/// Whether `link` names a host other than this machine (Telegram opens it on the owner's
+/// phone, and refuses a button to `localhost` or a loopback address).
+fn reachable_link(link: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(link) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => !ip.is_loopback(),
+        Err(_) => host != "localhost" && !host.ends_with(".localhost"),
     }
 }
 
@@ -272,6 +300,7 @@ mod tests {
                 undo_action: None,
                 preview: Vec::new(),
                 overlaps: Vec::new(),
+                items_arg: None,
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),
@@ -289,6 +318,8 @@ mod tests {
             running: None,
             undo_left: None,
             located: None,
+            approved_items: None,
+            decided_call: None,
         }
     }
 
@@ -358,6 +389,32 @@ mod tests {
         );
         assert!(text.ends_with("\n\n*Do \\*it\\*?*"), "{text}");
         assert_eq!(stray_specials(&text), Vec::<char>::new(), "{text}");
+    }
+
+    #[test]
+    fn a_card_of_several_items_links_to_the_app_to_choose_some_where_telegram_can_open_it() {
+        let mut a = approval();
+        a.items = vec!["m1".into(), "m2".into()];
+        a.card.lines = vec!["one".into(), "two".into()];
+        a.card.items_arg = Some("ids".into());
+        let choose = |a: &Approval, link: &str| {
+            card_keyboard(a, link)
+                .inline_keyboard
+                .iter()
+                .flatten()
+                .any(|b| b.text == "Choose in the app" && b.url.as_deref() == Some(link))
+        };
+        assert!(choose(&a, "https://iris.example.org/activity/x"));
+        for loopback in [
+            "http://localhost:3000/activity/x",
+            "http://127.0.0.1:3000/activity/x",
+            "http://[::1]:3000/activity/x",
+        ] {
+            assert!(!choose(&a, loopback), "{loopback}");
+        }
+        // All or nothing: no link.
+        a.card.items_arg = None;
+        assert!(!choose(&a, "https://iris.example.org/activity/x"));
     }
 
     #[test]

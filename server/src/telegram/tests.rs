@@ -75,6 +75,7 @@ fn only_a_final_outcome_is_settled() {
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         },
         run_id: "r1".into(),
         created_at: at,
@@ -92,6 +93,8 @@ fn only_a_final_outcome_is_settled() {
         running: None,
         undo_left: None,
         located: None,
+        approved_items: None,
+        decided_call: None,
     };
     assert!(!settled(&row));
     row.status = ApprovalStatus::Approved;

@@ -209,8 +209,16 @@ async fn trash_flow(
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(snapshot(&maildir), original);
 
-    // --- Approving some items only is not offered: refused, not ignored (it would approve all).
-    for field in [json!({"items": [0]}), json!({"edits": {"ids": []}})] {
+    // --- A choice of items that does not fit, and an edited call (not offered yet), are
+    // refused, not ignored (ignoring them would approve the whole call).
+    for field in [
+        json!({"items": [n]}),
+        json!({"items": []}),
+        json!({"items": [0, 0]}),
+        json!({"items": [-1]}),
+        json!({"items": ["0"]}),
+        json!({"edits": {"ids": []}}),
+    ] {
         let mut body = json!({"decision": "approve"});
         body.as_object_mut()
             .unwrap()

@@ -34,6 +34,7 @@ mod many_servers;
 mod mcp_gateway;
 mod mcp_upstream;
 mod mcp_upstreams;
+mod narrowing;
 mod openapi;
 mod pages;
 mod pairing;

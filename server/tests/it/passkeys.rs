@@ -603,3 +603,76 @@ async fn a_calendar_card_needs_the_passkey_and_deletes_once_with_it() {
     )
     .await;
 }
+
+/// docs/adr/0122-shaping-a-call.md: the passkey signs the call that runs. A challenge made for
+/// some items binds the narrowed call's hash: its answer approves exactly those items, and is
+/// refused for the whole card (or another choice), which stays pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passkey_answers_for_the_narrowed_call_it_was_asked_for() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .public_url(ORIGIN)
+        .passkey_required("destructive")
+        .background()
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let client = server.client().await;
+    let mut key = SoftAuthenticator::new("localhost", ORIGIN);
+    let (status, body) = register(&client, &laptop, &mut key, "Phone", None).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = halt(&client, &laptop).await;
+    let path = format!("/governance/approvals/{id}");
+
+    // A choice that does not fit is refused before any ceremony.
+    let (status, refused) = client
+        .post(
+            &format!("{path}/passkey"),
+            Some(&laptop),
+            json!({"items": [99]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+
+    let (status, challenge) = client
+        .post(
+            &format!("{path}/passkey"),
+            Some(&laptop),
+            json!({"items": [2, 0]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{challenge}");
+    let signed = json!({
+        "ceremony_id": challenge["ceremony_id"],
+        "credential": key.assert(&challenge["options"], true),
+    });
+    // The answer does not approve the whole card, nor another choice.
+    for body in [
+        json!({"decision": "approve", "passkey": signed}),
+        json!({"decision": "approve", "items": [0, 1], "passkey": signed}),
+    ] {
+        let (status, refused) = client
+            .post(&format!("{path}/respond"), Some(&laptop), body)
+            .await;
+        assert_needs_passkey(status, &refused, &id);
+    }
+    let (status, body) = client
+        .post(
+            &format!("{path}/respond"),
+            Some(&laptop),
+            json!({"decision": "approve", "items": [0, 2], "passkey": signed}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["approval"]["approved_items"], json!([0, 2]));
+    let row = client.wait_execution(&id, &laptop, "executed").await;
+    assert_eq!(row["result"]["trashed"], 2, "{row}");
+    // The decision records that the passkey signed the narrowed call's hash.
+    let decision = decisions(&client, &laptop, &id).await.remove(0);
+    assert_eq!(
+        decision["result"]["passkey"]["call_hash"], row["decided_call"]["call_hash"],
+        "{decision}"
+    );
+    assert_ne!(row["decided_call"]["call_hash"], row["call_hash"]);
+}

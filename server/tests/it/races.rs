@@ -10,13 +10,12 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use iris_core::ports::Scope;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{eventually, snapshot, Client, ModelServer, TestApp};
+use support::{eventually, moved, snapshot, Client, ModelServer, TestApp};
 use tokio::sync::Barrier;
 
 /// Answers per round.
@@ -40,24 +39,6 @@ struct Answer {
     decision: &'static str,
     status: StatusCode,
     body: Value,
-}
-
-/// Files (relative path → bytes) present in `before` but not in `after`, and the reverse.
-fn moved(
-    before: &BTreeMap<String, Vec<u8>>,
-    after: &BTreeMap<String, Vec<u8>>,
-) -> (Vec<String>, Vec<String>) {
-    let gone = before
-        .keys()
-        .filter(|k| !after.contains_key(*k))
-        .cloned()
-        .collect();
-    let arrived = after
-        .keys()
-        .filter(|k| !before.contains_key(*k))
-        .cloned()
-        .collect();
-    (gone, arrived)
 }
 
 /// One round: halt on `request`, fire [`ANSWERS`] answers at once, check the invariants.

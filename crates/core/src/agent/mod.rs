@@ -582,6 +582,7 @@ fn evaluator_row(
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         },
         run_id: ctx.run_id.clone(),
         context_summary: ctx.request.clone(),

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use super::narrow::call_to_run;
 use super::{unknown_outcome, ApprovalService, STALE};
 use crate::agent::as_object;
 use crate::plugin::{CallContext, ToolError};
@@ -69,9 +70,27 @@ impl ApprovalService {
                     .await;
             }
         };
-        let items = &row.items;
+        // The call that runs: the request's, or the decision's narrowed one with only the kept
+        // items and their preconditions (docs/adr/0122-shaping-a-call.md). The claim's plan
+        // checked it; a row that changed under us is never run.
+        let call = match call_to_run(row, preconditions) {
+            Ok(call) => call,
+            Err(why) => {
+                drop(hold);
+                return self
+                    .write_outcome(
+                        lease,
+                        row,
+                        Outcome::Failed,
+                        json!({"status": "failed", "message": format!("not run: {why}; nothing was changed")}),
+                        Vec::new(),
+                    )
+                    .await;
+            }
+        };
+        let items = &call.items;
         let mut stale: Vec<String> = Vec::new();
-        for (item, precondition) in items.iter().zip(preconditions) {
+        for (item, precondition) in items.iter().zip(&call.preconditions) {
             if !plugin
                 .check_precondition(tool, item, precondition, ctx)
                 .await
@@ -129,7 +148,7 @@ impl ApprovalService {
                 Vec::new(),
             )
         } else {
-            let run = plugin.execute_held(tool, &row.args, &stale, ctx, hold);
+            let run = plugin.execute_held(tool, &call.args, &stale, ctx, hold);
             // Every side effect has a deadline (docs/liveness.md): one without an answer by
             // then may or may not have happened, so it is `unknown` and never run again.
             let deadline = self.leases.execute_timeout_secs;
@@ -177,6 +196,11 @@ impl ApprovalService {
         }
         if let Some(first) = overtaken_by {
             result["handled_by"] = first;
+        }
+        // The owner left some items out: the observation names them and says they were not
+        // touched (docs/adr/0122-shaping-a-call.md).
+        if let Some(note) = left_out_note(row) {
+            result["left_out"] = note;
         }
         if !stale.is_empty() {
             result["stale"] = stale
@@ -264,4 +288,23 @@ impl ApprovalService {
         .await?;
         Ok((result, after))
     }
+}
+
+/// What an approval of some items says of the items the owner left out, for the result the
+/// model and the card read: `{"count", "items": [{"id", "line"}], "message"}`; `None` for a
+/// full approval.
+pub(crate) fn left_out_note(row: &Approval) -> Option<Value> {
+    let (kept, of) = row.approved_share()?;
+    let left = row.left_out_indices();
+    let lines = row.left_out_lines();
+    Some(json!({
+        "count": left.len(),
+        "items": left.iter().zip(&lines).map(|(&i, line)| json!({"id": row.items[i], "line": line})).collect::<Vec<_>>(),
+        "message": format!(
+            "The owner approved {kept} of {of}; the other {} {} left out and not touched: {}.",
+            left.len(),
+            if left.len() == 1 { "was" } else { "were" },
+            lines.join("; ")
+        ),
+    }))
 }

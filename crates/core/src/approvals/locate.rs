@@ -8,6 +8,7 @@
 
 use serde_json::{json, Value};
 
+use super::narrow::call_to_run;
 use super::ApprovalService;
 use crate::plugin::{ItemOutcome, ToolOutput};
 use crate::ports::{
@@ -71,7 +72,12 @@ impl ApprovalService {
         else {
             return Ok(row.clone());
         };
-        let found = plugin.locate(&row.tool, &row.args, &row.items, preconditions);
+        // The items of the call that ran: after an approval of some items, only those
+        // (docs/adr/0122-shaping-a-call.md).
+        let Ok(call) = call_to_run(row, preconditions) else {
+            return Ok(row.clone());
+        };
+        let found = plugin.locate(&call.tool, &call.args, &call.items, &call.preconditions);
         // Every wait has a deadline (docs/liveness.md): the execution's own.
         let deadline = self.runtime.sleep(std::time::Duration::from_secs(
             self.leases.execute_timeout_secs,

@@ -5,7 +5,7 @@
 //! | phase | here | store unit (one commit each) |
 //! |---|---|---|
 //! | request | [`turn`]: the loop runs; a pinned call ends the turn with its card | `commit_turn` (row + checkpoint + link + transcript + lines) |
-//! | respond | [`respond`]: scope, the state machine, compare-and-set | `commit_decision` (decision + audit + resume job) |
+//! | respond | [`respond`]: scope, the state machine, the owner's choice of items ([`narrow`]), compare-and-set | `commit_decision` (decision + audit + resume job) |
 //! | expire | [`respond`]: the sweep's lapse, same unit | `commit_decision` |
 //! | execute | [`execute`]: claim under a lease, the side effect, its outcome | `claim_job` (lease + ledger `executing`), `record_outcome` |
 //! | resume | [`resume`]: the run continues from the real result | `finish_job` |
@@ -33,6 +33,7 @@
 pub mod execute;
 pub mod gateway;
 pub mod locate;
+pub mod narrow;
 pub mod overlap;
 pub mod passkey;
 pub mod plan;

@@ -143,6 +143,7 @@ mod tests {
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         }
     }
 

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use super::narrow::decided_terms;
 use super::{Actor, ApprovalService, RespondError};
 use crate::passkey::{
     Assertion, Ceremony, CeremonyPurpose, PasskeyCheck, PasskeyRefusal, PasskeyUse, CEREMONY_SECS,
 };
 use crate::ports::{DecisionRead, PasskeyStore, StoreError};
-use crate::wire::ApprovalStatus;
+use crate::wire::{ApprovalStatus, Decision};
 
 /// What the service needs to ask for and check passkeys: the cryptography and the storage of
 /// passkeys and ceremonies.
@@ -84,16 +85,19 @@ pub struct PasskeyChallenge {
 }
 
 impl ApprovalService {
-    /// Makes a passkey challenge for approving row `id`, bound to its call hash, stored as a
-    /// ceremony that lapses after [`CEREMONY_SECS`] and is used once.
+    /// Makes a passkey challenge for approving row `id`, bound to the call hash of the call
+    /// that will run (the request's, or with `items` the narrowed call's:
+    /// docs/adr/0122-shaping-a-call.md), stored as a ceremony that lapses after
+    /// [`CEREMONY_SECS`] and is used once.
     ///
     /// # Errors
     /// [`RespondError::Forbidden`] for read scope; `NotFound`; `AlreadyDecided`/`Expired` when
-    /// the row can no longer be answered; `PasskeyRequired` when passkeys are off here or none
-    /// is registered; `Store`.
+    /// the row can no longer be answered; `Items` for a choice of items that does not fit the
+    /// card; `PasskeyRequired` when passkeys are off here or none is registered; `Store`.
     pub async fn passkey_challenge(
         &self,
         id: &str,
+        items: Option<&[u32]>,
         actor: &Actor,
     ) -> Result<PasskeyChallenge, RespondError> {
         actor.require_control("answer approvals")?;
@@ -120,7 +124,11 @@ impl ApprovalService {
         if let Some(why) = settings.check.off_reason() {
             return Err(refuse(PasskeyRefusal::Off(why)));
         }
-        let binding = Some((row.id.as_str(), row.call_hash.as_str()));
+        let decided = decided_terms(&row, Decision::Approve, items)?;
+        let runs = decided
+            .as_ref()
+            .map_or(row.call_hash.as_str(), |d| d.call.call_hash.as_str());
+        let binding = Some((row.id.as_str(), runs));
         authentication(settings, binding, &actor.name, now)
             .await?
             .ok_or_else(|| refuse(PasskeyRefusal::NoneRegistered))
@@ -143,13 +151,15 @@ impl ApprovalService {
     }
 
     /// Checks the passkey answer for approving the row `read` (inside the decision's unit):
-    /// an assertion made for a ceremony of this approval and this call hash, unused and
-    /// unlapsed at `at`, that verifies with user verification. Returns what the commit writes
-    /// (the ceremony used, the passkey's new counter) and what the audit entry keeps.
+    /// an assertion made for a ceremony of this approval and `runs`, the call hash of the call
+    /// that will run (the request's, or the narrowed call's), unused and unlapsed at `at`, that
+    /// verifies with user verification. Returns what the commit writes (the ceremony used, the
+    /// passkey's new counter) and what the audit entry keeps.
     pub(super) fn check_passkey(
         &self,
         read: &DecisionRead,
         assertion: Option<&Assertion>,
+        runs: &str,
         at: DateTime<Utc>,
     ) -> Result<(PasskeyUse, Value), PasskeyRefusal> {
         let assertion = assertion.ok_or(PasskeyRefusal::Missing)?;
@@ -171,11 +181,7 @@ impl ApprovalService {
             CeremonyPurpose::Approve => CeremonyPurpose::Approve,
             _ => return Err(PasskeyRefusal::WrongCeremony("another approval".into())),
         };
-        ceremony.usable(
-            purpose,
-            Some((approval.id.as_str(), approval.call_hash.as_str())),
-            at,
-        )?;
+        ceremony.usable(purpose, Some((approval.id.as_str(), runs)), at)?;
         let verified = settings
             .check
             .verify(&ceremony.state, &assertion.credential)?;
@@ -183,7 +189,7 @@ impl ApprovalService {
         let record = json!({
             "ceremony_id": ceremony.id,
             "credential_id": verified.credential_id,
-            "call_hash": approval.call_hash,
+            "call_hash": runs,
             "client_data_json": response["clientDataJSON"],
             "authenticator_data": response["authenticatorData"],
             "signature": response["signature"],

@@ -19,6 +19,7 @@
 
 use serde_json::{json, Value};
 
+use super::narrow::call_to_run;
 use super::{unknown_outcome, UNKNOWN_OUTCOME};
 use crate::canonical::{call_hash, canonical_json};
 use crate::ports::{
@@ -145,7 +146,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
         Ok(()) => {
             plan.ledger = LedgerStep::Claim {
                 tool: row.tool.clone(),
-                args_canonical: canonical_json(&row.args),
+                args_canonical: claimed_args(row),
             };
             let mut after = row.clone();
             after.execution = Execution::Executing;
@@ -196,15 +197,26 @@ fn runnable(
             p.len(),
             row.items.len()
         )),
-        Ok(_) => Ok(()),
+        // An approval of some items runs its decided call, which must be exactly the request
+        // narrowed to them (docs/adr/0122-shaping-a-call.md).
+        Ok(p) => call_to_run(row, p).map(|_| ()),
     }
+}
+
+/// The canonical arguments a claim of `row` names: those of the call that runs (the decided
+/// call after an approval of some items, else the request's). A decided call that does not
+/// hold up claims the request's, which the database refuses for such a row.
+fn claimed_args(row: &Approval) -> String {
+    call_to_run(row, &[])
+        .map(|call| call.args_canonical)
+        .unwrap_or_else(|_| canonical_json(&row.args))
 }
 
 /// The ledger step that consumes `row`'s call without running it.
 fn refuse(row: &Approval, result: Value) -> LedgerStep {
     LedgerStep::Refuse {
         tool: row.tool.clone(),
-        args_canonical: canonical_json(&row.args),
+        args_canonical: claimed_args(row),
         result,
     }
 }
@@ -285,33 +297,56 @@ pub(crate) fn end_line(row: &Approval, check: Option<&str>) -> Option<String> {
         ApprovalStatus::Expired => {
             format!("\"{title}\" lapsed without an answer: nothing was changed.")
         }
-        ApprovalStatus::Approved => match row.execution {
-            Execution::Executed => {
-                let done = summary.map_or_else(|| "done.".to_string(), sentence);
-                if stale > 0 {
-                    format!(
+        ApprovalStatus::Approved => {
+            (match row.execution {
+                Execution::Executed => {
+                    let done = summary.map_or_else(|| "done.".to_string(), sentence);
+                    if stale > 0 {
+                        format!(
                         "Approved \"{title}\": {done} {stale} of its items had changed since you saw them and were left alone."
                     )
-                } else {
-                    format!("Approved \"{title}\": {done}")
+                    } else {
+                        format!("Approved \"{title}\": {done}")
+                    }
                 }
-            }
-            Execution::Failed if row.result.as_ref().is_some_and(|r| r["status"] == "stale") => {
-                format!(
-                    "Approved \"{title}\", but nothing was done: {}",
-                    sentence(message.unwrap_or("everything on it had changed since you saw it"))
-                )
-            }
-            Execution::Failed => format!(
-                "Approved \"{title}\", but it did not happen: {} Nothing more will be tried.",
-                sentence(message.unwrap_or("no reason was recorded"))
-            ),
-            Execution::Unknown => unknown_told(title, check),
-            Execution::None | Execution::Executing => {
-                format!("Approved \"{title}\": it will run in a moment.")
-            }
-        },
+                Execution::Failed
+                    if row.result.as_ref().is_some_and(|r| r["status"] == "stale") =>
+                {
+                    format!(
+                        "Approved \"{title}\", but nothing was done: {}",
+                        sentence(
+                            message.unwrap_or("everything on it had changed since you saw it")
+                        )
+                    )
+                }
+                Execution::Failed => format!(
+                    "Approved \"{title}\", but it did not happen: {} Nothing more will be tried.",
+                    sentence(message.unwrap_or("no reason was recorded"))
+                ),
+                Execution::Unknown => unknown_told(title, check),
+                Execution::None | Execution::Executing => {
+                    format!("Approved \"{title}\": it will run in a moment.")
+                }
+            }) + &left_out_words(row)
+        }
     })
+}
+
+/// What the end line adds after an approval of some items: " You approved 2 of 3; the other
+/// was left out and not touched." (empty for any other card).
+fn left_out_words(row: &Approval) -> String {
+    match row.approved_share() {
+        Some((kept, of)) => {
+            let left = of - kept;
+            let others = if left == 1 {
+                "the other was".to_string()
+            } else {
+                format!("the other {left} were")
+            };
+            format!(" You approved {kept} of {of}; {others} left out and not touched.")
+        }
+        None => String::new(),
+    }
 }
 
 /// `text` as a sentence: a capital first letter and a full stop.

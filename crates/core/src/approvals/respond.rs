@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
+use super::narrow::{decided_terms, ItemsRefusal};
 use super::{Actor, ApprovalService, IRIS_ACTOR};
 use crate::approval::can_move;
 use crate::passkey::{Assertion, PasskeyRefusal};
@@ -41,6 +42,10 @@ pub enum RespondError {
     #[error("This card was requested by the device `{}`, which was revoked; it was rejected and nothing ran.",
         .0.requested_by.as_deref().unwrap_or("?"))]
     RequesterRevoked(Box<Approval>),
+    /// The owner's choice of items does not fit the card or the answer (400); nothing was
+    /// decided.
+    #[error(transparent)]
+    Items(#[from] ItemsRefusal),
     /// Storage failed; nothing was decided (500).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -66,7 +71,7 @@ impl ApprovalService {
         reason: Option<String>,
         actor: &Actor,
     ) -> Result<Approval, RespondError> {
-        self.respond_with_passkey(id, decision, reason, actor, None)
+        self.respond_with_passkey(id, decision, reason, None, actor, None)
             .await
     }
 
@@ -76,14 +81,22 @@ impl ApprovalService {
     /// unused, unlapsed, verified with user verification), after the 404/409/410 checks, and
     /// the commit marks the ceremony used. Rejecting never needs one.
     ///
+    /// `items` is the owner's choice of the card's items to approve (indices into
+    /// `approval.items`, any order; docs/adr/0122-shaping-a-call.md): `None`, or every index,
+    /// approves the whole call; some of them write the narrowed call as a term of the decision
+    /// ([`decided_terms`]), checked after the 404/409/410 checks and before the passkey's.
+    ///
     /// # Errors
-    /// As [`ApprovalService::respond`], and [`RespondError::PasskeyRequired`] when the card
-    /// needs a passkey and `passkey` is missing or not accepted (nothing is decided).
+    /// As [`ApprovalService::respond`], [`RespondError::Items`] for a choice that does not fit
+    /// (with a rejection; empty, repeated or out of range; a card that is all or nothing), and
+    /// [`RespondError::PasskeyRequired`] when the card needs a passkey and `passkey` is missing
+    /// or not accepted, or was made for another choice of items. Nothing is decided then.
     pub async fn respond_with_passkey(
         &self,
         id: &str,
         decision: Decision,
         reason: Option<String>,
+        items: Option<&[u32]>,
         actor: &Actor,
         passkey: Option<&Assertion>,
     ) -> Result<Approval, RespondError> {
@@ -96,6 +109,7 @@ impl ApprovalService {
             .map(|r| r.trim().to_string())
             .filter(|r| !r.is_empty());
         let refused: Mutex<Option<PasskeyRefusal>> = Mutex::new(None);
+        let bad_items: Mutex<Option<ItemsRefusal>> = Mutex::new(None);
         let plan = |read: &DecisionRead| {
             // Every stamp of the unit is the database's time, read once with the row
             // (docs/liveness.md "truthful records").
@@ -111,10 +125,23 @@ impl ApprovalService {
             if !can_move(read.approval.status, status) {
                 return None;
             }
+            let decided = match decided_terms(&read.approval, decision, items) {
+                Ok(decided) => decided,
+                Err(refusal) => {
+                    *bad_items.lock().unwrap_or_else(|p| p.into_inner()) = Some(refusal);
+                    return None;
+                }
+            };
             let mut used = None;
             let mut proof = Value::Null;
             if status == ApprovalStatus::Approved && read.approval.passkey_required {
-                match self.check_passkey(read, passkey, at) {
+                // The passkey signs the call that will run: the narrowed one where so.
+                let runs = decided
+                    .as_ref()
+                    .map_or(read.approval.call_hash.as_str(), |d| {
+                        d.call.call_hash.as_str()
+                    });
+                match self.check_passkey(read, passkey, runs, at) {
                     Ok((passkey_use, record)) => {
                         used = Some(passkey_use);
                         proof = record;
@@ -129,12 +156,25 @@ impl ApprovalService {
             if !proof.is_null() {
                 result["passkey"] = proof;
             }
+            if let Some(terms) = &decided {
+                let row = &read.approval;
+                let left_out: Vec<usize> = (0..row.items.len())
+                    .filter(|i| !terms.items.iter().any(|&k| k as usize == *i))
+                    .collect();
+                result["approved_items"] = json!(terms.items);
+                result["left_out"] = json!(left_out
+                    .iter()
+                    .map(|&i| json!({"index": i, "item": row.items[i], "line": row.card.lines.get(i)}))
+                    .collect::<Vec<_>>());
+                result["decided_call"] = json!(terms.call);
+            }
             let response = Response {
                 status,
                 responded_by: actor.name.clone(),
                 surface: actor.surface.into(),
                 reason: reason.clone(),
                 at,
+                decided,
             };
             let audit = NewAuditEntry {
                 approval_id: id.to_string(),
@@ -180,6 +220,9 @@ impl ApprovalService {
                 Ok(*row)
             }
             Decided::Unchanged(row) => {
+                if let Some(refusal) = bad_items.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                    return Err(RespondError::Items(refusal));
+                }
                 let refusal = refused.into_inner().unwrap_or_else(|p| p.into_inner());
                 match refusal {
                     Some(refusal) => Err(RespondError::PasskeyRequired(refusal.to_string(), row)),
@@ -332,6 +375,7 @@ fn by_iris(
         surface: Surface::Sweep.into(),
         reason: Some(reason.into()),
         at,
+        decided: None,
     };
     let audit = NewAuditEntry {
         approval_id: row.id.clone(),
@@ -365,6 +409,10 @@ fn answered(mut row: Approval, response: &Response) -> Approval {
     row.responded_by = Some(response.responded_by.clone());
     row.surface = Some(response.surface.clone());
     row.reason = response.reason.clone();
+    if let Some(terms) = &response.decided {
+        row.approved_items = Some(terms.items.clone());
+        row.decided_call = Some(terms.call.clone());
+    }
     row
 }
 

@@ -294,3 +294,26 @@ fn duplicate_names_are_refused() {
         one("  - name: a\n    effect: read\n  - name: b\n    effect: read\n    aliases: [A]\n");
     assert!(matches!(err, Err(ManifestError::DuplicateName { .. })));
 }
+
+#[test]
+fn items_names_a_list_parameter() {
+    let tool = |items: &str, ty: &str| {
+        one(&format!(
+            "  - name: wipe\n    effect: destructive\n    items: {items}\n    parameters:\n      type: object\n      properties:\n        ids: {{type: {ty}}}\n"
+        ))
+    };
+    let ok = tool("ids", "array").unwrap();
+    assert_eq!(ok.tools[0].items.as_deref(), Some("ids"));
+    let err = tool("ids", "string").unwrap_err();
+    assert!(matches!(err, ManifestError::ItemsNotAList { .. }), "{err}");
+    assert!(err
+        .to_string()
+        .contains("`items: ids` must name a parameter of type `array`"));
+    assert!(matches!(
+        tool("paths", "array").unwrap_err(),
+        ManifestError::ItemsNotAList { .. }
+    ));
+    // A tool without `items` is all or nothing.
+    let no_items = one("  - name: wipe\n    effect: destructive\n").unwrap();
+    assert_eq!(no_items.tools[0].items, None);
+}

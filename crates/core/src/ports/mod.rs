@@ -158,6 +158,8 @@ impl NewApproval {
             running: None,
             undo_left: None,
             located: None,
+            approved_items: None,
+            decided_call: None,
         }
     }
 }
@@ -175,6 +177,21 @@ pub struct Response {
     pub reason: Option<String>,
     /// When.
     pub at: DateTime<Utc>,
+    /// For an approval of some of the card's items: what runs instead of the request's call
+    /// (written once with the decision, only on `approved`); `None` otherwise.
+    pub decided: Option<DecidedTerms>,
+}
+
+/// The decision's own terms when it approves some of a card's items
+/// (docs/adr/0122-shaping-a-call.md): which items, and the call that runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecidedTerms {
+    /// The kept indices into the row's `items`, ascending, at least one and fewer than all.
+    pub items: Vec<u32>,
+    /// The call that runs (the request's tool, only the kept items, its own call hash).
+    pub call: crate::wire::DecidedCall,
+    /// The canonical JSON of `call.args` (what the ledger's claim must equal byte for byte).
+    pub args_canonical: String,
 }
 
 /// What the audit log is given; the store assigns `id`.

@@ -430,6 +430,11 @@ pub struct PushMessage {
     /// For [`PushKind::Closed`]: `approved`, `rejected` or `lapsed`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub outcome: Option<String>,
+    /// For an `approved` closing that approved some of the card's items: `"3 of 5"` (shown as
+    /// "Approved 3 of 5; 2 left out"). Counts only: the items themselves stay behind the
+    /// device's credentials, like every item line.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub approved_share: Option<String>,
     /// Until when the push is worth delivering (RFC 8030 `TTL` counts down to it): the card's
     /// expiry for a waiting card, [`CLOSED_TTL_SECS`] after the closing for a closed one.
     #[serde(skip)]
@@ -468,6 +473,10 @@ impl PushMessage {
             approval_id: row.id.clone(),
             title: row.card.title.clone(),
             url: card_url(row),
+            approved_share: outcome
+                .as_ref()
+                .and_then(|_| row.approved_share())
+                .map(|(kept, of)| format!("{kept} of {of}")),
             outcome,
             deliver_until: Some(deliver_until),
         })

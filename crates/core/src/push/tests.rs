@@ -39,6 +39,7 @@ fn row(status: ApprovalStatus) -> Approval {
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         },
         run_id: "run".into(),
         context_summary: "trash it".into(),
@@ -344,4 +345,24 @@ fn a_name_that_resolves_to_an_internal_address_is_refused() {
     assert!(admit_resolved("localhost", vec![at("127.0.0.1"), at("::1")]).is_ok());
     assert!(admit_resolved("localhost", vec![at("10.0.0.1")]).is_err());
     assert!(admit_resolved("push.example.net", Vec::new()).is_err());
+}
+
+#[test]
+fn an_approval_of_some_items_closes_with_the_count_and_never_the_items() {
+    let mut approved = row(ApprovalStatus::Approved);
+    approved.approved_items = Some(vec![0, 2]);
+    approved.items = vec!["m1".into(), "m2".into(), "m3".into()];
+    let push = PushMessage::for_event(&Event::ApprovalResponded(approved.clone()), at(10, 5))
+        .expect("a closing push");
+    assert_eq!(push.outcome.as_deref(), Some("approved"));
+    assert_eq!(push.approved_share.as_deref(), Some("2 of 3"));
+    let json = serde_json::to_string(&push).unwrap();
+    assert!(!json.contains("m2"), "{json}");
+    // A full approval carries no count.
+    let whole = row(ApprovalStatus::Approved);
+    let push = PushMessage::for_event(&Event::ApprovalResponded(whole), at(10, 5)).unwrap();
+    assert_eq!(push.approved_share, None);
+    assert!(!serde_json::to_string(&push)
+        .unwrap()
+        .contains("approved_share"));
 }

@@ -45,6 +45,12 @@ pub struct Card {
     /// cards; every surface shows each one before anyone approves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlaps: Vec<CardOverlap>,
+    /// The list argument that names the call's items, when the owner may approve only some of
+    /// them: set when the card was made, only where that argument holds exactly the card's
+    /// `items` in order and the card has one line per item (docs/adr/0122-shaping-a-call.md).
+    /// Absent otherwise (all or nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_arg: Option<String>,
 }
 
 /// How another card stood when a card that repeats it was made.

@@ -36,6 +36,7 @@ impl Approval {
                 undo_action: None,
                 preview: Vec::new(),
                 overlaps: Vec::new(),
+                items_arg: None,
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
@@ -53,6 +54,8 @@ impl Approval {
             running: None,
             undo_left: None,
             located: None,
+            approved_items: None,
+            decided_call: None,
         }
     }
 }

@@ -113,11 +113,15 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
             .starts_with(&format!("{}\n", pending.card.title)),
         "{show}"
     );
-    for line in &pending.card.lines {
-        assert!(
-            show.stdout.contains(&format!("  - {line}\n")),
-            "{line}: {show}"
-        );
+    // A card that may be approved in part numbers its lines (`approve --only` takes them).
+    let numbered = pending.card.items_arg.is_some();
+    for (i, line) in pending.card.lines.iter().enumerate() {
+        let shown = if numbered {
+            format!("  {}. {line}\n", i + 1)
+        } else {
+            format!("  - {line}\n")
+        };
+        assert!(show.stdout.contains(&shown), "{line}: {show}");
     }
     let undo = app::format::undo_sentence(&pending.card).expect("trash has an undo");
     assert!(show.stdout.contains(&undo), "{undo}: {show}");

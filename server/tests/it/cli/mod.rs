@@ -22,9 +22,10 @@
 mod across_surfaces;
 mod cards_and_exit_codes;
 mod other_plugins;
+mod some_items;
 mod terminal;
 
-use std::collections::BTreeMap;
+use crate::support::moved;
 use std::process::{Command, Output, Stdio};
 
 use iris_core::wire::Approval;
@@ -124,21 +125,4 @@ impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{self}")
     }
-}
-/// Files present in `before` but not in `after`, and the reverse.
-fn moved(
-    before: &BTreeMap<String, Vec<u8>>,
-    after: &BTreeMap<String, Vec<u8>>,
-) -> (Vec<String>, Vec<String>) {
-    let gone = before
-        .keys()
-        .filter(|k| !after.contains_key(*k))
-        .cloned()
-        .collect();
-    let arrived = after
-        .keys()
-        .filter(|k| !before.contains_key(*k))
-        .cloned()
-        .collect();
-    (gone, arrived)
 }

@@ -114,6 +114,7 @@ pub async fn seed_card(
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         },
         run_id: format!("run-{id}"),
         context_summary: "tidy up".into(),

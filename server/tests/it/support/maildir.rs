@@ -54,3 +54,22 @@ pub fn trashed(maildir: &Path) -> usize {
         .filter(|k| k.starts_with(".Trash/"))
         .count()
 }
+
+/// The files of two [`snapshot`]s that moved: those in `before` but not in `after` (gone), and
+/// the reverse (arrived).
+pub fn moved(
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+    after: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> (Vec<String>, Vec<String>) {
+    let gone = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .cloned()
+        .collect();
+    let arrived = after
+        .keys()
+        .filter(|k| !before.contains_key(*k))
+        .cloned()
+        .collect();
+    (gone, arrived)
+}

@@ -27,7 +27,7 @@ pub mod telegram;
 pub use {
     app::TestApp,
     kernel::{kernel_store, kernel_store_on, owner, seed_card, service},
-    maildir::{contents, copy_messages, snapshot, trashed},
+    maildir::{contents, copy_messages, moved, snapshot, trashed},
     model::{Fault, ModelServer},
     process::{
         no_redirects, post_pairing_form, session_cookie, wait_for_line, Client, Iris, World,

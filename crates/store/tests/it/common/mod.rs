@@ -289,6 +289,7 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             undo_action: None,
             preview: Vec::new(),
             overlaps: Vec::new(),
+            items_arg: None,
         },
         args,
         run_id: format!("run-{id}"),
@@ -311,6 +312,7 @@ pub fn response(status: ApprovalStatus, by: &str, at: DateTime<Utc>) -> Response
         surface: "web".to_owned(),
         reason: None,
         at,
+        decided: None,
     }
 }
 

@@ -6,13 +6,15 @@
 //!
 //! One module per subject: [`halt_and_decision`] (the halt's one commit; a decision makes one
 //! job), [`leases`] (a job's lease: held, renewed, fenced, taken over; its outcome and end),
-//! [`claims`] (what a claim reports and refuses), and [`durability`] (the audit log, a resumed
+//! [`claims`] (what a claim reports and refuses), [`narrowed`] (an approval of some items: its
+//! decided call written once, and only that call claimed), and [`durability`] (the audit log, a resumed
 //! turn, and reopening the database). This module holds the units as the service calls them.
 
 mod claims;
 mod durability;
 mod halt_and_decision;
 mod leases;
+mod narrowed;
 
 use crate::common;
 

@@ -1,0 +1,44 @@
+//! The owner's answer to a card, as a client sends it ([`RespondRequest`]) with the passkey
+//! answer a card may need ([`Assertion`]). Part of the wire types (see the parent module).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Decision;
+
+/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored,
+/// except `edits`, which the route refuses (400): an answer covers the pinned call, or with
+/// `items` some of its items.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RespondRequest {
+    /// approve or reject.
+    pub decision: Decision,
+    /// Optional words from the owner, stored on the row.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// With "approve": the items the owner approves, as indices into `approval.items` (whole
+    /// numbers; at least one, each once, in range; taken sorted). All of them is a plain full
+    /// approval; some of them run the call narrowed to those items
+    /// (docs/adr/0122-shaping-a-call.md). Only on a card with `card.items_arg`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Vec<u32>>,
+    /// The owner's passkey answer, for approving a card with `passkey_required` (ADR-0118
+    /// decision 4): the challenge's `ceremony_id` from
+    /// `POST /governance/approvals/{id}/passkey` and the browser's credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<Assertion>,
+}
+
+/// The browser's answer to a passkey challenge: the ceremony it answers and the
+/// `PublicKeyCredential` JSON (`{"id", "rawId", "type", "response": {...}}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Assertion {
+    /// The ceremony (challenge) it answers.
+    pub ceremony_id: String,
+    /// The browser's credential JSON.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub credential: Value,
+}
