@@ -133,6 +133,13 @@ request-timeout = 1.0
 [[operations]]
 include-operation-id = ["register_passkey", "subscribe_push"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
+
+# The owner's choice of items (docs/adr/0122-shaping-a-call.md): the document states its shape
+# (whole numbers, at least one, each once), but whether an index is in range, and whether the
+# card can be approved in part at all, depends on the card; such a choice is refused with 400.
+[[operations]]
+include-operation-id = ["respond", "approval_challenge"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "410"]
 TOML
 
 # The one format the document names that schemathesis cannot know: `iris-page-cursor`, the

@@ -75,6 +75,10 @@ pub struct ToolSpec {
     /// narrow to some of them (docs/adr/0122-shaping-a-call.md); `None` when the tool declares
     /// none (its cards are all or nothing).
     pub items: Option<String>,
+    /// The arguments the owner may edit before approving a call of this tool (`editable:
+    /// [...]`; docs/adr/0122-shaping-a-call.md): parameters, never the `items` argument. Empty
+    /// for most tools.
+    pub editable: Vec<String>,
 }
 
 impl ToolSpec {
@@ -197,6 +201,19 @@ pub enum ManifestError {
         /// The name given.
         arg: String,
     },
+    /// `editable` names something the owner may not edit: not a parameter, the `items`
+    /// argument, or any argument of a tool that is not approved per call.
+    #[error(
+        "tool `{tool}`: `editable` may not name `{arg}`: {why} (docs/adr/0122-shaping-a-call.md)"
+    )]
+    BadEditable {
+        /// The tool.
+        tool: String,
+        /// The name given.
+        arg: String,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
     /// `parameters` is not an object schema.
     #[error("tool `{tool}`: `parameters` must be a JSON Schema object ({reason})")]
     BadParameters {
@@ -239,6 +256,8 @@ struct RawTool {
     parameters: Option<Value>,
     #[serde(default)]
     items: Option<String>,
+    #[serde(default)]
+    editable: Vec<String>,
 }
 
 /// Whether `parameters` (an object schema) declares `arg` as a property of `type: array`.
@@ -294,6 +313,7 @@ impl Manifest {
                 aliases: t.aliases,
                 parameters,
                 items: t.items,
+                editable: t.editable,
             });
         }
         let manifest = Manifest {
@@ -355,6 +375,24 @@ impl Manifest {
                     return Err(ManifestError::ItemsNotAList {
                         tool,
                         arg: arg.clone(),
+                    });
+                }
+            }
+            for arg in &t.editable {
+                let why = if !t.approved_per_call() {
+                    Some("only a call the owner approves per call can be edited before approving")
+                } else if t.items.as_deref() == Some(arg.as_str()) {
+                    Some("it is the `items` argument, which approving some of the items narrows")
+                } else if t.parameters["properties"].get(arg).is_none() {
+                    Some("it is not a parameter of the tool")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(ManifestError::BadEditable {
+                        tool,
+                        arg: arg.clone(),
+                        why,
                     });
                 }
             }

@@ -72,6 +72,10 @@ pub struct UpstreamTool {
     pub spec: ToolSpec,
     /// Its card (every gated tool has one).
     pub card: Option<CardTemplate>,
+    /// The arguments the owner may edit before approving (`editable: [...]`), checked against
+    /// the upstream's `inputSchema` once it lists its tools (the spec's own `editable` is set
+    /// then; docs/adr/0122-shaping-a-call.md).
+    pub editable: Vec<String>,
 }
 
 /// An upstream's manifest.
@@ -147,6 +151,8 @@ struct RawUpstreamTool {
     undo_window_days: Option<u32>,
     #[serde(default)]
     card: Option<CardTemplate>,
+    #[serde(default)]
+    editable: Vec<String>,
 }
 
 impl UpstreamManifest {
@@ -179,12 +185,13 @@ impl UpstreamManifest {
                 parameters: serde_json::json!({"type": "object"}),
                 // Set once the upstream lists its tools: only a list parameter may be narrowed.
                 items: None,
+                editable: Vec::new(),
             });
-            cards.push(t.card);
+            cards.push((t.card, t.editable));
         }
         let manifest = Manifest::checked(raw.upstream.clone(), specs)?;
         let mut tools = Vec::with_capacity(manifest.tools.len());
-        for (spec, card) in manifest.tools.into_iter().zip(cards) {
+        for (spec, (card, editable)) in manifest.tools.into_iter().zip(cards) {
             match (&card, spec.approved_per_call()) {
                 (None, true) => return Err(UpstreamManifestError::NoCard(spec.name)),
                 (Some(_), false) => return Err(UpstreamManifestError::CardNotGated(spec.name)),
@@ -205,7 +212,11 @@ impl UpstreamManifest {
                 }
                 (None, false) => {}
             }
-            tools.push(UpstreamTool { spec, card });
+            tools.push(UpstreamTool {
+                spec,
+                card,
+                editable,
+            });
         }
         Ok(UpstreamManifest {
             upstream: raw.upstream,

@@ -95,6 +95,7 @@ impl UpstreamPlugin {
                         .to_owned(),
                     parameters,
                     items,
+                    editable: t.editable.clone(),
                     ..t.spec.clone()
                 }
             })

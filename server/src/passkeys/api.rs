@@ -468,6 +468,7 @@ pub struct ApprovalChallengeRequest {
     /// The items the approve will keep (indices into `approval.items`, as in the respond
     /// body): the challenge is then bound to the narrowed call's hash. Absent: the whole call.
     #[serde(default)]
+    #[schema(min_items = 1)]
     pub items: Option<Vec<u32>>,
 }
 

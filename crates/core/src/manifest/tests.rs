@@ -317,3 +317,29 @@ fn items_names_a_list_parameter() {
     let no_items = one("  - name: wipe\n    effect: destructive\n").unwrap();
     assert_eq!(no_items.tools[0].items, None);
 }
+
+#[test]
+fn editable_names_parameters_of_a_call_approved_per_call_never_its_items() {
+    let params = "    parameters:\n      type: object\n      properties:\n        ids: {type: array}\n        note: {type: string}\n";
+    let tool = |head: &str, editable: &str| {
+        one(&format!(
+            "  - name: wipe\n{head}    items: ids\n    editable: [{editable}]\n{params}"
+        ))
+    };
+    let destructive = "    effect: destructive\n";
+    let ok = tool(destructive, "note").unwrap();
+    assert_eq!(ok.tools[0].editable, vec!["note"]);
+    for (head, editable, rule) in [
+        (destructive, "ids", "`items` argument"),
+        (destructive, "colour", "not a parameter"),
+        (
+            "    effect: write\n    confirm: never\n",
+            "note",
+            "approves per call",
+        ),
+    ] {
+        let err = tool(head, editable).unwrap_err();
+        assert!(matches!(err, ManifestError::BadEditable { .. }), "{err}");
+        assert!(err.to_string().contains(rule), "{err}");
+    }
+}

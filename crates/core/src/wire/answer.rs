@@ -22,6 +22,7 @@ pub struct RespondRequest {
     /// approval; some of them run the call narrowed to those items
     /// (docs/adr/0122-shaping-a-call.md). Only on a card with `card.items_arg`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub items: Option<Vec<u32>>,
     /// The owner's passkey answer, for approving a card with `passkey_required` (ADR-0118
     /// decision 4): the challenge's `ceremony_id` from
