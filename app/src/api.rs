@@ -191,10 +191,12 @@ pub async fn respond_approval(
     #[doc = "The owner's words, if any."] reason: Option<String>,
     #[doc = "With approve: only these items (indices into `items`); `None` for the whole card."]
     items: Option<Vec<u32>>,
+    #[doc = "With approve: new values for fields in `card.editable`; `None` for the pinned call."]
+    edits: Option<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Approval, AppError> {
     let (backend, viewer) = on_server::controller().await?;
     backend
-        .respond(&viewer, &id, decision, reason, items)
+        .respond(&viewer, &id, decision, reason, items, edits)
         .await
         .map_err(AppError::Backend)
 }

@@ -36,7 +36,8 @@ pub trait AppBackend: Send + Sync + 'static {
     /// One approval by id; `Ok(None)` when there is no such row.
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String>;
     /// Answers a card through `respond_to_approval`; `items` approves only those of its items
-    /// (indices into `items`; `None` for the whole card). The `Err` text is shown to the owner
+    /// (indices into `items`; `None` for the whole card), `edits` the call with those fields
+    /// changed. The `Err` text is shown to the owner
     /// (e.g. "already approved by phone via cli at ...", "expired").
     async fn respond(
         &self,
@@ -45,6 +46,7 @@ pub trait AppBackend: Send + Sync + 'static {
         decision: Decision,
         reason: Option<String>,
         items: Option<Vec<u32>>,
+        edits: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Approval, String>;
     /// Runs the card's undo through the approvals service (DESIGN §9 "Undo from the card");
     /// returns the row with its `undo`. The `Err` text is shown on the card (already undone by

@@ -8,6 +8,7 @@
 //!   the answer they give;
 //! - `choice.rs`: the card's lines, with a checkbox each where the owner may approve some of
 //!   the items;
+//! - `edit.rs`: "Edit" and its form, where the owner may change fields before approving;
 //! - `dialog.rs`: the confirm dialog the action opens ([`dialog`], also `crate::dialog`) and
 //!   the card's hold on it;
 //! - `call.rs`: what the call does beyond the card's lines (its diff, the cards it repeats, the
@@ -21,6 +22,7 @@ mod actions;
 mod call;
 mod choice;
 pub mod dialog;
+mod edit;
 mod focus;
 mod outcome;
 pub mod undo;
@@ -58,6 +60,9 @@ pub struct CardState {
     /// The items the owner unticked (indices into the card's items, ascending): an approval
     /// keeps the others (docs/adr/0122-shaping-a-call.md). Empty: the whole card.
     pub left_out: RwSignal<Vec<usize>>,
+    /// The edit form's fields as typed (field → text), while it is open; `None` when the card
+    /// is approved as pinned (docs/adr/0122-shaping-a-call.md).
+    pub edits: RwSignal<Option<std::collections::BTreeMap<String, String>>>,
 }
 
 impl CardState {
@@ -71,6 +76,7 @@ impl CardState {
             focus: RwSignal::new(None),
             trail_open: RwSignal::new(false),
             left_out: RwSignal::new(Vec::new()),
+            edits: RwSignal::new(None),
         }
     }
 }
@@ -161,9 +167,11 @@ pub fn ApprovalCard(
         id.clone(),
         passkey_required,
         item_count,
+        approval.args.clone(),
         state,
         answered_here,
     );
+    let editable = answerable && !card.editable.is_empty();
 
     let action_ref: NodeRef<html::Button> = NodeRef::new();
     let reject_ref: NodeRef<html::Button> = NodeRef::new();
@@ -211,6 +219,8 @@ pub fn ApprovalCard(
         })
     };
 
+    let edit_part =
+        editable.then(|| any(view! { <edit::CardEdit approval=approval.clone() state live/> }));
     let actions = if answerable {
         Some(any(view! {
             <CardActions
@@ -253,6 +263,7 @@ pub fn ApprovalCard(
                 dialog_id
                 action=card.action.clone()
                 lines=card.lines.clone()
+                args=approval.args.clone()
                 destructive
                 irreversible
                 undo=undo.clone()
@@ -328,6 +339,7 @@ pub fn ApprovalCard(
             }))}
             {exact_call}
             {timing}
+            {edit_part}
             {actions}
             {part(move || {
                 state.error.get().map(|e| any(view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> }))

@@ -183,8 +183,15 @@ pub fn narrowed_action(action: &str, kept: usize, of: usize) -> String {
 }
 
 /// What an approval of some items says first on every surface: "Approved 3 of 5; left out,
-/// not touched: LINE; LINE." (`None` for any other card).
+/// not touched: LINE; LINE."; of an edited call: "Approved as you edited it (subject)."
+/// (`None` for any other card).
 pub fn left_out_sentence(approval: &Approval) -> Option<String> {
+    if let Some(fields) = approval.edited_fields.as_ref().filter(|f| !f.is_empty()) {
+        return Some(format!(
+            "Approved as you edited it ({}).",
+            clip(&fields.join(", "), 200)
+        ));
+    }
     let share = approval.approved_share_text()?;
     let lines = approval.left_out_lines();
     Some(format!(

@@ -8,10 +8,11 @@
 //   addPasskey(name)         "ok" or "failed:SENTENCE" (with a proof from an existing passkey
 //                            first, when one exists)
 //   removePasskey(id)        "ok" or "failed:SENTENCE" (with a proof)
-//   approveWithPasskey(id, reason, itemsJson)
+//   approveWithPasskey(id, reason, itemsJson, editsJson)
 //                            "ok" or "failed:SENTENCE": the card's challenge, the passkey's
 //                            answer, and the approve in one request (for the items
-//                            `itemsJson` names, a JSON array of indices, when given)
+//                            `itemsJson` names, a JSON array of indices, when given; for the
+//                            call as `editsJson`, a JSON object of fields, edits it)
 
 function b64urlToBytes(text) {
   const b64 = text.replace(/-/g, '+').replace(/_/g, '/');
@@ -171,14 +172,20 @@ export async function removePasskey(id) {
   }
 }
 
-export async function approveWithPasskey(id, reason, itemsJson) {
+export async function approveWithPasskey(id, reason, itemsJson, editsJson) {
   if (!supported()) return 'failed:This browser cannot use passkeys here (it needs https or localhost); approve on a device that can, or reject.';
   try {
     const path = `/governance/approvals/${encodeURIComponent(id)}`;
     // Some of the items only: the challenge is bound to that narrowed call, and the approve
     // names the same items.
     const items = itemsJson ? JSON.parse(itemsJson) : null;
-    const [status, challenge] = await send(`${path}/passkey`, items ? { items } : {});
+    // An edited call: the challenge is bound to the edited call, and the approve sends the
+    // same edits.
+    const edits = editsJson ? JSON.parse(editsJson) : null;
+    const shaping = {};
+    if (items) shaping.items = items;
+    if (edits) shaping.edits = edits;
+    const [status, challenge] = await send(`${path}/passkey`, shaping);
     if (status !== 200) return 'failed:' + (challenge.error || `the server answered ${status}`);
     const there = elsewhere(challenge.options.publicKey.rpId);
     if (there) return openThere(there);
@@ -189,6 +196,7 @@ export async function approveWithPasskey(id, reason, itemsJson) {
     };
     if (reason) body.reason = reason;
     if (items) body.items = items;
+    if (edits) body.edits = edits;
     const [answered, answer] = await send(`${path}/respond`, body);
     return answered === 200 ? 'ok' : 'failed:' + (answer.error || `the server answered ${answered}`);
   } catch (e) {

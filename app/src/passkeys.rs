@@ -89,6 +89,7 @@ mod client {
             id: &str,
             reason: Option<String>,
             items: Option<String>,
+            edits: Option<String>,
         ) -> js_sys::Promise;
     }
 
@@ -113,6 +114,7 @@ pub async fn approve_with_passkey(
     id: &str,
     reason: Option<String>,
     items: Option<Vec<u32>>,
+    edits: Option<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<(), String> {
     #[cfg(feature = "hydrate")]
     {
@@ -125,11 +127,13 @@ pub async fn approve_with_passkey(
                     .join(",")
             )
         });
-        outcome(client::word(client::approve_with_passkey(id, reason, items)).await).map(|_| ())
+        let edits = edits.map(|e| serde_json::Value::Object(e).to_string());
+        outcome(client::word(client::approve_with_passkey(id, reason, items, edits)).await)
+            .map(|_| ())
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (id, reason, items);
+        let _ = (id, reason, items, edits);
         Err("approving with a passkey happens in the browser".into())
     }
 }

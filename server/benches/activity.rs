@@ -64,6 +64,7 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "trash the promo emails".into(),

@@ -74,7 +74,7 @@ async fn answer(State(state): State<AppState>, request: Request) -> Response {
         // The core refuses a card whose approval needs a passkey (ADR-0118 decision 4): this
         // form carries none, so such a card is only rejected here.
         Ok(viewer) => backend
-            .respond(&viewer, &form.id, form.decision, None, None)
+            .respond(&viewer, &form.id, form.decision, None, None, None)
             .await
             .map(|_| ()),
         Err(refused) => Err(refused.to_string()),

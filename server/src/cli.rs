@@ -3,12 +3,14 @@
 //! an answer from the CLI goes through the same `respond_to_approval` as every other surface
 //! (surface `cli`). `remote` holds the HTTP side and the exit codes, `render` the terminal text,
 //! `args` the top-level command line (`iris::Cli`, `iris::Command`), `at_server` the commands
-//! for the person at the server (passkeys, audit).
+//! for the person at the server (passkeys, audit), `shaping` the owner's choice of items and
+//! edits for `approve` (docs/adr/0122-shaping-a-call.md).
 
 pub mod args;
 pub mod at_server;
 mod remote;
 mod render;
+mod shaping;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -91,6 +93,14 @@ pub enum ApprovalsCommand {
         /// comma-separated: the call then runs for them alone and the others are left out.
         #[arg(long, value_delimiter = ',', value_name = "N,N,…")]
         only: Option<Vec<u32>>,
+        /// Approve the call with FIELD set to VALUE (a field the card lets you edit, which
+        /// `show` lists). A list field takes a comma-separated list or a JSON array; the server
+        /// checks the edited call as it checks the model's. Repeatable.
+        #[arg(long, value_name = "FIELD=VALUE")]
+        edit: Vec<String>,
+        /// As --edit, with VALUE read from the file PATH (UTF-8), e.g. a mail's body.
+        #[arg(long, value_name = "FIELD=PATH")]
+        edit_file: Vec<String>,
         /// `--json`.
         #[command(flatten)]
         output: Output,
@@ -379,11 +389,18 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
             id,
             yes,
             only,
+            edit,
+            edit_file,
             output,
         } => {
             let items = match &only {
-                Some(numbers) => Some(chosen_items(&remote, &id, numbers).await?),
+                Some(numbers) => Some(shaping::chosen_items(&remote, &id, numbers).await?),
                 None => None,
+            };
+            let edits = if edit.is_empty() && edit_file.is_empty() {
+                None
+            } else {
+                Some(shaping::edits_of(&remote, &id, &edit, &edit_file).await?)
             };
             if !yes {
                 confirm(&remote, &id, items.as_deref()).await?;
@@ -391,6 +408,9 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
             let mut body = json!({"decision": "approve"});
             if let Some(items) = &items {
                 body["items"] = json!(items);
+            }
+            if let Some(edits) = edits {
+                body["edits"] = Value::Object(edits);
             }
             let value = remote
                 .post(&format!("{}/respond", approval_path(&id)), &body, Some(&id))
@@ -496,38 +516,6 @@ fn in_the_servers_words(failure: Failure) -> Failure {
 /// # Errors
 /// [`Failure::Settled`] when the row cannot be approved any more; [`Failure::NotConfirmed`]
 /// unless the answer is y or yes.
-/// The indices (into `approval.items`) of the items `--only` names by the numbers
-/// `iris approvals show` prints (1-based), checked against the card: each once, in range, on a
-/// card that can be approved in part.
-async fn chosen_items(remote: &Remote, id: &str, numbers: &[u32]) -> Result<Vec<u32>, Failure> {
-    let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
-    let count = row.items.len();
-    if numbers.is_empty() {
-        return Err(Failure::Usage(
-            "--only needs at least one item number (as `iris approvals show` prints them)".into(),
-        ));
-    }
-    if row.status == ApprovalStatus::Pending && !row.narrowable() {
-        return Err(Failure::Usage(format!(
-            "this card cannot be approved in part; approve or reject it whole (`iris approvals show {id}`)"
-        )));
-    }
-    let mut seen = Vec::with_capacity(numbers.len());
-    for &n in numbers {
-        if n == 0 || n as usize > count {
-            return Err(Failure::Usage(format!(
-                "--only {n}: this card's items are numbered 1 to {count} (`iris approvals show {id}`)"
-            )));
-        }
-        if seen.contains(&(n - 1)) {
-            return Err(Failure::Usage(format!("--only names the item {n} twice")));
-        }
-        seen.push(n - 1);
-    }
-    seen.sort_unstable();
-    Ok(seen)
-}
-
 async fn confirm(remote: &Remote, id: &str, items: Option<&[u32]>) -> Result<(), Failure> {
     if !std::io::stdin().is_terminal() {
         return Ok(());

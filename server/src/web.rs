@@ -122,13 +122,24 @@ impl AppBackend for WebBackend {
         decision: Decision,
         reason: Option<String>,
         items: Option<Vec<u32>>,
+        edits: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Approval, String> {
         let actor = self.actor(viewer);
         let (state, id) = (self.state.clone(), id.to_string());
         crate::api::to_the_end(async move {
             state
                 .service
-                .respond_with_passkey(&id, decision, reason, items.as_deref(), &actor, None)
+                .respond_with_passkey(
+                    &id,
+                    decision,
+                    reason,
+                    iris_core::approvals::Shaping {
+                        items: items.as_deref(),
+                        edits: edits.as_ref(),
+                    },
+                    &actor,
+                    None,
+                )
                 .await
                 .map_err(ApiError::from)
         })

@@ -25,6 +25,7 @@ pub(super) fn answer(
     id: String,
     passkey_required: bool,
     item_count: usize,
+    args: serde_json::Value,
     state: CardState,
     answered_here: Option<AnsweredHere>,
 ) -> Callback<Decision> {
@@ -39,11 +40,14 @@ pub(super) fn answer(
         let items = (decision == Decision::Approve && item_count > 0)
             .then(|| super::choice::kept_items(item_count, state))
             .flatten();
+        let edits = (decision == Decision::Approve)
+            .then(|| super::edit::edits_to_send(&args, state))
+            .flatten();
         leptos::task::spawn_local(async move {
             let answer = if passkey_required && decision == Decision::Approve {
-                crate::passkeys::approve_with_passkey(&id, None, items).await
+                crate::passkeys::approve_with_passkey(&id, None, items, edits).await
             } else {
-                respond_approval(id.clone(), decision, None, items)
+                respond_approval(id.clone(), decision, None, items, edits)
                     .await
                     .map(|_| ())
                     .map_err(|e| e.to_string())
@@ -52,6 +56,7 @@ pub(super) fn answer(
             state.dialog_open.try_set(false);
             match answer {
                 Ok(_) => {
+                    state.edits.try_set(None);
                     if let Some(answered) = answered_here {
                         answered.0.try_set(Some(id));
                     }
@@ -100,8 +105,14 @@ pub(super) fn CardActions(
     reject_ref: NodeRef<html::Button>,
 ) -> impl IntoView {
     let action_words = super::choice::action_words(action.clone(), item_count, state);
-    // With every item unticked only Reject remains.
+    // With every item unticked only Reject remains; while the edit form is open its Review is
+    // the way to approve (edit.rs), so the action's words never stand for a call they do not
+    // describe.
     let none_kept = flag(move || item_count > 0 && state.left_out.with(Vec::len) >= item_count);
+    let action_hidden = {
+        let none_kept = none_kept.clone();
+        flag(move || none_kept() || state.edits.with(Option::is_some))
+    };
     // Before the page is live these buttons work as the card's form (crate::card_form):
     // Reject submits it, the action button opens the form dialog. Live, their handlers
     // answer in place and the form is never sent. A passkey card's action waits for the
@@ -114,7 +125,7 @@ pub(super) fn CardActions(
             data-testid="action-button"
             aria-haspopup="dialog"
             node_ref=action_ref
-            hidden=none_kept.clone()
+            hidden=action_hidden
             disabled=flag(move || state.busy.get() || (!live.get() && !form_ready))
             on:click=move |_| state.dialog_open.set(true)
         >

@@ -217,6 +217,8 @@ pub(super) fn CardDialog(
     action: String,
     /// The card's lines.
     lines: Vec<String>,
+    /// The pinned arguments (an edit is shown against them).
+    args: serde_json::Value,
     /// A destructive call.
     destructive: bool,
     /// A call that cannot be taken back once it runs.
@@ -242,7 +244,8 @@ pub(super) fn CardDialog(
         state.dialog_open.get().then(|| {
             // The words and lines of what will run: only the ticked items where some are
             // unticked (super::choice).
-            let (action, lines) = super::choice::dialog_terms(&action, &lines, state);
+            let (action, lines) = super::edit::dialog_terms(&action, &args, state)
+                .unwrap_or_else(|| super::choice::dialog_terms(&action, &lines, state));
             any(view! {
                 <ConfirmDialog
                     dialog_id=dialog_id.clone()

@@ -18,6 +18,7 @@ fn card() -> Card {
         preview: Vec::new(),
         overlaps: Vec::new(),
         items_arg: None,
+        editable: Vec::new(),
     }
 }
 
@@ -100,6 +101,7 @@ fn only_a_full_execution_is_a_success() {
         located: None,
         approved_items: None,
         decided_call: None,
+        edited_fields: None,
     };
     assert_eq!(outcome_tone(&approval), OutcomeTone::Neutral);
     approval.execution = Execution::Executed;

@@ -167,6 +167,7 @@ impl DestructiveApprovalHook {
                 preview: description.preview,
                 overlaps: Vec::new(),
                 items_arg,
+                editable: spec.editable.clone(),
             },
             run_id: call.ctx.run_id.clone(),
             context_summary: call.ctx.request.clone(),

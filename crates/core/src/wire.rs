@@ -271,6 +271,10 @@ pub struct Approval {
     /// ([`DecidedCall`]); written once with the decision. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_call: Option<DecidedCall>,
+    /// After an approval of an edited call: the arguments the owner changed (the call that ran
+    /// is `decided_call`; docs/adr/0122-shaping-a-call.md). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_fields: Option<Vec<String>>,
 }
 
 /// The paused call's observation when the ledger says `unknown` (a crash between `executing`

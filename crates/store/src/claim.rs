@@ -17,7 +17,7 @@ const SNAPSHOT_SELECT: &str =
      j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
      a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
      a.reason, a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
-     a.approved_items, a.decided_args, a.decided_call_hash, \
+     a.approved_items, a.decided_args, a.decided_call_hash, a.edited_fields, a.decided_items, \
      l.state AS execution, l.result AS result, l.located AS located, \
      c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
      v.id AS conv_id, v.transcript AS conv_transcript, v.version AS conv_version \

@@ -272,7 +272,7 @@ macro_rules! approval_columns {
         "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
          a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
          a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
-         a.approved_items, a.decided_args, a.decided_call_hash, \
+         a.approved_items, a.decided_args, a.decided_call_hash, a.edited_fields, a.decided_items, \
          l.state AS execution, l.result AS result, l.located AS located, \
          u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
@@ -372,6 +372,7 @@ pub(crate) fn approval_from_row<R: ColumnRead>(row: &R) -> Result<Approval, Stor
         located: c.opt_json("located")?,
         approved_items: c.opt_json("approved_items")?,
         decided_call: decided_call_from_row(&c)?,
+        edited_fields: c.opt_json("edited_fields")?,
         id: c.id,
     })
 }
@@ -386,6 +387,7 @@ fn decided_call_from_row(c: &Cols<'_>) -> Result<Option<DecidedCall>, StoreError
         tool: c.text("tool")?,
         args,
         call_hash: c.text("decided_call_hash")?,
+        items: c.opt_json("decided_items")?.unwrap_or_default(),
     }))
 }
 

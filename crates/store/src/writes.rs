@@ -90,10 +90,15 @@ impl Store {
             // An approval of some items writes its decided call in the same statement
             // (docs/adr/0122-shaping-a-call.md; the triggers of 0033_decided_call keep it).
             let decided = response.decided.as_ref();
-            let approved_items = decided
-                .map(|d| serde_json::to_string(&d.items))
-                .transpose()
-                .map_err(|e| StoreError::Backend(format!("approved items: {e}")))?;
+            let json_of = |value: Option<serde_json::Value>| value.map(|v| v.to_string());
+            let approved_items = json_of(
+                decided
+                    .filter(|d| !d.items.is_empty())
+                    .map(|d| serde_json::json!(d.items)),
+            );
+            let edited = decided.filter(|d| !d.edited_fields.is_empty());
+            let edited_fields = json_of(edited.map(|d| serde_json::json!(d.edited_fields)));
+            let decided_items = json_of(edited.map(|d| serde_json::json!(d.call.items)));
             let decided_args = decided
                 .map(|d| serde_json::to_string(&d.call.args))
                 .transpose()
@@ -102,7 +107,8 @@ impl Store {
                 self.timed(&format!(
                     "UPDATE approvals SET status = $2, responded_at = $3, responded_by = $4, \
                      surface = $5, reason = $6, approved_items = $8, decided_args = $9, \
-                     decided_args_canonical = $10, decided_call_hash = $11 \
+                     decided_args_canonical = $10, decided_call_hash = $11, edited_fields = $12, \
+                     decided_items = $13 \
                      WHERE id = $7 AND status = 'pending' AND {time_rule}"
                 ))
                 .text(response.status.as_str())
@@ -114,7 +120,9 @@ impl Store {
                 .opt_text(approved_items.as_deref())
                 .opt_text(decided_args.as_deref())
                 .opt_text(decided.map(|d| d.args_canonical.as_str()))
-                .opt_text(decided.map(|d| d.call.call_hash.as_str())),
+                .opt_text(decided.map(|d| d.call.call_hash.as_str()))
+                .opt_text(edited_fields.as_deref())
+                .opt_text(decided_items.as_deref()),
                 "deciding an approval",
             )
             .await?;

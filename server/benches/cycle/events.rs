@@ -43,6 +43,7 @@ pub(crate) async fn event_delay(url: &str, rounds: usize) {
                 preview: Vec::new(),
                 overlaps: Vec::new(),
                 items_arg: None,
+                editable: Vec::new(),
             },
             run_id: format!("run-{i}"),
             context_summary: "drop".into(),

@@ -133,10 +133,10 @@ pub(crate) async fn get_approval(
     path = "/governance/approvals/{id}/respond",
     tag = "governance",
     params(("id" = String, Path, description = "The approval id.")),
-    request_body(content = RespondRequest, description = "Any `tool` or `args` in the body are ignored. `items` approves some of the card's items (indices into `approval.items`; only on a card with `card.items_arg`); `edits` (an edited call) is refused with 400."),
+    request_body(content = RespondRequest, description = "Any `tool` or `args` in the body are ignored. `items` approves some of the card's items (indices into `approval.items`; only on a card with `card.items_arg`); `edits` approves the call with new values for fields in `card.editable`, checked as the model's call is."),
     responses(
         (status = 200, description = "The answer was stored; an approved call runs once.", body = RespondResponse),
-        (status = 400, description = "The body does not parse, or `items` does not fit (with a reject; empty, repeated, out of range or not whole numbers; a card that is all or nothing); nothing changed.", body = ErrorBody),
+        (status = 400, description = "The body does not parse, or `items` does not fit (with a reject; empty, repeated, out of range or not whole numbers; a card that is all or nothing), or `edits` does not (a field the card does not let you edit; the edited call breaks the tool's rules, named); nothing changed.", body = ErrorBody),
         (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
         (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); or, with `code` = `passkey_required` and the card in `approval`, approving this card needs the owner's passkey (`passkey` from `POST /governance/approvals/{id}/passkey`) and none acceptable came; nothing changed.", body = ErrorBody),
         (status = 404, description = "No approval has this id.", body = ErrorBody),
@@ -152,19 +152,11 @@ pub(crate) async fn respond(
     Path(id): Path<String>,
     Body(body): Body,
 ) -> Result<Json<RespondResponse>, ApiError> {
-    // Any `tool`/`args` in the body are ignored: only the decision, reason, items and passkey
-    // are read. But a body asking for an edited call is refused: ignoring it would approve the
-    // pinned call the client believes it edited (consent to that exact call).
-    if let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice(&body) {
-        if fields.contains_key("edits") {
-            return Err(ApiError::BadRequest(
-                "`edits` is not accepted here yet: an answer approves the call as it was pinned, or some of its items; nothing was changed".into(),
-            ));
-        }
-    }
+    // Any `tool`/`args` in the body are ignored: only the decision, reason, items, edits and
+    // passkey are read.
     let request: RespondRequest = parse_json(
         &body,
-        "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\", \"items\"?: [whole numbers: indices into the card's items], \"passkey\"?: {\"ceremony_id\", \"credential\"}}",
+        "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\", \"items\"?: [whole numbers: indices into the card's items], \"edits\"?: {field: value}, \"passkey\"?: {\"ceremony_id\", \"credential\"}}",
     )?;
     crate::passkeys::api::credential_is_object(request.passkey.as_ref(), "passkey")?;
     // A card that needs the owner's passkey is approved on its page in the web app: the refusal
@@ -180,7 +172,10 @@ pub(crate) async fn respond(
                 &id,
                 request.decision,
                 request.reason,
-                request.items.as_deref(),
+                iris_core::approvals::Shaping {
+                    items: request.items.as_deref(),
+                    edits: request.edits.as_ref(),
+                },
                 &actor,
                 request.passkey.as_ref(),
             )

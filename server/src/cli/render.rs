@@ -180,7 +180,27 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
             "Items:     {share}; left out, not touched: {}",
             printable(&approval.left_out_lines().join("; "))
         );
-    } else if approval.narrowable() && !approval.lapsed_at(now) {
+    } else if let Some(fields) = &approval.edited_fields {
+        let _ = writeln!(
+            out,
+            "Edited:    {} (by you, before approving)",
+            printable(&fields.join(", "))
+        );
+    } else if approval.status == ApprovalStatus::Pending
+        && !approval.card.editable.is_empty()
+        && !approval.lapsed_at(now)
+    {
+        let _ = writeln!(
+            out,
+            "Editable:  {} (iris approvals approve {} --edit FIELD=VALUE)",
+            printable(&approval.card.editable.join(", ")),
+            approval.id
+        );
+    }
+    if approval.status == ApprovalStatus::Pending
+        && approval.narrowable()
+        && !approval.lapsed_at(now)
+    {
         let _ = writeln!(
             out,
             "Some only: iris approvals approve {} --only 1,{}",
@@ -266,11 +286,16 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
     }
     let _ = writeln!(out, "Call:      {}", exact_call(approval));
     if let Some(decided) = &approval.decided_call {
+        let why = match &approval.edited_fields {
+            Some(fields) => format!("as you edited it: {}", fields.join(", ")),
+            None => "the items you approved".to_owned(),
+        };
         let _ = writeln!(
             out,
-            "Runs:      {} {} (the items you approved)",
+            "Runs:      {} {} ({})",
             printable(&decided.tool),
-            printable(&canonical_json(&decided.args))
+            printable(&canonical_json(&decided.args)),
+            printable(&why)
         );
     }
     let _ = writeln!(out, "Call hash: {}", approval.call_hash);
@@ -365,6 +390,7 @@ mod tests {
                 preview: Vec::new(),
                 overlaps: Vec::new(),
                 items_arg: None,
+                editable: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: created,
@@ -384,6 +410,7 @@ mod tests {
             located: None,
             approved_items: None,
             decided_call: None,
+            edited_fields: None,
         }
     }
 

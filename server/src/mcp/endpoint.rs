@@ -204,6 +204,19 @@ impl Endpoint {
             meta.0
                 .insert("iris/ran_at".into(), json!(ran_at.to_rfc3339()));
         }
+        // The owner shaped the call (docs/adr/0122-shaping-a-call.md): the agent is told the
+        // call that ran, so it does not mistake its own arguments for what happened.
+        if let Some(decided) = &row.decided_call {
+            meta.0
+                .insert("iris/edited".into(), json!(row.edited_fields.is_some()));
+            meta.0.insert(
+                "iris/decided_call".into(),
+                json!({"tool": decided.tool, "args": decided.args, "call_hash": decided.call_hash}),
+            );
+            if let Some(kept) = &row.approved_items {
+                meta.0.insert("iris/approved_items".into(), json!(kept));
+            }
+        }
         result.meta = Some(meta);
         result
     }

@@ -470,6 +470,11 @@ pub struct ApprovalChallengeRequest {
     #[serde(default)]
     #[schema(min_items = 1)]
     pub items: Option<Vec<u32>>,
+    /// The edits the approve will make (as in the respond body): the challenge is then bound
+    /// to the edited call's hash.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub edits: Option<serde_json::Map<String, Value>>,
 }
 
 /// `POST /governance/approvals/{id}/passkey` (control): a challenge for approving this card,
@@ -503,12 +508,19 @@ pub(crate) async fn approval_challenge(
     } else {
         parse_json(
             &body,
-            "the body is optional; when given it must be {\"items\"?: [whole numbers: indices into the card's items]}",
+            "the body is optional; when given it must be {\"items\"?: [whole numbers: indices into the card's items], \"edits\"?: {field: value}}",
         )?
     };
     let challenge = state
         .service
-        .passkey_challenge(&id, request.items.as_deref(), &actor)
+        .passkey_challenge(
+            &id,
+            iris_core::approvals::Shaping {
+                items: request.items.as_deref(),
+                edits: request.edits.as_ref(),
+            },
+            &actor,
+        )
         .await?;
     Ok(Json(ChallengeBody {
         ceremony_id: challenge.ceremony_id,

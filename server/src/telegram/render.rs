@@ -301,6 +301,7 @@ mod tests {
                 preview: Vec::new(),
                 overlaps: Vec::new(),
                 items_arg: None,
+                editable: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),
@@ -320,6 +321,7 @@ mod tests {
             located: None,
             approved_items: None,
             decided_call: None,
+            edited_fields: None,
         }
     }
 

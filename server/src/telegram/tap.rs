@@ -257,7 +257,9 @@ impl Bridge {
             Err(RespondError::Forbidden(_)) => Answer::alert(NOT_ALLOWED),
             Err(RespondError::PasskeyRequired(..)) => Answer::alert(render::NEEDS_PASSKEY),
             // Telegram's buttons answer the whole card; a choice of items is made in the app.
-            Err(e @ RespondError::Items(_)) => Answer::alert(e.to_string()),
+            Err(e @ (RespondError::Items(_) | RespondError::Edit(_))) => {
+                Answer::alert(e.to_string())
+            }
             Err(RespondError::Store(e)) => {
                 tracing::error!(approval = %row.id, error = %e, "Telegram: storing the answer failed");
                 Answer::alert("The answer could not be stored; nothing was decided. Try again.")

@@ -76,6 +76,7 @@ fn only_a_final_outcome_is_settled() {
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         },
         run_id: "r1".into(),
         created_at: at,
@@ -95,6 +96,7 @@ fn only_a_final_outcome_is_settled() {
         located: None,
         approved_items: None,
         decided_call: None,
+        edited_fields: None,
     };
     assert!(!settled(&row));
     row.status = ApprovalStatus::Approved;

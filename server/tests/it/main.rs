@@ -20,6 +20,7 @@ mod cli;
 mod compression;
 mod crash;
 mod dropped_client;
+mod editing;
 mod escalation;
 mod files;
 mod flow;

@@ -583,6 +583,7 @@ fn evaluator_row(
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         },
         run_id: ctx.run_id.clone(),
         context_summary: ctx.request.clone(),

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::narrow::call_to_run;
 use super::{unknown_outcome, ApprovalService, STALE};
 use crate::agent::as_object;
+use crate::canonical::canonical_json;
 use crate::plugin::{CallContext, ToolError};
 use crate::ports::{Lease, NewAuditEntry, Outbox, Outcome, OutcomeRecord, StoreError};
 use crate::wire::{Approval, AuditKind, Event, Execution, UNDO_ACTION};
@@ -201,6 +202,18 @@ impl ApprovalService {
         // touched (docs/adr/0122-shaping-a-call.md).
         if let Some(note) = left_out_note(row) {
             result["left_out"] = note;
+        }
+        // The owner edited the call: the observation says what changed (and that it ran as
+        // edited), so the model does not retry its own version.
+        if let Some(fields) = &row.edited_fields {
+            result["edited"] = json!({
+                "fields": fields,
+                "message": format!(
+                    "Edited by the owner before approving ({}); it ran as edited: {}.",
+                    fields.join(", "),
+                    canonical_json(&row.decided_call.as_ref().map_or(Value::Null, |d| d.args.clone()))
+                ),
+            });
         }
         if !stale.is_empty() {
             result["stale"] = stale

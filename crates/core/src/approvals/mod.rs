@@ -5,7 +5,7 @@
 //! | phase | here | store unit (one commit each) |
 //! |---|---|---|
 //! | request | [`turn`]: the loop runs; a pinned call ends the turn with its card | `commit_turn` (row + checkpoint + link + transcript + lines) |
-//! | respond | [`respond`]: scope, the state machine, the owner's choice of items ([`narrow`]), compare-and-set | `commit_decision` (decision + audit + resume job) |
+//! | respond | [`respond`]: scope, the state machine, the owner's choice of items ([`narrow`]) or edit ([`edit`]), compare-and-set | `commit_decision` (decision + audit + resume job) |
 //! | expire | [`respond`]: the sweep's lapse, same unit | `commit_decision` |
 //! | execute | [`execute`]: claim under a lease, the side effect, its outcome | `claim_job` (lease + ledger `executing`), `record_outcome` |
 //! | resume | [`resume`]: the run continues from the real result | `finish_job` |
@@ -30,6 +30,7 @@
 //! ([`crate::wire::Approval::lapsed_at`], [`crate::wire::Approval::undo_offered`]), never a
 //! comparison of the surface's own. Every change, without exception, goes through this service.
 
+pub mod edit;
 pub mod execute;
 pub mod gateway;
 pub mod locate;
@@ -54,7 +55,7 @@ use crate::wire::{Approval, Surface};
 
 pub use gateway::{AgentCall, GatewayAnswer, GatewayError, GatewaySettings, MAX_WAITING_PER_AGENT};
 pub use passkey::{PasskeyChallenge, PasskeySettings};
-pub use respond::RespondError;
+pub use respond::{RespondError, Shaping};
 pub use resume::RetryError;
 pub use turn::{chat_message, ChatError, Turns, MAX_MESSAGE_CHARS};
 pub use undo::UndoError;

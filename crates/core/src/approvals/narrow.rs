@@ -102,11 +102,13 @@ pub fn decided_terms(
     let args = narrowed_args(&row.args, arg, &kept).ok_or(ItemsRefusal::NotNarrowable)?;
     Ok(Some(DecidedTerms {
         items: kept,
+        edited_fields: Vec::new(),
         args_canonical: canonical_json(&args),
         call: DecidedCall {
             tool: row.tool.clone(),
             call_hash: call_hash(&row.tool, &args),
             args,
+            items: Vec::new(),
         },
     }))
 }
@@ -149,6 +151,9 @@ pub struct CallToRun {
 /// A sentence saying why the row's decided call cannot be trusted (corrupt: it then never
 /// runs, DESIGN §8 fail closed).
 pub fn call_to_run(row: &Approval, preconditions: &[Value]) -> Result<CallToRun, String> {
+    if let Some(edited) = &row.edited_fields {
+        return edited_call_to_run(row, edited, preconditions);
+    }
     let kept = match (&row.approved_items, &row.decided_call) {
         (None, None) => {
             return Ok(CallToRun {
@@ -199,6 +204,59 @@ pub fn call_to_run(row: &Approval, preconditions: &[Value]) -> Result<CallToRun,
             Vec::new()
         } else {
             pick(preconditions)
+        },
+    })
+}
+
+/// The call of a row approved as edited (docs/adr/0122-shaping-a-call.md), after checking it:
+/// the request's tool, a hash that covers its arguments, and every argument that differs from
+/// the request's one the owner changed (`edited`) and the card lets them edit. Its items are
+/// the edited call's; the row's preconditions go with it only when the items are the same (an
+/// edit that changes what the call acts on was refused when the row pins preconditions).
+fn edited_call_to_run(
+    row: &Approval,
+    edited: &[String],
+    preconditions: &[Value],
+) -> Result<CallToRun, String> {
+    let decided = row
+        .decided_call
+        .as_ref()
+        .ok_or("the row's edited fields are recorded without its decided call")?;
+    if row.approved_items.is_some() || edited.is_empty() || decided.tool != row.tool {
+        return Err("the row's decided call is not its request as the owner edited it".into());
+    }
+    if call_hash(&decided.tool, &decided.args) != decided.call_hash {
+        return Err("the row's decided call hash does not match its arguments".into());
+    }
+    let (Some(request), Some(call)) = (row.args.as_object(), decided.args.as_object()) else {
+        return Err("the row's decided call is not an object of arguments".into());
+    };
+    let changed = request
+        .keys()
+        .chain(call.keys())
+        .filter(|k| request.get(*k) != call.get(*k));
+    for field in changed {
+        if !edited.contains(field) || !row.card.editable.contains(field) {
+            return Err(format!(
+                "the row's decided call changes `{field}`, which the owner could not edit"
+            ));
+        }
+    }
+    let same_items = decided.items == row.items;
+    if !same_items && !preconditions.is_empty() {
+        return Err(
+            "the row's edited call acts on other items than its pinned preconditions".into(),
+        );
+    }
+    Ok(CallToRun {
+        tool: decided.tool.clone(),
+        args: decided.args.clone(),
+        args_canonical: canonical_json(&decided.args),
+        items: decided.items.clone(),
+        preconditions: if same_items {
+            preconditions.to_vec()
+        } else {
+            Vec::new()
         },
     })
 }

@@ -144,6 +144,7 @@ mod tests {
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         }
     }
 

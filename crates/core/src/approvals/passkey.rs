@@ -97,7 +97,7 @@ impl ApprovalService {
     pub async fn passkey_challenge(
         &self,
         id: &str,
-        items: Option<&[u32]>,
+        shaping: super::respond::Shaping<'_>,
         actor: &Actor,
     ) -> Result<PasskeyChallenge, RespondError> {
         actor.require_control("answer approvals")?;
@@ -124,7 +124,10 @@ impl ApprovalService {
         if let Some(why) = settings.check.off_reason() {
             return Err(refuse(PasskeyRefusal::Off(why)));
         }
-        let decided = decided_terms(&row, Decision::Approve, items)?;
+        let decided = match self.edit_first(id, Decision::Approve, &shaping).await? {
+            Some(edited) => Some(edited),
+            None => decided_terms(&row, Decision::Approve, shaping.items)?,
+        };
         let runs = decided
             .as_ref()
             .map_or(row.call_hash.as_str(), |d| d.call.call_hash.as_str());

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
+use super::edit::EditRefusal;
 use super::narrow::{decided_terms, ItemsRefusal};
 use super::{Actor, ApprovalService, IRIS_ACTOR};
 use crate::approval::can_move;
@@ -46,9 +47,50 @@ pub enum RespondError {
     /// decided.
     #[error(transparent)]
     Items(#[from] ItemsRefusal),
+    /// The owner's edit does not fit the card, or the edited call breaks the tool's rules
+    /// (400); nothing was decided.
+    #[error(transparent)]
+    Edit(#[from] EditRefusal),
     /// Storage failed; nothing was decided (500).
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// How the owner shaped the call they answer (docs/adr/0122-shaping-a-call.md): some of its
+/// items, or edits of its editable fields; neither for an answer to the call as pinned.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shaping<'a> {
+    /// Indices into `approval.items` to approve (any order).
+    pub items: Option<&'a [u32]>,
+    /// Field → new value.
+    pub edits: Option<&'a serde_json::Map<String, Value>>,
+}
+
+impl ApprovalService {
+    /// The edited call's terms, checked before the decision's unit (the checks call the
+    /// plugin): `None` without edits, or when the card is no longer waiting (the unit then
+    /// answers 409 or 410).
+    pub(super) async fn edit_first(
+        &self,
+        id: &str,
+        decision: Decision,
+        shaping: &Shaping<'_>,
+    ) -> Result<Option<crate::ports::DecidedTerms>, RespondError> {
+        let Some(edits) = shaping.edits else {
+            return Ok(None);
+        };
+        let row = self
+            .store
+            .approval(id)
+            .await?
+            .ok_or_else(|| RespondError::NotFound(id.to_string()))?;
+        if row.status != ApprovalStatus::Pending || row.lapsed_at(self.clock.now()) {
+            return Ok(None);
+        }
+        Ok(self
+            .edited_terms(&row, decision, shaping.items, edits)
+            .await?)
+    }
 }
 
 /// The reason a card of a revoked device is rejected with.
@@ -71,7 +113,7 @@ impl ApprovalService {
         reason: Option<String>,
         actor: &Actor,
     ) -> Result<Approval, RespondError> {
-        self.respond_with_passkey(id, decision, reason, None, actor, None)
+        self.respond_with_passkey(id, decision, reason, Shaping::default(), actor, None)
             .await
     }
 
@@ -81,26 +123,31 @@ impl ApprovalService {
     /// unused, unlapsed, verified with user verification), after the 404/409/410 checks, and
     /// the commit marks the ceremony used. Rejecting never needs one.
     ///
-    /// `items` is the owner's choice of the card's items to approve (indices into
-    /// `approval.items`, any order; docs/adr/0122-shaping-a-call.md): `None`, or every index,
-    /// approves the whole call; some of them write the narrowed call as a term of the decision
-    /// ([`decided_terms`]), checked after the 404/409/410 checks and before the passkey's.
+    /// `shaping` is how the owner shaped the call (docs/adr/0122-shaping-a-call.md): a choice
+    /// of the card's items to approve (indices into `approval.items`, any order; every index is
+    /// the whole call), written as a term of the decision ([`decided_terms`]) and checked after
+    /// the 404/409/410 checks and before the passkey's; or edits of the fields the card lets
+    /// them edit, checked as the model's call is ([`ApprovalService::edited_terms`]) before the
+    /// decision's unit.
     ///
     /// # Errors
     /// As [`ApprovalService::respond`], [`RespondError::Items`] for a choice that does not fit
-    /// (with a rejection; empty, repeated or out of range; a card that is all or nothing), and
+    /// (with a rejection; empty, repeated or out of range; a card that is all or nothing),
+    /// [`RespondError::Edit`] for an edit that does not fit or that the tool refuses, and
     /// [`RespondError::PasskeyRequired`] when the card needs a passkey and `passkey` is missing
-    /// or not accepted, or was made for another choice of items. Nothing is decided then.
+    /// or not accepted, or was made for another call. Nothing is decided then.
     pub async fn respond_with_passkey(
         &self,
         id: &str,
         decision: Decision,
         reason: Option<String>,
-        items: Option<&[u32]>,
+        shaping: Shaping<'_>,
         actor: &Actor,
         passkey: Option<&Assertion>,
     ) -> Result<Approval, RespondError> {
         actor.require_control("answer approvals")?;
+        let items = shaping.items;
+        let edited = self.edit_first(id, decision, &shaping).await?;
         let status = match decision {
             Decision::Approve => ApprovalStatus::Approved,
             Decision::Reject => ApprovalStatus::Rejected,
@@ -125,12 +172,16 @@ impl ApprovalService {
             if !can_move(read.approval.status, status) {
                 return None;
             }
-            let decided = match decided_terms(&read.approval, decision, items) {
-                Ok(decided) => decided,
-                Err(refusal) => {
-                    *bad_items.lock().unwrap_or_else(|p| p.into_inner()) = Some(refusal);
-                    return None;
-                }
+            let decided = match &edited {
+                Some(terms) => Some(terms.clone()),
+                None if shaping.edits.is_some() => None,
+                None => match decided_terms(&read.approval, decision, items) {
+                    Ok(decided) => decided,
+                    Err(refusal) => {
+                        *bad_items.lock().unwrap_or_else(|p| p.into_inner()) = Some(refusal);
+                        return None;
+                    }
+                },
             };
             let mut used = None;
             let mut proof = Value::Null;
@@ -156,7 +207,11 @@ impl ApprovalService {
             if !proof.is_null() {
                 result["passkey"] = proof;
             }
-            if let Some(terms) = &decided {
+            if let Some(terms) = decided.as_ref().filter(|t| !t.edited_fields.is_empty()) {
+                result["edited_fields"] = json!(terms.edited_fields);
+                result["decided_call"] = json!(terms.call);
+            }
+            if let Some(terms) = decided.as_ref().filter(|t| !t.items.is_empty()) {
                 let row = &read.approval;
                 let left_out: Vec<usize> = (0..row.items.len())
                     .filter(|i| !terms.items.iter().any(|&k| k as usize == *i))
@@ -410,7 +465,8 @@ fn answered(mut row: Approval, response: &Response) -> Approval {
     row.surface = Some(response.surface.clone());
     row.reason = response.reason.clone();
     if let Some(terms) = &response.decided {
-        row.approved_items = Some(terms.items.clone());
+        row.approved_items = (!terms.items.is_empty()).then(|| terms.items.clone());
+        row.edited_fields = (!terms.edited_fields.is_empty()).then(|| terms.edited_fields.clone());
         row.decided_call = Some(terms.call.clone());
     }
     row

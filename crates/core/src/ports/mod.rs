@@ -160,6 +160,7 @@ impl NewApproval {
             located: None,
             approved_items: None,
             decided_call: None,
+            edited_fields: None,
         }
     }
 }
@@ -182,13 +183,18 @@ pub struct Response {
     pub decided: Option<DecidedTerms>,
 }
 
-/// The decision's own terms when it approves some of a card's items
-/// (docs/adr/0122-shaping-a-call.md): which items, and the call that runs.
+/// The decision's own terms when it approves some of a card's items or an edited call
+/// (docs/adr/0122-shaping-a-call.md): which items, or which arguments changed, and the call
+/// that runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecidedTerms {
-    /// The kept indices into the row's `items`, ascending, at least one and fewer than all.
+    /// The kept indices into the row's `items`, ascending, at least one and fewer than all
+    /// (an approval of some items); empty for an edit.
     pub items: Vec<u32>,
-    /// The call that runs (the request's tool, only the kept items, its own call hash).
+    /// The arguments the owner changed (an edit); empty for an approval of some items.
+    pub edited_fields: Vec<String>,
+    /// The call that runs (the request's tool, its own call hash; for an edit, `call.items` are
+    /// the edited call's items).
     pub call: crate::wire::DecidedCall,
     /// The canonical JSON of `call.args` (what the ledger's claim must equal byte for byte).
     pub args_canonical: String,

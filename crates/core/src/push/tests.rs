@@ -40,6 +40,7 @@ fn row(status: ApprovalStatus) -> Approval {
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         },
         run_id: "run".into(),
         context_summary: "trash it".into(),

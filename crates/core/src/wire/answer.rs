@@ -6,9 +6,9 @@ use serde_json::Value;
 
 use super::Decision;
 
-/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored,
-/// except `edits`, which the route refuses (400): an answer covers the pinned call, or with
-/// `items` some of its items.
+/// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored:
+/// an answer covers the pinned call, or with `items` some of its items, or with `edits` the
+/// call as the owner edited it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RespondRequest {
@@ -24,6 +24,12 @@ pub struct RespondRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub items: Option<Vec<u32>>,
+    /// With "approve": new values for fields the card lets the owner edit (`card.editable`),
+    /// checked as the model's call is; the edited call runs instead of the pinned one
+    /// (docs/adr/0122-shaping-a-call.md). Not with `items`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub edits: Option<serde_json::Map<String, Value>>,
     /// The owner's passkey answer, for approving a card with `passkey_required` (ADR-0118
     /// decision 4): the challenge's `ceremony_id` from
     /// `POST /governance/approvals/{id}/passkey` and the browser's credential.

@@ -51,6 +51,10 @@ pub struct Card {
     /// Absent otherwise (all or nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items_arg: Option<String>,
+    /// The arguments the owner may edit before approving (the manifest's `editable`), frozen
+    /// with the card (docs/adr/0122-shaping-a-call.md). Empty: the call is approved as pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub editable: Vec<String>,
 }
 
 /// How another card stood when a card that repeats it was made.

@@ -20,6 +20,10 @@ pub struct DecidedCall {
     pub args: Value,
     /// Hex SHA-256 of `tool` + NUL + the canonical JSON of `args`.
     pub call_hash: String,
+    /// For an edited call: the items it acts on (an edit of the recipients changes them).
+    /// Empty otherwise (an approval of some items runs the kept items of the request).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<String>,
 }
 
 impl Approval {

@@ -37,6 +37,7 @@ impl Approval {
                 preview: Vec::new(),
                 overlaps: Vec::new(),
                 items_arg: None,
+                editable: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),
@@ -56,6 +57,7 @@ impl Approval {
             located: None,
             approved_items: None,
             decided_call: None,
+            edited_fields: None,
         }
     }
 }

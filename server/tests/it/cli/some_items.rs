@@ -1,4 +1,4 @@
-//! `iris approvals approve ID --only 1,3` (docs/adr/0122-shaping-a-call.md): `show` numbers the
+//! `iris approvals approve ID --only 1,3` and `--edit` (docs/adr/0122-shaping-a-call.md): `show` numbers the
 //! lines of a card that may be approved in part, `--only` takes those numbers (checked before
 //! anything is sent: 0, a number past the last line, or one named twice is exit 2 and nothing
 //! changes), and the approval runs the call for those items alone.
@@ -103,4 +103,89 @@ async fn approve_only_takes_the_numbers_show_prints_and_runs_for_those_items_alo
         "{show}"
     );
     assert!(show.stdout.contains("Runs:      trash_email "), "{show}");
+}
+
+/// `iris approvals approve ID --edit FIELD=VALUE` and `--edit-file FIELD=PATH`: `show` lists the
+/// fields the card lets the owner edit; a field it does not is exit 2 before anything is sent;
+/// the edited reply is sent once, as edited.
+// Needs a process: the CLI; the server it talks to runs in process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_edit_sends_the_reply_as_edited_once() {
+    let sink = crate::smtp_sink::SmtpSink::start();
+    let model = ModelServer::start(iris_core::scripted::DEMO_SCRIPT).await;
+    let server = TestApp::with_model(&model)
+        .mailbox()
+        .smtp_url(&sink.url())
+        .background()
+        .start()
+        .await;
+    let laptop = server.add_device("laptop", Scope::Control).await;
+    let client = server.client().await;
+    let url = client.url.clone();
+    let pending = halt(&client, &laptop, "reply to Anna that Thursday works").await;
+    let id = pending.id.clone();
+
+    let show = iris(&url, Some(&laptop), &["approvals", "show", &id]).await;
+    assert!(
+        show.stdout.contains(&format!(
+            "Editable:  to, subject, body (iris approvals approve {id} --edit FIELD=VALUE)"
+        )),
+        "{show}"
+    );
+    let refused = iris(
+        &url,
+        Some(&laptop),
+        &[
+            "approvals",
+            "approve",
+            &id,
+            "--edit",
+            "from=robin@example.org",
+        ],
+    )
+    .await;
+    assert_eq!(refused.code, exit::USAGE, "{refused}");
+    assert!(
+        refused.stderr.contains("`from` cannot be edited"),
+        "{refused}"
+    );
+
+    let body = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        body.path(),
+        "Thursday works. I will bring the salad.\n\nRobin",
+    )
+    .unwrap();
+    let approve = iris(
+        &url,
+        Some(&laptop),
+        &[
+            "approvals",
+            "approve",
+            &id,
+            "--edit",
+            "subject=Re: Thursday",
+            "--edit-file",
+            &format!("body={}", body.path().display()),
+        ],
+    )
+    .await;
+    assert_eq!(approve.code, exit::DONE, "{approve}");
+    let answered = row(&client, &laptop, &id).await;
+    assert_eq!(
+        answered.edited_fields,
+        Some(vec!["body".to_string(), "subject".to_string()])
+    );
+    client.wait_execution(&id, &laptop, "executed").await;
+    let sent = sink.messages();
+    assert_eq!(sent.len(), 1);
+    let raw = String::from_utf8(sent[0].clone()).unwrap();
+    assert!(raw.contains("I will bring the salad."), "{raw}");
+    assert!(raw.contains("Subject: Re: Thursday"), "{raw}");
+    let show = iris(&url, Some(&laptop), &["approvals", "show", &id]).await;
+    assert!(
+        show.stdout
+            .contains("Edited:    body, subject (by you, before approving)"),
+        "{show}"
+    );
 }

@@ -396,3 +396,57 @@ async fn the_stdio_bridge_passes_reads_and_holds_writes_like_the_endpoint() {
         "v1"
     );
 }
+
+/// docs/adr/0122-shaping-a-call.md: the owner edits a gateway write's `content` before
+/// approving (the manifest's `editable: [content]`); the upstream writes the edited content
+/// once, and the agent calling again is told the call that ran, with `iris/edited`.
+#[tokio::test]
+async fn a_write_the_owner_edited_writes_the_edited_content_once_and_the_agent_is_told() {
+    let (server, url, notes) = app(1, |b| b).await;
+    let owner = server.add_device("owner", Scope::Control).await;
+    let claude = server.add_device("Claude Desktop", Scope::Agent).await;
+    let client = client(&url);
+    let plan = notes.join("plan.md");
+    let held = one(&url, &claude, write("v2")).await;
+    let id = held["meta"]["iris/approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let card = row(&url, &owner, &id).await;
+    assert_eq!(card["card"]["editable"], json!(["content"]), "{card}");
+    // The path is not editable: refused, nothing written.
+    let path = format!("/governance/approvals/{id}/respond");
+    let (status, refused) = client
+        .post(
+            &path,
+            Some(&owner),
+            json!({"decision": "approve", "edits": {"path": "other.md"}}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v1");
+    let (status, body) = client
+        .post(
+            &path,
+            Some(&owner),
+            json!({"decision": "approve", "edits": {"content": "v2, as the owner wrote it"}}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    client.wait_execution(&id, &owner, "executed").await;
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "v2, as the owner wrote it"
+    );
+    let told = one(&url, &claude, write("v2")).await;
+    assert_eq!(told["meta"]["iris/edited"], true, "{told}");
+    assert_eq!(
+        told["meta"]["iris/decided_call"]["args"]["content"], "v2, as the owner wrote it",
+        "{told}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        "v2, as the owner wrote it",
+        "written once"
+    );
+}

@@ -115,6 +115,7 @@ pub async fn seed_card(
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "tidy up".into(),

@@ -156,3 +156,56 @@ fn a_decided_call_that_is_not_the_request_narrowed_never_runs() {
     forged.approved_items = None;
     assert!(call_to_run(&forged, &[]).is_err());
 }
+
+/// A `send_email`-like row whose `subject` and `body` the owner may edit, approved with `body`
+/// changed.
+fn edited() -> Approval {
+    let mut row = Approval::sample();
+    row.tool = "send_email".into();
+    row.args = json!({"to": ["anna@example.net"], "subject": "Hi", "body": "old", "account": "a"});
+    row.items = vec!["anna@example.net".into()];
+    row.card.editable = vec!["subject".into(), "body".into()];
+    let args = json!({"to": ["anna@example.net"], "subject": "Hi", "body": "new", "account": "a"});
+    row.status = ApprovalStatus::Approved;
+    row.edited_fields = Some(vec!["body".into()]);
+    row.decided_call = Some(DecidedCall {
+        tool: row.tool.clone(),
+        call_hash: call_hash(&row.tool, &args),
+        args,
+        items: row.items.clone(),
+    });
+    row
+}
+
+#[test]
+fn an_edited_call_runs_as_edited_and_a_forged_one_never_runs() {
+    let row = edited();
+    let call = call_to_run(&row, &[]).unwrap();
+    assert_eq!(call.args["body"], "new");
+    assert_eq!(call.items, row.items);
+    // A field outside `editable` changed (its hash made to match), or not among the edited
+    // ones, or a tool swapped: never run.
+    let forge = |change: &dyn Fn(&mut Approval)| {
+        let mut forged = edited();
+        change(&mut forged);
+        if let Some(d) = forged.decided_call.as_mut() {
+            d.call_hash = call_hash(&d.tool, &d.args);
+        }
+        call_to_run(&forged, &[])
+    };
+    let account = forge(&|r| r.decided_call.as_mut().unwrap().args["account"] = json!("b"));
+    assert!(account.unwrap_err().contains("`account`"));
+    let unlisted = forge(&|r| r.decided_call.as_mut().unwrap().args["subject"] = json!("Yo"));
+    assert!(unlisted.unwrap_err().contains("`subject`"));
+    assert!(forge(&|r| r.decided_call.as_mut().unwrap().tool = "trash_email".into()).is_err());
+    assert!(forge(&|r| r.approved_items = Some(vec![0])).is_err());
+    // A hash that does not cover the arguments.
+    let mut bad_hash = edited();
+    bad_hash.decided_call.as_mut().unwrap().call_hash = "00".into();
+    assert!(call_to_run(&bad_hash, &[]).unwrap_err().contains("hash"));
+    // Other items than the pinned preconditions name: never run.
+    let mut other_items = edited();
+    other_items.decided_call.as_mut().unwrap().items = vec!["bob@example.net".into()];
+    assert!(call_to_run(&other_items, &[json!("p")]).is_err());
+    assert!(call_to_run(&other_items, &[]).is_ok());
+}

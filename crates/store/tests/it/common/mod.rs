@@ -290,6 +290,7 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             preview: Vec::new(),
             overlaps: Vec::new(),
             items_arg: None,
+            editable: Vec::new(),
         },
         args,
         run_id: format!("run-{id}"),

@@ -1,6 +1,7 @@
-//! An approval of some of a card's items (docs/adr/0122-shaping-a-call.md): its decided call
-//! is written once, whole, with the decision and never after; a claim of that row must name
-//! the decided call, and the request's whole call is refused, consumed and never run.
+//! An approval of some of a card's items, or of an edited call (docs/adr/0122-shaping-a-call.md):
+//! its decided call is written once, whole, with the decision and never after; a claim of that
+//! row must name the decided call, and the request's whole call is refused, consumed and never
+//! run.
 
 use crate::common;
 
@@ -15,11 +16,13 @@ fn terms(kept: &[u32], ids: &[&str]) -> DecidedTerms {
     let args = json!({"ids": kept.iter().map(|&i| ids[i as usize]).collect::<Vec<_>>()});
     DecidedTerms {
         items: kept.to_vec(),
+        edited_fields: Vec::new(),
         args_canonical: canonical_json(&args),
         call: DecidedCall {
             tool: "trash_email".into(),
             call_hash: call_hash("trash_email", &args),
             args,
+            items: Vec::new(),
         },
     }
 }
@@ -180,6 +183,55 @@ async fn only_the_decided_call_is_claimed(engine: Engine) {
     );
 }
 
+async fn an_edited_call_is_written_whole_and_claimed_as_edited(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    insert(&store, &trash_request("e1", &["m1", "m2"]))
+        .await
+        .unwrap();
+    let args = json!({"ids": ["m1", "m2"], "note": "edited"});
+    let answer = Response {
+        decided: Some(DecidedTerms {
+            items: Vec::new(),
+            edited_fields: vec!["note".into()],
+            args_canonical: canonical_json(&args),
+            call: DecidedCall {
+                tool: "trash_email".into(),
+                call_hash: call_hash("trash_email", &args),
+                args: args.clone(),
+                items: vec!["m1".into(), "m2".into()],
+            },
+        }),
+        ..response(ApprovalStatus::Approved, "owner", t0())
+    };
+    assert!(decide(&store, "e1", &answer).await.unwrap());
+    let row = store.approval("e1").await.unwrap().unwrap();
+    assert_eq!(row.edited_fields, Some(vec!["note".to_string()]));
+    assert_eq!(row.approved_items, None);
+    let decided = row.decided_call.expect("decided call");
+    assert_eq!(decided.args, args);
+    assert_eq!(decided.items, vec!["m1", "m2"]);
+    // The edited call's items go with its fields, never alone.
+    let message = refused(
+        &store,
+        "UPDATE approvals SET decided_items = NULL WHERE id = 'e1'",
+    )
+    .await;
+    assert!(
+        message.contains("a decided call is written once"),
+        "{message}"
+    );
+    // Claimed as edited.
+    let job = claim(
+        &store,
+        JobPick::Approval("e1"),
+        "s",
+        claiming(r#"{"ids":["m1","m2"],"note":"edited"}"#),
+    )
+    .await;
+    assert!(job.is_some());
+}
+
 // ---------------------------------------------------------------------------------------------
 // The suite, once per engine.
 // ---------------------------------------------------------------------------------------------
@@ -189,6 +241,10 @@ macro_rules! suite {
         #[tokio::test]
         async fn the_decided_call_is_written_once_with_the_approval() {
             super::the_decided_call_is_written_once_with_the_approval($engine).await;
+        }
+        #[tokio::test]
+        async fn an_edited_call_is_written_whole_and_claimed_as_edited() {
+            super::an_edited_call_is_written_whole_and_claimed_as_edited($engine).await;
         }
         #[tokio::test]
         async fn only_the_decided_call_is_claimed() {

@@ -1,0 +1,169 @@
+//! Editing a call before approving it (docs/adr/0122-shaping-a-call.md): once the page is live,
+//! a card whose call has fields the owner may edit (`card.editable`: a reply's To, Subject and
+//! Body) gets "Edit". The fields open in a form, prefilled with the pinned call; "Review" opens
+//! the usual confirm dialog, which shows each changed field against the model's version, and
+//! its confirm approves the edited call. The server checks the edit as it checks the model's
+//! call; a refusal shows on the card, which keeps waiting.
+
+use std::collections::BTreeMap;
+
+use iris_core::wire::Approval;
+use leptos::prelude::*;
+use serde_json::Value;
+
+use super::CardState;
+use crate::shape::{any, flag, part, text};
+
+/// A pinned value as the form shows it: text as it is, a list as "a, b".
+fn shown(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The field's label ("Subject" for `subject`).
+fn label(field: &str) -> String {
+    let mut chars = field.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().collect::<String>() + &chars.as_str().replace('_', " "),
+        None => String::new(),
+    }
+}
+
+/// The fields the owner changed, as the API takes them (a list field split at commas), or
+/// `None` when nothing is being edited or nothing changed.
+pub(super) fn edits_to_send(
+    args: &Value,
+    state: CardState,
+) -> Option<serde_json::Map<String, Value>> {
+    let open = state.edits.get_untracked()?;
+    let mut edits = serde_json::Map::new();
+    for (field, typed) in open {
+        let pinned = args.get(&field);
+        if shown(pinned) == typed {
+            continue;
+        }
+        let value = if pinned.is_some_and(Value::is_array) {
+            Value::Array(
+                typed
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Value::String(s.to_owned()))
+                    .collect(),
+            )
+        } else {
+            Value::String(typed)
+        };
+        edits.insert(field, value);
+    }
+    (!edits.is_empty()).then_some(edits)
+}
+
+/// What the confirm dialog repeats for an edited call: the action words and, per changed field,
+/// "Field: was … → now …" (a long text whole, as it will go out). `None` when nothing changed.
+pub(super) fn dialog_terms(
+    action: &str,
+    args: &Value,
+    state: CardState,
+) -> Option<(String, Vec<String>)> {
+    let edits = edits_to_send(args, state)?;
+    let mut lines = Vec::new();
+    for (field, value) in &edits {
+        lines.push(format!("{} (edited by you):", label(field)));
+        lines.push(format!("was: {}", shown(args.get(field))));
+        lines.push(format!("now: {}", shown(Some(value))));
+    }
+    Some((format!("{action} as edited"), lines))
+}
+
+/// "Edit" on a live card that may be edited, and the form it opens.
+#[component]
+pub(super) fn CardEdit(
+    /// The row (its pinned arguments and `card.editable`).
+    approval: Approval,
+    /// The card's interaction state (`edits`, busy, dialog).
+    state: CardState,
+    /// Whether the page is live.
+    live: RwSignal<bool>,
+) -> impl IntoView {
+    let fields = approval.card.editable.clone();
+    let args = approval.args.clone();
+    let open = {
+        let (fields, args) = (fields.clone(), args.clone());
+        move |_| {
+            let start: BTreeMap<String, String> = fields
+                .iter()
+                .map(|f| (f.clone(), shown(args.get(f))))
+                .collect();
+            state.edits.set(Some(start));
+        }
+    };
+    let form = part(move || {
+        let editing = state.edits.get()?;
+        Some(any(view! {
+            <div class="card-edit" data-testid="card-edit">
+                <p class="edit-note">"Change what will be sent, then review it. IRIS checks your version as it checks the assistant's."</p>
+                {fields.iter().map(|field| {
+                    let field = field.clone();
+                    let id = format!("edit-{}-{field}", approval.id);
+                    let value = editing.get(&field).cloned().unwrap_or_default();
+                    let long = field == "body" || field == "content" || value.contains('\n');
+                    let on_input = {
+                        let field = field.clone();
+                        move |ev| {
+                            let typed = event_target_value(&ev);
+                            state.edits.update(|e| {
+                                if let Some(e) = e {
+                                    e.insert(field.clone(), typed);
+                                }
+                            });
+                        }
+                    };
+                    any(view! {
+                        <label class="edit-field" for=id.clone()>{label(&field)}</label>
+                        {if long {
+                            any(view! {
+                                <textarea id=id data-testid=format!("edit-{field}") rows="8"
+                                    prop:value=value on:input=on_input></textarea>
+                            })
+                        } else {
+                            any(view! {
+                                <input id=id type="text" data-testid=format!("edit-{field}")
+                                    prop:value=value on:input=on_input/>
+                            })
+                        }}
+                    })
+                }).collect_view()}
+                <div class="edit-actions">
+                    <button type="button" class="btn btn-quiet" data-testid="edit-cancel"
+                        disabled=flag(move || state.busy.get())
+                        on:click=move |_| state.edits.set(None)>
+                        "Cancel edit"
+                    </button>
+                    <button type="button" class="btn btn-primary" data-testid="edit-review"
+                        disabled=flag(move || state.busy.get())
+                        on:click=move |_| state.dialog_open.set(true)>
+                        "Review"
+                    </button>
+                </div>
+            </div>
+        }))
+    });
+    any(view! {
+        <button type="button" class="btn btn-quiet card-edit-open" data-testid="edit-button"
+            hidden=flag(move || !live.get() || state.edits.with(Option::is_some))
+            disabled=flag(move || state.busy.get())
+            on:click=open>
+            {text(|| "Edit".to_owned())}
+        </button>
+        {form}
+    })
+}
