@@ -204,9 +204,12 @@ pub fn ApprovalCard(
     let exact_call = call::exact_call_view(&approval, state.show_call);
 
     let timing = if pending {
+        // A waiting card says when it was asked as well as until when it waits.
         any(view! {
-            <p class="card-time">
-                "Expires "
+            <p class="card-time" data-testid="card-time">
+                "Asked "
+                <time datetime=created_at.to_rfc3339()>{text(move || format_time(created_at, offset.get()))}</time>
+                " · expires "
                 <time datetime=expires_at.to_rfc3339()>{text(move || format_time(expires_at, offset.get()))}</time>
             </p>
         })

@@ -39,6 +39,17 @@ pub fn card_path(id: &str) -> String {
     )
 }
 
+/// Where a form answer sends the browser: [`card_path`] with the card as its fragment
+/// (`#card-{id}`, the card's element id), so the page opens on the card that was answered,
+/// not at the top of Activity, also after a refusal.
+pub fn card_answer_path(id: &str) -> String {
+    format!(
+        "{}#card-{}",
+        card_path(id),
+        percent_encoding::utf8_percent_encode(id, UNRESERVED_KEPT)
+    )
+}
+
 /// Everything but RFC 3986's unreserved characters is escaped (a path segment, a cookie value).
 const UNRESERVED_KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'-')
@@ -195,6 +206,7 @@ mod tests {
     fn the_cards_path_holds_its_id_as_one_segment() {
         assert_eq!(card_path("a-1.b_~"), "/activity/a-1.b_~");
         assert_eq!(card_path("a/b?c"), "/activity/a%2Fb%3Fc");
+        assert_eq!(card_answer_path("a/b"), "/activity/a%2Fb#card-a%2Fb");
         assert_eq!(
             crate::page::Page::from_path(&card_path("a/b?c \u{201c}")),
             crate::page::Page::Activity(Some("a/b?c \u{201c}".into()))

@@ -58,7 +58,7 @@ impl PasskeyListing {
             "approvals" => {
                 "Approving a destructive card or one that acts for you needs one of your passkeys."
             }
-            _ => "New cards do not need a passkey here (IRIS_PASSKEY_REQUIRED is never); a card written while one was required still needs it.",
+            _ => "New cards do not need a passkey on this server (its owner set passkeys to never); a card made while one was required still needs it.",
         }
     }
 }

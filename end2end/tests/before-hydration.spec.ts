@@ -72,7 +72,7 @@ test('a toggle opened before hydration stays open after it', async ({ page }) =>
   // Before hydration, a history line is a link to its card's own page.
   await withWasmHeld(page, '/activity', async () => {
     await page.getByTestId(`line-${id}`).click();
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}(#card-${id})?$`));
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   });
 
@@ -96,14 +96,16 @@ test('before the page is live, a card is approved through its form dialog', asyn
     await expect(dialog.getByTestId('form-dialog-cancel')).toBeFocused();
     await dialog.getByTestId('form-dialog-cancel').click();
     await expect(dialog).toBeHidden();
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}(#card-${id})?$`));
     await expect(card.getByTestId('card-status')).toHaveText('Waiting for you');
 
     // Its confirm approves: the card's page comes back with the outcome, still without wasm.
     await card.getByTestId('action-button').click();
     await expect(dialog.getByTestId('form-dialog-confirm')).toHaveText(action);
     await dialog.getByTestId('form-dialog-confirm').click();
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    // The answered card's page opens on the card, not at the top of Activity.
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}#card-${id}$`));
+    await expect(card).toBeInViewport();
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'approved');
     await expect(card.getByTestId('outcome')).toContainText('via web');
   });
@@ -114,7 +116,7 @@ test('before the page is live, a card is approved through its form dialog', asyn
   // mail back for the specs after this one; a second post of the form changes nothing more.
   await withWasmHeld(page, `/activity/${id}`, async () => {
     await card.getByTestId('undo-button').click();
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}(#card-${id})?$`));
     await expect(card.getByTestId('card-undone')).toHaveAttribute('data-undo', 'done');
     await expect(card.getByTestId('undo-button')).toHaveCount(0);
   });
@@ -130,7 +132,7 @@ test('before the page is live, Reject answers through the card form', async ({ p
   const card = page.getByTestId(`card-${id}`);
   await withWasmHeld(page, '/activity', async () => {
     await card.getByTestId('reject-button').click();
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}(#card-${id})?$`));
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   });
   await expect(card.getByTestId('outcome-execution')).toHaveAttribute('data-execution', 'none');
@@ -153,7 +155,7 @@ test('a form answer to a card answered meanwhile says so on the card', async ({ 
     await other.close();
     await page.getByTestId('form-dialog-confirm').click();
     // The refusal is not in the address (anyone can write one): the server's one-time cookie.
-    await expect(page).toHaveURL(new RegExp(`/activity/${id}$`));
+    await expect(page).toHaveURL(new RegExp(`/activity/${id}(#card-${id})?$`));
     await expect(card.getByTestId('card-error')).toContainText('already');
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');
   });

@@ -15,6 +15,9 @@ test('approving some of the items runs the call for those alone', async ({ page 
   for (let i = 0; i < n; i++) await expect(boxes.nth(i)).toBeChecked();
   const action = card.getByTestId('action-button');
   await expect(action).toHaveText(`Trash ${n} emails`);
+  // A waiting card says when it was asked, and until when it waits.
+  await expect(card.getByTestId('card-time')).toContainText('Asked ');
+  await expect(card.getByTestId('card-time')).toContainText(' · expires ');
 
   // The second line is left out: the button follows the count.
   const line = (i: number) => card.locator('label.choice').nth(i);

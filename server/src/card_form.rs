@@ -153,7 +153,7 @@ fn bad_request(sentence: String) -> Response {
 
 /// 303 to the card's page; a refusal goes with it in the one-time cookie.
 fn to_the_card(state: &AppState, id: &str, refused: Option<String>) -> Response {
-    let path = app::card_form::card_path(id);
+    let path = app::card_form::card_answer_path(id);
     let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, path)]).into_response();
     if let Some(sentence) = refused {
         let secure = crate::pairing::secure_cookies(state.public_origin.as_deref());

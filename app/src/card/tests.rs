@@ -346,3 +346,44 @@ fn a_long_request_is_quoted_in_part_with_the_whole_a_tap_away() {
     let html = render(destructive(), owner());
     assert!(!html.contains("card-asked-all"), "{html}");
 }
+
+#[test]
+fn a_waiting_card_says_when_it_was_asked_and_until_when_it_waits() {
+    let html = render(destructive(), owner());
+    assert!(html.contains("Asked "), "{html}");
+    assert!(
+        html.contains("datetime=\"2025-11-30T10:00:00+00:00\""),
+        "{html}"
+    );
+    assert!(html.contains(" · expires "), "{html}");
+    assert!(
+        html.contains("datetime=\"2025-11-30T11:00:00+00:00\""),
+        "{html}"
+    );
+}
+
+#[test]
+fn a_card_that_may_be_narrowed_or_edited_shows_neither_before_the_page_is_live() {
+    // Checkboxes and the edit form come with the live page (no narrowing or editing before
+    // hydration): the server's card has plain lines and no open form.
+    let mut row = destructive();
+    row.card.items_arg = Some("ids".into());
+    row.card.editable = vec!["note".into()];
+    let before = {
+        let row = row.clone();
+        Owner::new().with(|| {
+            provide_context(crate::live::Hydrated(RwSignal::new(false)));
+            view! { <ApprovalCard approval=row viewer=owner()/> }.to_html()
+        })
+    };
+    assert!(!before.contains("type=\"checkbox\""), "{before}");
+    assert!(before.contains("data-testid=\"card-lines\""), "{before}");
+    // Live: a checkbox per line, each ticked, and "Edit".
+    let live = render(row, owner());
+    assert_eq!(live.matches("type=\"checkbox\"").count(), 3, "{live}");
+    assert!(live.contains("data-testid=\"edit-button\""), "{live}");
+    assert!(
+        !live.contains("data-testid=\"card-edit\""),
+        "the form opens on Edit: {live}"
+    );
+}

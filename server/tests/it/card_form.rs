@@ -208,7 +208,7 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
     assert_eq!(answered.status(), StatusCode::SEE_OTHER);
     let locations = answered.headers().get_all("location").iter().count();
     assert_eq!(locations, 1, "one place to go, not the Referer too");
-    assert_eq!(location(&answered), format!("/activity/{id}"));
+    assert_eq!(location(&answered), format!("/activity/{id}#card-{id}"));
     let approved = row(&server, &owner, &id).await;
     assert_eq!(approved["status"], "approved");
     assert_eq!(approved["responded_by"], "phone");
@@ -224,7 +224,7 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
     )
     .await;
     assert_eq!(again.status(), StatusCode::SEE_OTHER);
-    assert_eq!(location(&again), format!("/activity/{id}"));
+    assert_eq!(location(&again), format!("/activity/{id}#card-{id}"));
     assert_eq!(row(&server, &owner, &id).await["status"], "approved");
     let refusal = refusal_cookie(&again).expect("the refusal rides in its cookie");
     let shown = page(
@@ -271,12 +271,12 @@ async fn a_card_answered_through_its_form_runs_once_and_shows_its_page() {
     assert!(row(&server, &owner, &id).await["undo"].is_null());
     let undone = post_to(&server, "/ui/undo_card", &undo, Some(&browser), &server.url).await;
     assert_eq!(undone.status(), StatusCode::SEE_OTHER);
-    assert_eq!(location(&undone), format!("/activity/{id}"));
+    assert_eq!(location(&undone), format!("/activity/{id}#card-{id}"));
     let after = row(&server, &owner, &id).await;
     assert_eq!(after["undo"]["state"], "done");
     assert_eq!(after["undo"]["surface"], "web");
     let twice = post_to(&server, "/ui/undo_card", &undo, Some(&browser), &server.url).await;
-    assert_eq!(location(&twice), format!("/activity/{id}"));
+    assert_eq!(location(&twice), format!("/activity/{id}#card-{id}"));
     assert!(refusal_cookie(&twice).is_some_and(|c| c.contains("already")));
     assert_eq!(row(&server, &owner, &id).await["undo"], after["undo"]);
 }
