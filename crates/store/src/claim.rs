@@ -6,25 +6,24 @@
 use iris_core::model::Message;
 use iris_core::ports::{Checkpoint, JobOrigin, JobPick, JobSnapshot, SavedRun, StoreError};
 
+use crate::rows::approval_row_columns;
 use crate::rows::{approval_from_row, Cols, ColumnRead, Record};
 use crate::unit::WriteTx;
 use crate::Store;
 
 /// The columns a claim reads: the unit's time (`{now}`, the time source at `$1`), the job, the
 /// row with its ledger entry, the checkpoint and the conversation's transcript, joined.
-const SNAPSHOT_SELECT: &str =
+const SNAPSHOT_SELECT: &str = concat!(
     "SELECT {now} AS unit_now, j.approval_id AS job_id, j.lease_epoch AS job_epoch, \
-     j.claimed_from AS job_from, a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, \
-     a.card, a.run_id, a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, \
-     a.reason, a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
-     a.approved_items, a.decided_args, a.decided_call_hash, a.edited_fields, a.decided_items, \
-     l.state AS execution, l.result AS result, l.located AS located, \
-     c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
+     j.claimed_from AS job_from, ",
+    approval_row_columns!(),
+    ", c.id AS cp_id, c.conversation_id AS cp_conversation, c.body AS cp_body, \
      v.id AS conv_id, v.transcript AS conv_transcript, v.version AS conv_version \
      FROM resume_jobs j JOIN approvals a ON a.id = j.approval_id \
      LEFT JOIN ledger l ON l.approval_id = a.id \
      LEFT JOIN checkpoints c ON c.approval_id = a.id \
-     LEFT JOIN conversations v ON v.id = c.conversation_id";
+     LEFT JOIN conversations v ON v.id = c.conversation_id"
+);
 
 impl Store {
     /// Picks and leases a job inside `tx` (one statement: the pick is its sub-select), then

@@ -266,18 +266,31 @@ impl<'r> Cols<'r> {
     }
 }
 
-/// The column list of an [`Approval`] (a macro, so the constants below are built from one text).
-macro_rules! approval_columns {
+/// The columns of an [`Approval`] from its own row (`a`) and its ledger entry (`l`): every
+/// statement that reads a whole approval starts from this one text, the claim's snapshot
+/// (`claim.rs`) included, so a new column is added once.
+macro_rules! approval_row_columns {
     () => {
         "a.id, a.kind, a.status, a.tool, a.args, a.call_hash, a.items, a.card, a.run_id, \
          a.created_at, a.expires_at, a.responded_at, a.responded_by, a.surface, a.reason, \
          a.resume_error, a.preconditions, a.passkey_required, a.requested_by, a.undo_left, \
          a.approved_items, a.decided_args, a.decided_call_hash, a.edited_fields, a.decided_items, \
-         l.state AS execution, l.result AS result, l.located AS located, \
-         u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
+         l.state AS execution, l.result AS result, l.located AS located"
+    };
+}
+pub(crate) use approval_row_columns;
+
+/// The column list of an [`Approval`] (a macro, so the constants below are built from one text):
+/// [`approval_row_columns`], then its undo and its running job.
+macro_rules! approval_columns {
+    () => {
+        concat!(
+            approval_row_columns!(),
+            ", u.state AS undo_state, u.items AS undo_items, u.actor AS undo_by, \
          u.surface AS undo_surface, u.started_at AS undo_at, u.finished_at AS undo_finished_at, \
          u.result AS undo_result, \
          rj.lease_owner AS job_holder, rj.claimed_at AS job_since, rj.lease_until AS job_until"
+        )
     };
 }
 
