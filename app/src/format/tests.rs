@@ -268,3 +268,24 @@ fn quoted_lines_are_one_block_with_their_blank_lines() {
         ]
     );
 }
+
+#[test]
+fn the_action_words_name_how_many_of_the_items_are_kept() {
+    assert_eq!(
+        narrowed_action("Trash 5 emails", 4, 5),
+        "Trash 4 of 5 emails"
+    );
+    assert_eq!(
+        narrowed_action("Quarantine 3 files", 1, 3),
+        "Quarantine 1 of 3 files"
+    );
+    // Only the count is replaced, once; words without it say the share after them.
+    assert_eq!(
+        narrowed_action("Move 2 to 2024", 1, 2),
+        "Move 1 of 2 to 2024"
+    );
+    assert_eq!(
+        narrowed_action("Delete events", 2, 3),
+        "Delete events (2 of 3)"
+    );
+}

@@ -124,8 +124,13 @@ impl ApprovalService {
         if let Some(why) = settings.check.off_reason() {
             return Err(refuse(PasskeyRefusal::Off(why)));
         }
-        let decided = match self.edit_first(id, Decision::Approve, &shaping).await? {
-            Some(edited) => Some(edited),
+        // The row read above is pending and unlapsed: the edit is checked against it, with no
+        // second read.
+        let decided = match shaping.edits {
+            Some(edits) => {
+                self.edited_terms(&row, Decision::Approve, shaping.items, edits)
+                    .await?
+            }
             None => decided_terms(&row, Decision::Approve, shaping.items)?,
         };
         let runs = decided

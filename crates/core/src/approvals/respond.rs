@@ -207,22 +207,6 @@ impl ApprovalService {
             if !proof.is_null() {
                 result["passkey"] = proof;
             }
-            if let Some(terms) = decided.as_ref().filter(|t| !t.edited_fields.is_empty()) {
-                result["edited_fields"] = json!(terms.edited_fields);
-                result["decided_call"] = json!(terms.call);
-            }
-            if let Some(terms) = decided.as_ref().filter(|t| !t.items.is_empty()) {
-                let row = &read.approval;
-                let left_out: Vec<usize> = (0..row.items.len())
-                    .filter(|i| !terms.items.iter().any(|&k| k as usize == *i))
-                    .collect();
-                result["approved_items"] = json!(terms.items);
-                result["left_out"] = json!(left_out
-                    .iter()
-                    .map(|&i| json!({"index": i, "item": row.items[i], "line": row.card.lines.get(i)}))
-                    .collect::<Vec<_>>());
-                result["decided_call"] = json!(terms.call);
-            }
             let response = Response {
                 status,
                 responded_by: actor.name.clone(),
@@ -231,6 +215,24 @@ impl ApprovalService {
                 at,
                 decided,
             };
+            // The row as this answer leaves it says what was chosen (wire/decided.rs), and the
+            // audit keeps it: the call that runs, what was edited or left out.
+            let after = answered(read.approval.clone(), &response);
+            if let Some(call) = &after.decided_call {
+                result["decided_call"] = json!(call);
+            }
+            if let Some(fields) = &after.edited_fields {
+                result["edited_fields"] = json!(fields);
+            }
+            if let Some(kept) = &after.approved_items {
+                result["approved_items"] = json!(kept);
+                result["left_out"] = json!(after
+                    .left_out_indices()
+                    .into_iter()
+                    .zip(after.left_out_lines())
+                    .map(|(i, line)| json!({"index": i, "item": after.items[i], "line": line}))
+                    .collect::<Vec<_>>());
+            }
             let audit = NewAuditEntry {
                 approval_id: id.to_string(),
                 kind: AuditKind::Decision,
@@ -241,7 +243,6 @@ impl ApprovalService {
                 surface: Some(actor.surface.into()),
                 at,
             };
-            let after = answered(read.approval.clone(), &response);
             Some(DecisionCommit {
                 response,
                 audit,

@@ -37,15 +37,6 @@ impl Approval {
             && self.card.lines.len() == self.items.len()
     }
 
-    /// The indices into `items` that the approval runs, ascending: the kept ones after an
-    /// approval of some items, else all of them.
-    pub fn kept_indices(&self) -> Vec<usize> {
-        match &self.approved_items {
-            Some(kept) => kept.iter().map(|&i| i as usize).collect(),
-            None => (0..self.items.len()).collect(),
-        }
-    }
-
     /// The indices into `items` an approval of some items left out, ascending (empty for a
     /// full approval and for every card not approved in part).
     pub fn left_out_indices(&self) -> Vec<usize> {
