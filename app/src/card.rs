@@ -13,6 +13,8 @@
 //!   the card's hold on it;
 //! - `call.rs`: what the call does beyond the card's lines (its diff, the cards it repeats, the
 //!   exact call);
+//! - `origin.rs`: how the card came about (who asked, the turn's steps), open when a value on
+//!   it came from outside;
 //! - `outcome.rs`: an answered card's outcome;
 //! - `undo.rs`: the undo sentence, then the undo button and what came back ([`undo`], also
 //!   `crate::undo`);
@@ -24,6 +26,7 @@ mod choice;
 pub mod dialog;
 mod edit;
 mod focus;
+mod origin;
 mod outcome;
 pub mod undo;
 
@@ -202,6 +205,7 @@ pub fn ApprovalCard(
     let preview = call::preview_view(&card);
     let overlaps = call::overlaps_view(&card, pending, offset);
     let exact_call = call::exact_call_view(&approval, state.show_call);
+    let origin = origin::origin_view(&card);
 
     let timing = if pending {
         // A waiting card says when it was asked as well as until when it waits.
@@ -340,6 +344,7 @@ pub fn ApprovalCard(
                     <p class="card-asked-full">{asked.clone()}</p>
                 </details>
             }))}
+            {origin}
             {exact_call}
             {timing}
             {edit_part}

@@ -65,6 +65,8 @@ fn card_row(n: usize, created_at: chrono::DateTime<chrono::Utc>) -> (NewApproval
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "trash the promo emails".into(),

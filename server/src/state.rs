@@ -459,6 +459,7 @@ async fn build_service(
                 .mcp
                 .max_waiting_per_agent
                 .map_or(MAX_WAITING_PER_AGENT, std::num::NonZeroU32::get),
+            reads: Default::default(),
         }),
     };
     Ok(BuiltService {

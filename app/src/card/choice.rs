@@ -5,12 +5,12 @@
 //! passkeys, nothing is narrowed before hydration). An answered card marks the lines it left
 //! out.
 
-use iris_core::wire::Approval;
+use iris_core::wire::{Approval, CardFlag};
 use leptos::prelude::*;
 
 use super::CardState;
 use crate::dialog::part_view;
-use crate::format::{card_parts, narrowed_action};
+use crate::format::{card_parts, narrowed_action, CardPart};
 use crate::shape::{any, flag, part, text, Part};
 
 /// The card's lines: with checkboxes on a live page when `choosable`, marked "left out" after
@@ -25,6 +25,7 @@ pub(super) fn lines_view(
     if lines.is_empty() {
         return None;
     }
+    let flags = approval.card.flags.clone();
     let left_out = approval.left_out_indices();
     if !left_out.is_empty() {
         return Some(any(view! {
@@ -39,36 +40,78 @@ pub(super) fn lines_view(
                             </li>
                         })
                     } else {
-                        any(view! { <li>{line}</li> })
+                        any(view! { <li>{line}{flag_notes(&flags, i)}</li> })
                     }
                 }).collect_view()}
             </ul>
         }));
     }
     if !choosable {
-        return Some(plain(&lines));
+        return Some(plain(&lines, &flags));
     }
     let choices: Part = part(move || {
         Some(if live.get() {
-            checkboxes(lines.clone(), state)
+            checkboxes(lines.clone(), &flags, state)
         } else {
-            plain(&lines)
+            plain(&lines, &flags)
         })
     });
     Some(any(view! { <div class="card-choice">{choices}</div> }))
 }
 
-fn plain(lines: &[String]) -> AnyView {
+/// The lines as they read (a quoted body as one block), each value that came from outside
+/// noted under the line that shows it (docs/adr/0123-how-a-card-came-about.md).
+fn plain(lines: &[String], flags: &[CardFlag]) -> AnyView {
+    if flags.is_empty() {
+        return any(view! {
+            <ul class="card-lines" data-testid="card-lines">
+                {card_parts(lines).into_iter().map(part_view).collect_view()}
+            </ul>
+        });
+    }
+    let mut first = 0;
+    let parts = card_parts(lines).into_iter().map(|part| {
+        let spans = match &part {
+            CardPart::Line(_) => 1,
+            CardPart::Quote(text) => text.matches('\n').count() + 1,
+        };
+        let notes: Vec<AnyView> = (first..first + spans)
+            .filter_map(|i| flag_notes(flags, i))
+            .collect();
+        first += spans;
+        let notes =
+            (!notes.is_empty()).then(|| any(view! { <li class="line-flag-item">{notes}</li> }));
+        any(view! { {part_view(part)}{notes} })
+    });
     any(view! {
         <ul class="card-lines" data-testid="card-lines">
-            {card_parts(lines).into_iter().map(part_view).collect_view()}
+            {parts.collect_view()}
         </ul>
+    })
+}
+
+/// Line `i`'s flags, one note each ("“x” is from the text of the email 'y' (not from you)"),
+/// or `None` when it has none.
+fn flag_notes(flags: &[CardFlag], i: usize) -> Option<AnyView> {
+    let notes: Vec<String> = flags
+        .iter()
+        .filter(|f| f.line as usize == i)
+        .map(|f| f.note.clone())
+        .collect();
+    (!notes.is_empty()).then(|| {
+        any(view! {
+            <span class="line-flags">
+                {notes.into_iter().map(|note| any(view! {
+                    <span class="line-flag" data-testid="line-flag" role="note">{note}</span>
+                })).collect_view()}
+            </span>
+        })
     })
 }
 
 /// One checkbox per line, ticked unless the owner left that item out (`state.left_out`), in
 /// the card's list of lines, under a sentence saying how many are ticked.
-fn checkboxes(lines: Vec<String>, state: CardState) -> AnyView {
+fn checkboxes(lines: Vec<String>, flags: &[CardFlag], state: CardState) -> AnyView {
     let count = lines.len();
     any(view! {
         <p class="choice-legend" data-testid="choice-legend" aria-live="polite">
@@ -112,6 +155,7 @@ fn checkboxes(lines: Vec<String>, state: CardState) -> AnyView {
                             />
                             <span class="line-text">{line}</span>
                         </label>
+                        {flag_notes(flags, i)}
                     </li>
                 })
             }).collect_view()}

@@ -387,3 +387,47 @@ fn a_card_that_may_be_narrowed_or_edited_shows_neither_before_the_page_is_live()
         "the form opens on Edit: {live}"
     );
 }
+
+/// How this came about: collapsed when nothing is flagged, open with a count when something
+/// is, each flag under its line, every text escaped; nothing shown for a card without a trail.
+#[test]
+fn the_trail_is_collapsed_unless_a_value_came_from_outside_and_a_flag_sits_on_its_line() {
+    let plain = render(destructive(), owner());
+    assert!(
+        !plain.contains("card-origin"),
+        "no trail, no section: {plain}"
+    );
+
+    let mut a = destructive();
+    a.card.trail = vec![
+        "You asked: “trash the promo emails from this week”".into(),
+        "Searched the inbox in <b>promotions</b>: 3 emails".into(),
+    ];
+    let html = render(a.clone(), owner());
+    assert!(html.contains("data-testid=\"card-origin\""), "{html}");
+    assert!(!html.contains(" open"), "collapsed: {html}");
+    assert!(
+        html.contains("<summary>How this came about</summary>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<li>Searched the inbox in &lt;b&gt;promotions&lt;/b&gt;: 3 emails</li>"),
+        "escaped: {html}"
+    );
+
+    a.card.flags = vec![iris_core::wire::CardFlag {
+        line: 1,
+        note: "“<x>” is from the text of the email 'y' (not from you)".into(),
+    }];
+    let html = render(a, owner());
+    assert!(
+        html.contains("How this came about · 1 value not from you"),
+        "{html}"
+    );
+    assert!(html.contains("data-flagged=\"1\" open"), "open: {html}");
+    let flag = "“&lt;x&gt;” is from the text of the email 'y' (not from you)";
+    let at = html.find(flag).expect("the flag");
+    let second = html.find("Weekly promo").expect("line 2");
+    let third = html.find("Last chance").expect("line 3");
+    assert!(second < at && at < third, "under its line: {html}");
+}

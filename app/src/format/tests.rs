@@ -19,6 +19,8 @@ fn card() -> Card {
         overlaps: Vec::new(),
         items_arg: None,
         editable: Vec::new(),
+        trail: Vec::new(),
+        flags: Vec::new(),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::manifest::{Gate, ToolSpec};
 use crate::passkey::PasskeyPolicy;
 use crate::plugin::{CallContext, Plugin};
 use crate::ports::{Clock, NewApproval};
+use crate::provenance::Provenance;
 use crate::wire::Card;
 
 /// A hook's answer.
@@ -42,6 +43,9 @@ pub struct PendingCall<'a> {
     pub plugin: &'a Arc<dyn Plugin>,
     /// The turn.
     pub ctx: &'a CallContext,
+    /// What led to the call (who asked, the turn's steps, the outside text they read): frozen
+    /// into the card as its trail and flags (docs/adr/0123-how-a-card-came-about.md).
+    pub provenance: &'a Provenance,
 }
 
 /// A PreToolUse hook.
@@ -146,6 +150,23 @@ impl DestructiveApprovalHook {
             &description.items,
             &description.lines,
         );
+        // The ids in the `items` argument of IRIS's own plugins (email ids, `root/path` ids)
+        // are minted by IRIS, never the owner's words nor an outsider's: not flagged. A gateway
+        // upstream's items (paths, names) are the upstream's, and are
+        // (docs/adr/0123-how-a-card-came-about.md decision 3).
+        let minted: Vec<String> = match (&spec.items, requested_by) {
+            (Some(arg), None) => call.args[arg.as_str()]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let flags = call
+            .provenance
+            .flags(call.args, &description.lines, &minted);
         Ok(NewApproval {
             id: uuid::Uuid::new_v4().to_string(),
             kind,
@@ -168,6 +189,8 @@ impl DestructiveApprovalHook {
                 overlaps: Vec::new(),
                 items_arg,
                 editable: spec.editable.clone(),
+                trail: call.provenance.trail(),
+                flags,
             },
             run_id: call.ctx.run_id.clone(),
             context_summary: call.ctx.request.clone(),

@@ -7,7 +7,8 @@
 //! service, which owns the whole lifecycle every surface goes through: request, respond,
 //! expire, execute, resume, retry, recover ([`approvals`]).
 //!
-//! Beside them: escalation, the judge of what a card needs beyond the owner's answer
+//! Beside them: what led to a pinned call, frozen with its card as its trail and flags
+//! ([`provenance`]); escalation, the judge of what a card needs beyond the owner's answer
 //! ([`escalation`]); the MCP gateway's upstream manifests ([`mcp`]); pairing a browser as a
 //! device ([`pairing`]); passkeys bound to the call ([`passkey`], ADR-0118 decision 4); Web
 //! Push's messages, keys and addresses ([`push`]); the scripted model of the demo and the tests
@@ -52,6 +53,8 @@ pub mod passkey;
 pub mod plugin;
 #[cfg(feature = "kernel")]
 pub mod ports;
+#[cfg(feature = "kernel")]
+pub mod provenance;
 #[cfg(feature = "kernel")]
 pub mod push;
 #[cfg(feature = "kernel")]

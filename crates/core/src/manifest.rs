@@ -79,6 +79,34 @@ pub struct ToolSpec {
     /// [...]`; docs/adr/0122-shaping-a-call.md): parameters, never the `items` argument. Empty
     /// for most tools.
     pub editable: Vec<String>,
+    /// Which fields of the tool's result carry text from outside the owner's control (`untrusted:
+    /// [subject, body, snippet]` for mail): what a card's flags look in for argument values
+    /// the owner never wrote (docs/adr/0123-how-a-card-came-about.md). The MCP gateway marks
+    /// every field of an upstream's result ([`Untrusted::Every`]).
+    pub untrusted: Untrusted,
+}
+
+/// Where a tool's result carries text from outside ([`ToolSpec::untrusted`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Untrusted {
+    /// The values (strings, at any depth) under these keys, wherever an object in the result
+    /// has them. Empty (the default): nothing in the result is marked.
+    Fields(Vec<String>),
+    /// Every string of the result (an MCP upstream's: IRIS cannot tell its fields apart).
+    Every,
+}
+
+impl Default for Untrusted {
+    fn default() -> Self {
+        Untrusted::Fields(Vec::new())
+    }
+}
+
+impl Untrusted {
+    /// Whether nothing of the result is marked.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Untrusted::Fields(fields) if fields.is_empty())
+    }
 }
 
 impl ToolSpec {
@@ -258,6 +286,8 @@ struct RawTool {
     items: Option<String>,
     #[serde(default)]
     editable: Vec<String>,
+    #[serde(default)]
+    untrusted: Vec<String>,
 }
 
 /// Whether `parameters` (an object schema) declares `arg` as a property of `type: array`.
@@ -314,6 +344,7 @@ impl Manifest {
                 parameters,
                 items: t.items,
                 editable: t.editable,
+                untrusted: Untrusted::Fields(t.untrusted),
             });
         }
         let manifest = Manifest {

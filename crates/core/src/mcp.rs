@@ -186,6 +186,9 @@ impl UpstreamManifest {
                 // Set once the upstream lists its tools: only a list parameter may be narrowed.
                 items: None,
                 editable: Vec::new(),
+                // An upstream's result is all outside text: IRIS cannot tell its fields apart
+                // (docs/adr/0123-how-a-card-came-about.md).
+                untrusted: crate::manifest::Untrusted::Every,
             });
             cards.push((t.card, t.editable));
         }

@@ -311,6 +311,25 @@ pub trait Plugin: Send + Sync {
         })
     }
 
+    /// One sentence saying what a call of `tool` did in a turn, for the "How this came about"
+    /// of a card made later in that turn ("Searched the inbox for 'invoice': 12 emails");
+    /// `args` are the call's, `result` its observation (never an error: the core words
+    /// those). At most 200 characters (longer is clipped). `None` (the default): the core's
+    /// generic sentence naming the tool and its arguments (docs/adr/0123-how-a-card-came-about.md).
+    fn step_sentence(&self, tool: &str, args: &Value, result: &Value) -> Option<String> {
+        let _ = (tool, args, result);
+        None
+    }
+
+    /// What to call one record of `tool`'s result that holds text from outside (an object with
+    /// a field the manifest marks `untrusted`), as a card's flag names it: "the email 'Payment
+    /// overdue'". `None` (the default): "the result of TOOL for “its first string
+    /// argument”".
+    fn source_name(&self, tool: &str, record: &Value) -> Option<String> {
+        let _ = (tool, record);
+        None
+    }
+
     /// What the Plugins page says of the plugin's state now, one sentence each (e.g. how much
     /// a folder's quarantine holds); empty (the default) for nothing to say. Called when the
     /// page or `GET /api/plugins` is read, so it must be quick and must not fail: a state it

@@ -23,7 +23,7 @@ mod undo;
 
 pub use answer::{Assertion, RespondRequest};
 pub use audit::{AuditEntry, AuditKind, AuditList};
-pub use card::{Card, CardOverlap, OverlapState, RunningJob};
+pub use card::{Card, CardFlag, CardOverlap, OverlapState, RunningJob};
 pub use decided::DecidedCall;
 pub use located::{Located, LocatedItem};
 pub use surface::Surface;

@@ -327,6 +327,17 @@ impl Plugin for CalendarPlugin {
         &self.manifest
     }
 
+    /// A listing as a step of a turn (docs/adr/0123-how-a-card-came-about.md).
+    fn step_sentence(&self, tool: &str, args: &Value, result: &Value) -> Option<String> {
+        (tool == tools::list_events::NAME).then(|| tools::list_events::step(args, result))
+    }
+
+    /// An event of a result: "the event 'Board meeting'".
+    fn source_name(&self, _tool: &str, record: &Value) -> Option<String> {
+        let summary: String = record.get("summary")?.as_str()?.chars().take(80).collect();
+        Some(format!("the event '{summary}'"))
+    }
+
     /// Every calendar tool needs a calendar account.
     fn available(&self, _tool: &str) -> Result<(), String> {
         if self.backends.is_empty() {

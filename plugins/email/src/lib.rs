@@ -373,6 +373,24 @@ impl Plugin for EmailPlugin {
         &self.manifest
     }
 
+    /// A step of a turn in mail's words (docs/adr/0123-how-a-card-came-about.md).
+    fn step_sentence(&self, tool: &str, args: &Value, result: &Value) -> Option<String> {
+        Some(match tool {
+            tools::search_inbox::NAME => tools::search_inbox::step(args, result),
+            tools::list_by_category::NAME => tools::list_by_category::step(args, result),
+            tools::trash_category::NAME => tools::trash_category::step(args, result),
+            tools::trash_email::NAME => tools::trash_email::step(result),
+            tools::restore_email::NAME => tools::restore_email::step(result),
+            tools::send_email::NAME => tools::send_email::step(result),
+            _ => return None,
+        })
+    }
+
+    /// An email of a result: "the email 'Payment overdue'".
+    fn source_name(&self, _tool: &str, record: &Value) -> Option<String> {
+        tools::source_name(record)
+    }
+
     /// Every email tool needs a mail account; without one none is offered, and an approved
     /// call whose accounts have gone says so instead of "stale".
     fn available(&self, _tool: &str) -> Result<(), String> {

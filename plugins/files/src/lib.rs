@@ -228,6 +228,11 @@ impl Plugin for FilesPlugin {
         &self.manifest
     }
 
+    /// A listing as a step of a turn (docs/adr/0123-how-a-card-came-about.md).
+    fn step_sentence(&self, tool: &str, args: &Value, result: &Value) -> Option<String> {
+        (tool == tools::list_files::NAME).then(|| tools::list_files::step(args, result))
+    }
+
     /// Every files tool needs a root.
     fn available(&self, _tool: &str) -> Result<(), String> {
         if self.roots.is_empty() {

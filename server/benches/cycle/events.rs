@@ -44,6 +44,8 @@ pub(crate) async fn event_delay(url: &str, rounds: usize) {
                 overlaps: Vec::new(),
                 items_arg: None,
                 editable: Vec::new(),
+                trail: Vec::new(),
+                flags: Vec::new(),
             },
             run_id: format!("run-{i}"),
             context_summary: "drop".into(),

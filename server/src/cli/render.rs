@@ -118,6 +118,11 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         } else {
             let _ = writeln!(out, "  - {}{mark}", printable(line));
         }
+        // Where a value on this line came from, when not from the owner
+        // (docs/adr/0123-how-a-card-came-about.md).
+        for flag in card.flags.iter().filter(|f| f.line as usize == i) {
+            let _ = writeln!(out, "      ! {}", printable(&flag.note));
+        }
     }
     for line in &card.preview {
         let _ = writeln!(out, "    {}", printable(line));
@@ -148,6 +153,14 @@ pub fn card(approval: &Approval, now: DateTime<Utc>) -> String {
         printable(&asker),
         printable(&asked)
     );
+    // The turn that led to the call, after who asked (the trail's first sentence says it
+    // again, for surfaces that show the trail alone).
+    if card.trail.len() > 1 {
+        let _ = writeln!(out, "How this came about:");
+        for sentence in &card.trail {
+            let _ = writeln!(out, "  · {}", printable(sentence));
+        }
+    }
     let _ = writeln!(out);
     let status = match approval.status {
         // Past its expiry but not yet marked by the sweep: already lapsed for every answer.
@@ -391,6 +404,8 @@ mod tests {
                 overlaps: Vec::new(),
                 items_arg: None,
                 editable: Vec::new(),
+                trail: Vec::new(),
+                flags: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: created,
@@ -420,6 +435,36 @@ mod tests {
         assert_eq!(printable("x\u{202e}y\nz"), "x\\u{202e}y\\u{a}z");
         assert_eq!(printable("Grüße — ok"), "Grüße — ok");
         assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m", "C1 CSI");
+    }
+
+    /// `show` prints how the card came about and, under its line, where a value came from;
+    /// a card without a turn's steps prints no such section.
+    #[test]
+    fn show_tells_how_the_card_came_about_and_flags_a_value_on_its_line() {
+        let mut a = pending();
+        let plain = card(&a, a.created_at);
+        assert!(!plain.contains("How this came about"), "{plain}");
+        a.card.trail = vec![
+            "You asked: “trash the promo emails”".into(),
+            "Searched the inbox in promotions: 2 emails".into(),
+        ];
+        a.card.flags = vec![iris_core::wire::CardFlag {
+            line: 1,
+            note: "“Weekly deals” is from the text of the email 'x' (not from you)".into(),
+        }];
+        let text = card(&a, a.created_at);
+        assert!(
+            text.contains(
+                "  - Weekly deals — deals@example.com, 28 Nov\n      ! “Weekly deals” is from the text of the email 'x' (not from you)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "How this came about:\n  · You asked: “trash the promo emails”\n  · Searched the inbox in promotions: 2 emails\n"
+            ),
+            "{text}"
+        );
     }
 
     /// A waiting card names the cards it repeats, in plain words, and only while it waits.

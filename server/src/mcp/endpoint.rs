@@ -330,6 +330,16 @@ impl ServerHandler for Endpoint {
         };
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        // What a call that needs no card read is kept for the agent's next card
+        // (docs/adr/0123-how-a-card-came-about.md).
+        let keep = |result: &Value| {
+            self.state.service.gateway_read(
+                &agent.0,
+                &gateway_tool(self.name(), &name),
+                &args,
+                result,
+            );
+        };
         // A call that needs no card passes through now; a gated one goes on to its card.
         match &self.offered {
             Offered::Upstream(upstream) => {
@@ -342,8 +352,11 @@ impl ServerHandler for Endpoint {
                         Err(e) => return Ok(refused(e.to_string()).into()),
                     };
                     return Ok(match session.call(&name, &args).await {
-                        Ok(result) => serde_json::from_value::<CallToolResult>(result)
-                            .map_err(|e| McpError::internal_error(e.to_string(), None))?,
+                        Ok(result) => {
+                            keep(&result);
+                            serde_json::from_value::<CallToolResult>(result)
+                                .map_err(|e| McpError::internal_error(e.to_string(), None))?
+                        }
                         Err(e) => refused(e.to_string()),
                     }
                     .into());
@@ -360,6 +373,7 @@ impl ServerHandler for Endpoint {
                 if !spec.approved_per_call() {
                     return Ok(match own.run(&name, &args, &agent.0).await {
                         Ok(result) => {
+                            keep(&result);
                             CallToolResult::success(vec![Content::text(result.to_string())])
                         }
                         Err(e) => refused(e.to_string()),

@@ -76,6 +76,14 @@ fn body(approval: &Approval) -> String {
                 break;
             }
             text.push_str(&format!("• {}\n", escape(&line)));
+            // Where a value on this line came from, when not from the owner
+            // (docs/adr/0123-how-a-card-came-about.md).
+            for flag in card.flags.iter().filter(|f| f.line as usize == shown) {
+                text.push_str(&format!(
+                    "  ⚠️ {}\n",
+                    escape(&clip(&flag.note, SHORT_CHARS))
+                ));
+            }
         }
     }
     if !card.preview.is_empty() {
@@ -302,6 +310,8 @@ mod tests {
                 overlaps: Vec::new(),
                 items_arg: None,
                 editable: Vec::new(),
+                trail: Vec::new(),
+                flags: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap(),
@@ -390,6 +400,22 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("\n\n*Do \\*it\\*?*"), "{text}");
+        assert_eq!(stray_specials(&text), Vec::<char>::new(), "{text}");
+    }
+
+    #[test]
+    fn a_flag_is_told_under_its_line_escaped() {
+        let mut a = approval();
+        a.card.lines = vec!["From: me".into(), "To: pay_me@evil.example".into()];
+        a.card.flags = vec![iris_core::wire::CardFlag {
+            line: 1,
+            note: "“pay_me@evil.example” is from the text of the email 'x' (not from you)".into(),
+        }];
+        let text = card_text(&a);
+        assert!(
+            text.contains("• To: pay\\_me@evil\\.example\n  ⚠️ “pay\\_me@evil\\.example” is from the text of the email 'x' \\(not from you\\)\n"),
+            "{text}"
+        );
         assert_eq!(stray_specials(&text), Vec::<char>::new(), "{text}");
     }
 

@@ -77,6 +77,8 @@ fn only_a_final_outcome_is_settled() {
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         },
         run_id: "r1".into(),
         created_at: at,

@@ -41,6 +41,7 @@ mod pages;
 mod pairing;
 mod passkeys;
 mod plugins;
+mod provenance;
 mod push;
 mod races;
 mod records;

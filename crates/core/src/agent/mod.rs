@@ -24,6 +24,7 @@ use crate::manifest::ToolSpec;
 use crate::model::{Message, Model, ToolCall};
 use crate::plugin::{CallContext, ItemOutcome};
 use crate::ports::{ActionRecord, Checkpoint, Clock, NewApproval};
+use crate::provenance::Provenance;
 use crate::toolbox::Toolbox;
 use crate::wire::{ApprovalKind, Card, ChatResponse, Effect, RunStatus};
 
@@ -314,7 +315,7 @@ impl Agent {
                 return end(transcript, status, reply, None, effects, None);
             }
             for (index, call) in turn.tool_calls.iter().enumerate() {
-                match self.dispatch(call, &ctx, &mut effects).await {
+                match self.dispatch(call, &ctx, &transcript, &mut effects).await {
                     Dispatch::Observation(v) => transcript.push(tool_result(&call.id, v)),
                     Dispatch::Refused(v) => {
                         refused = true;
@@ -425,8 +426,15 @@ impl Agent {
         None
     }
 
-    /// Resolves, checks and (for ungated tools) runs one call.
-    async fn dispatch(&self, call: &ToolCall, ctx: &CallContext, log: &mut RunLog) -> Dispatch {
+    /// Resolves, checks and (for ungated tools) runs one call of the turn that `transcript`
+    /// holds so far.
+    async fn dispatch(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+        transcript: &[Message],
+        log: &mut RunLog,
+    ) -> Dispatch {
         // DESIGN §3 step 2: resolve aliases and near misses before any check.
         let spec = match self.toolbox.registry().resolve(&call.name) {
             Ok(s) => s,
@@ -468,11 +476,19 @@ impl Agent {
                 )
             }
         };
+        // What led to a call the owner will be asked about, frozen with its card
+        // (docs/adr/0123-how-a-card-came-about.md); other calls need none.
+        let provenance = if spec.approved_per_call() {
+            Provenance::of_turn(&ctx.request, transcript, &self.toolbox)
+        } else {
+            Provenance::default()
+        };
         let pending = PendingCall {
             spec,
             args: &args,
             plugin,
             ctx,
+            provenance: &provenance,
         };
         for hook in &self.hooks {
             match hook.pre_tool_use(&pending).await {
@@ -584,6 +600,8 @@ fn evaluator_row(
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         },
         run_id: ctx.run_id.clone(),
         context_summary: ctx.request.clone(),

@@ -20,6 +20,7 @@ use super::ApprovalService;
 use crate::hooks::{DestructiveApprovalHook, PendingCall};
 use crate::plugin::CallContext;
 use crate::ports::{GatewayRequest, GatewayStore, GatewayWrite, Outbox, StoreError};
+use crate::provenance::Provenance;
 use crate::toolbox::Toolbox;
 use crate::wire::{Approval, ApprovalStatus, Event, Execution};
 
@@ -46,6 +47,81 @@ pub struct GatewaySettings {
     /// a new call beyond it is refused with [`GatewayError::TooManyWaiting`]. The same call
     /// again always attaches to its card.
     pub max_waiting: u32,
+    /// The reads each agent passed through lately: a new card's steps and the outside text
+    /// its flags look in (docs/adr/0123-how-a-card-came-about.md).
+    pub reads: AgentReads,
+}
+
+/// How many of an agent's latest reads a gateway card's trail tells.
+pub const READS_KEPT: usize = 20;
+
+/// How long a read an agent passed through counts as part of what led to its next call, in
+/// minutes.
+pub const READS_MINUTES: i64 = 30;
+
+/// The latest reads (calls that needed no card) each agent passed through the gateway, in
+/// this server's memory: at most [`READS_KEPT`] per agent, none older than [`READS_MINUTES`].
+/// An agent's session is served by one server, so its reads are where its next call is.
+#[derive(Debug, Default)]
+pub struct AgentReads {
+    reads: std::sync::Mutex<Vec<AgentRead>>,
+}
+
+#[derive(Debug)]
+struct AgentRead {
+    agent: String,
+    tool: String,
+    args: Value,
+    result: Value,
+    at: chrono::DateTime<chrono::Utc>,
+}
+
+impl AgentReads {
+    /// Keeps one read of `agent`'s (the tool as the gateway names it, `UPSTREAM.TOOL`), made
+    /// `at`, dropping what is past the bounds.
+    pub fn record(
+        &self,
+        agent: &str,
+        tool: &str,
+        args: &Value,
+        result: &Value,
+        at: chrono::DateTime<chrono::Utc>,
+    ) {
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let since = at - chrono::Duration::minutes(READS_MINUTES);
+        reads.retain(|r| r.at >= since);
+        reads.push(AgentRead {
+            agent: agent.to_owned(),
+            tool: tool.to_owned(),
+            args: args.clone(),
+            result: result.clone(),
+            at,
+        });
+        let mine = reads.iter().filter(|r| r.agent == agent).count();
+        if mine > READS_KEPT {
+            let mut extra = mine - READS_KEPT;
+            reads.retain(|r| {
+                if extra > 0 && r.agent == agent {
+                    extra -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+
+    /// `agent`'s reads made since `now` minus [`READS_MINUTES`], oldest first: (tool, args,
+    /// result).
+    fn of(&self, agent: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<(String, Value, Value)> {
+        let since = now - chrono::Duration::minutes(READS_MINUTES);
+        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        reads
+            .iter()
+            .filter(|r| r.agent == agent && r.at >= since)
+            .map(|r| (r.tool.clone(), r.args.clone(), r.result.clone()))
+            .collect()
+    }
 }
 
 /// One gated call an agent made.
@@ -194,6 +270,17 @@ impl ApprovalService {
         }
     }
 
+    /// Keeps a read `agent` passed through the gateway (`tool` as the gateway names it,
+    /// `UPSTREAM.TOOL`, with its arguments and result) for the trail and flags of the agent's
+    /// next card ([`AgentReads`]). Nothing when this server has no gateway.
+    pub fn gateway_read(&self, agent: &str, tool: &str, args: &Value, result: &Value) {
+        if let Some(gateway) = &self.gateway {
+            gateway
+                .reads
+                .record(agent, tool, args, result, gateway.pin.clock.now());
+        }
+    }
+
     /// Holds `call` on a card: validates its arguments against the upstream's `inputSchema`,
     /// normalises them, and writes the pinned row (announced on every surface by
     /// `approval.requested`), or attaches to the row of the same call made within
@@ -240,11 +327,21 @@ impl ApprovalService {
             .normalise(&spec.name, args, &ctx)
             .await
             .map_err(|e| GatewayError::Refused(format!("{e}; nothing was called")))?;
+        // Who asked and why, then what the agent read through the gateway lately
+        // (docs/adr/0123-how-a-card-came-about.md).
+        let mut provenance = Provenance::agent_asked(call.agent, call.reason);
+        for (tool, args, result) in gateway.reads.of(call.agent, gateway.pin.clock.now()) {
+            if let Some(read) = toolbox.registry().get(&tool) {
+                let plugin = toolbox.plugin(read);
+                provenance.record(read, plugin.map(|p| p.as_ref()), &args, &result);
+            }
+        }
         let pending = PendingCall {
             spec,
             args: &args,
             plugin,
             ctx: &ctx,
+            provenance: &provenance,
         };
         let row = match gateway.pin.pin(&pending, Some(call.agent)).await {
             Ok(row) => row,
@@ -281,5 +378,33 @@ impl ApprovalService {
                 max: gateway.max_waiting,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(minute: i64) -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::from_timestamp(1_796_000_000, 0).unwrap()
+            + chrono::Duration::minutes(minute)
+    }
+
+    #[test]
+    fn an_agents_reads_are_its_own_latest_within_the_window() {
+        let reads = AgentReads::default();
+        for i in 0..(READS_KEPT as i64 + 5) {
+            reads.record("a", "files.read", &json!({"n": i}), &json!({}), at(i / 10));
+        }
+        reads.record("b", "files.read", &json!({"n": "b"}), &json!({}), at(1));
+        let mine = reads.of("a", at(3));
+        assert_eq!(mine.len(), READS_KEPT, "at most READS_KEPT per agent");
+        assert_eq!(mine[0].1, json!({"n": 5}), "the oldest are dropped first");
+        assert_eq!(reads.of("b", at(3)).len(), 1, "another agent's are its own");
+        // Past the window, none counts.
+        assert!(reads.of("a", at(READS_MINUTES + 3)).is_empty());
+        assert_eq!(reads.of("a", at(READS_MINUTES)).len(), READS_KEPT);
+        assert_eq!(reads.of("a", at(READS_MINUTES + 1)).len(), READS_KEPT - 5);
     }
 }

@@ -145,6 +145,8 @@ mod tests {
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         }
     }
 

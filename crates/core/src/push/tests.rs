@@ -41,6 +41,8 @@ fn row(status: ApprovalStatus) -> Approval {
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         },
         run_id: "run".into(),
         context_summary: "trash it".into(),

@@ -55,6 +55,28 @@ pub struct Card {
     /// with the card (docs/adr/0122-shaping-a-call.md). Empty: the call is approved as pinned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub editable: Vec<String>,
+    /// "How this came about", frozen with the card (docs/adr/0123-how-a-card-came-about.md):
+    /// who asked (the owner's message, or the agent and its stated reason), then the steps of
+    /// the turn that led to the call, oldest first; at most 21 sentences of at most 200
+    /// characters each. Empty on cards made before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trail: Vec<String>,
+    /// Argument values of the call that the owner never wrote but that occur in text from
+    /// outside read during the turn (an email's text, an upstream's result), each on its line
+    /// of `lines`. They say where a value came from and decide nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<CardFlag>,
+}
+
+/// A value on a card's line that came from text outside the owner's control ([`Card::flags`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CardFlag {
+    /// Index into the card's `lines`.
+    pub line: u32,
+    /// Where the value came from: "“bob@evil.example” is from the text of the email 'Payment
+    /// overdue' (not from you)".
+    pub note: String,
 }
 
 /// How another card stood when a card that repeats it was made.

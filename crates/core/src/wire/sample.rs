@@ -38,6 +38,8 @@ impl Approval {
                 overlaps: Vec::new(),
                 items_arg: None,
                 editable: Vec::new(),
+                trail: Vec::new(),
+                flags: Vec::new(),
             },
             run_id: "r1".into(),
             created_at: Utc.with_ymd_and_hms(2025, 11, 30, 10, 0, 0).unwrap(),

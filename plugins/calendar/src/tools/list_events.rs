@@ -88,6 +88,25 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
     })
 }
 
+/// The listing as a step of a card's "How this came about": "Listed the events from
+/// 2026-12-07 to 2026-12-14 matching 'dentist': 3 events"
+/// (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(args: &Value, result: &Value) -> String {
+    let mut what = format!(
+        "Listed the events from {} to {}",
+        args["from"].as_str().unwrap_or("?"),
+        args["to"].as_str().unwrap_or("?")
+    );
+    if let Some(q) = args["query"].as_str() {
+        what.push_str(&format!(" matching '{q}'"));
+    }
+    if let Some(c) = args["calendar"].as_str() {
+        what.push_str(&format!(" in {c}"));
+    }
+    let n = result["total"].as_u64().unwrap_or(0);
+    format!("{what}: {n} event{}", if n == 1 { "" } else { "s" })
+}
+
 /// Lists: see the module docs.
 ///
 /// # Errors

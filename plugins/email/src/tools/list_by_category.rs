@@ -71,6 +71,17 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
     })
 }
 
+/// The listing as a step of a card's "How this came about": "Listed promotions from the last
+/// 7 days: 12 emails" (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(args: &Value, result: &Value) -> String {
+    format!(
+        "Listed {} from the last {} days: {}",
+        args["category"].as_str().unwrap_or("a category"),
+        args["since_days"],
+        super::listed_phrase(result)
+    )
+}
+
 /// Lists the category's mail (see the module docs).
 ///
 /// # Errors

@@ -118,6 +118,27 @@ pub(crate) fn row_line(r: &MessageRow) -> String {
     )
 }
 
+/// "12 emails", or "20 of 45 emails" when a list shows only some of what matched: a step of a
+/// card's "How this came about" (docs/adr/0123-how-a-card-came-about.md).
+pub(crate) fn listed_phrase(result: &Value) -> String {
+    let count = result.get("count").and_then(Value::as_u64).unwrap_or(0);
+    let total = result.get("total").and_then(Value::as_u64).unwrap_or(count);
+    let noun = if total == 1 { "email" } else { "emails" };
+    if total > count {
+        format!("{count} of {total} {noun}")
+    } else {
+        format!("{total} {noun}")
+    }
+}
+
+/// What a card's flag calls one email of a result ("the email 'Payment overdue'"), or `None`
+/// for a record that is not an email (no `subject`).
+pub(crate) fn source_name(record: &Value) -> Option<String> {
+    let subject = record.get("subject")?.as_str()?;
+    let subject: String = subject_or_placeholder(subject).chars().take(80).collect();
+    Some(format!("the email '{subject}'"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -185,6 +185,16 @@ pub async fn describe(
     })
 }
 
+/// The restore as a step of a card's "How this came about": "Restored 3 emails from Trash"
+/// (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(result: &Value) -> String {
+    let n = result["restored"].as_u64().unwrap_or(0);
+    format!(
+        "{} from Trash",
+        super::count_phrase("Restored", usize::try_from(n).unwrap_or(0))
+    )
+}
+
 /// Moves the emails back (see the module docs), under `held` (the mailbox lock the core took
 /// with `Plugin::hold`) or taking the lock itself.
 ///

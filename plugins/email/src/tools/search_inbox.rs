@@ -118,9 +118,20 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
 }
 
 fn summary(args: &Value) -> String {
+    let parts = filters(args, |q| format!("matching \"{q}\""));
+    if parts.is_empty() {
+        "All mail".into()
+    } else {
+        format!("Mail {}", parts.join(", "))
+    }
+}
+
+/// The search's filters in words: the query (worded by `query`), "in CATEGORY", "from the
+/// last N days".
+fn filters(args: &Value, query: impl Fn(&str) -> String) -> Vec<String> {
     let mut parts = Vec::new();
     if let Some(q) = args.get("query").and_then(Value::as_str) {
-        parts.push(format!("matching \"{q}\""));
+        parts.push(query(q));
     }
     if let Some(c) = args.get("category").and_then(Value::as_str) {
         parts.push(format!("in {c}"));
@@ -131,11 +142,19 @@ fn summary(args: &Value) -> String {
             if d == 1 { "" } else { "s" }
         ));
     }
-    if parts.is_empty() {
-        "All mail".into()
+    parts
+}
+
+/// The search as a step of a card's "How this came about": "Searched the inbox for
+/// 'invoice': 12 emails" (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(args: &Value, result: &Value) -> String {
+    let parts = filters(args, |q| format!("for '{q}'"));
+    let what = if parts.is_empty() {
+        String::new()
     } else {
-        format!("Mail {}", parts.join(", "))
-    }
+        format!(" {}", parts.join(", "))
+    };
+    format!("Searched the inbox{what}: {}", super::listed_phrase(result))
 }
 
 /// One result as the model sees it.

@@ -57,6 +57,19 @@ pub use card::describe;
 pub use execute::execute;
 pub use normalise::normalise;
 
+/// The sent email as a step of a card's "How this came about": "Sent an email to
+/// anna@example.net: 'Re: Lunch'" (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(result: &Value) -> String {
+    let to: Vec<&str> = result["to"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let subject = result["subject"].as_str().unwrap_or_default();
+    format!("Sent an email to {}: '{subject}'", to.join(", "))
+}
+
 /// The tool's name.
 pub const NAME: &str = "send_email";
 

@@ -67,6 +67,17 @@ pub fn describe(args: &Value) -> Result<Description, ToolError> {
     })
 }
 
+/// The clean-up as a step of a card's "How this came about": "Moved 12 emails of promotions
+/// to Trash" (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(args: &Value, result: &Value) -> String {
+    let n = result["trashed"].as_u64().unwrap_or(0);
+    format!(
+        "{} of {} to Trash",
+        super::count_phrase("Moved", usize::try_from(n).unwrap_or(0)),
+        args["category"].as_str().unwrap_or("a category")
+    )
+}
+
 /// Picks and trashes (see the module docs).
 ///
 /// # Errors

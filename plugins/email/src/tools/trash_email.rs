@@ -221,6 +221,16 @@ fn item(id: &str, outcome: Value) -> ItemOutcome {
     }
 }
 
+/// The approved call as a step of a card's "How this came about" (a later card of the same
+/// turn): "Moved 3 emails to Trash" (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(result: &Value) -> String {
+    let n = result["trashed"].as_u64().unwrap_or(0);
+    format!(
+        "{} to Trash",
+        super::count_phrase("Moved", usize::try_from(n).unwrap_or(0))
+    )
+}
+
 /// Moves the emails to Trash (see the module docs). The batch is `conversation`'s newest action
 /// (what "undo that" there restores; none when `conversation` is empty). Runs under `held`
 /// (the mailbox lock the core took with `Plugin::hold`), or takes the lock itself.

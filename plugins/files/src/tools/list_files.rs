@@ -113,6 +113,20 @@ fn names_hidden(glob: &str) -> bool {
     glob.split('/').any(|p| p.starts_with('.'))
 }
 
+/// The listing as a step of a card's "How this came about": "Listed downloads matching
+/// '**/*.log': 12 entries" (docs/adr/0123-how-a-card-came-about.md).
+pub fn step(args: &Value, result: &Value) -> String {
+    let mut what = format!("Listed {}", args["root"].as_str().unwrap_or("a root"));
+    if let Some(glob) = args["glob"].as_str() {
+        what.push_str(&format!(" matching '{glob}'"));
+    }
+    if let Some(days) = args["older_than_days"].as_u64() {
+        what.push_str(&format!(", older than {days} days"));
+    }
+    let n = result["total"].as_u64().unwrap_or(0);
+    format!("{what}: {n} entr{}", if n == 1 { "y" } else { "ies" })
+}
+
 /// The listing: see the module docs.
 ///
 /// # Errors

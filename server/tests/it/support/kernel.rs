@@ -116,6 +116,8 @@ pub async fn seed_card(
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         },
         run_id: format!("run-{id}"),
         context_summary: "tidy up".into(),

@@ -291,6 +291,8 @@ pub fn trash_request(id: &str, ids: &[&str]) -> NewApproval {
             overlaps: Vec::new(),
             items_arg: None,
             editable: Vec::new(),
+            trail: Vec::new(),
+            flags: Vec::new(),
         },
         args,
         run_id: format!("run-{id}"),
