@@ -28,20 +28,37 @@ summary=("PASS  setup (${IRIS_SETUP_SECS:-?}s)")
 failed=0
 started=$(($(date +%s) - ${IRIS_SETUP_SECS:-0}))
 
-# step NAME COMMAND...: runs one step, records PASS/FAIL and its time.
+# Each step's output is also kept here, so a failed step's reasons can be repeated at the end
+# (a CI report often shows only the last lines of the log).
+step_logs=$(mktemp -d)
+trap 'rm -rf "$step_logs"' EXIT
+failed_steps=()
+
+# step NAME COMMAND...: runs one step (in this shell: a step may export what later ones use),
+# records PASS/FAIL and its time, and keeps its output.
 step() {
-  local name=$1 t0 rc
+  local name=$1 t0 rc log
   shift
   printf '\n===== %s: %s\n' "$name" "$*"
+  log="$step_logs/${#summary[@]}.log"
   t0=$(date +%s)
-  if "$@"; then rc=0; else rc=$?; fi
+  if "$@" > >(tee "$log") 2>&1; then rc=0; else rc=$?; fi
   if [ "$rc" -eq 0 ]; then
     summary+=("PASS  $name ($(($(date +%s) - t0))s)")
   else
     summary+=("FAIL  $name (exit $rc, $(($(date +%s) - t0))s)")
+    failed_steps+=("$name:$log")
     failed=1
   fi
   return "$rc"
+}
+
+# The lines of a failed step's output that say why (a panic, an assertion, a test's error),
+# each with the line after it (a panic's message), at most 16, without terminal colours.
+why_failed() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" |
+    grep -E -A1 'panicked at|^test .* FAILED|^error(\[|:)|Error:|Locator:|Expected|Received|✘|[0-9]+\) \[chromium|FAIL ' |
+    grep -v -E '^(--)?\s*$' | head -n 16
 }
 
 skip() {
@@ -160,7 +177,13 @@ fi
 printf '\n===== summary (%ss in all)\n' "$(($(date +%s) - started))"
 printf '  %s\n' "${summary[@]}"
 if [ "$failed" -ne 0 ]; then
-  echo "RESULT: FAILED"
+  names=()
+  for entry in "${failed_steps[@]}"; do
+    printf '\n===== why %s failed (its lines that say so)\n' "${entry%%:*}"
+    why_failed "${entry#*:}" || true
+    names+=("${entry%%:*}")
+  done
+  echo "RESULT: FAILED ($(IFS=,; echo "${names[*]}"))"
   exit 1
 fi
 echo "RESULT: all steps passed"
