@@ -166,6 +166,8 @@ pub fn ActivityPage(
 
     any(view! {
         <div class="activity">
+            // The page's heading for screen readers; its sections are titled below.
+            <h1 class="visually-hidden">"Activity"</h1>
             // Not a Transition: `first` never loads again (its key, the focus, is fixed for the
             // page's life; refreshes go to `latest`), so there is no old content to keep, and
             // the transition machinery would cost the phone's wasm 1.2 KB (BENCHMARKS.md).
@@ -288,6 +290,7 @@ fn activity_view(
         )
     });
     let viewer = current.with_untracked(|d| d.viewer.clone());
+    let titled = focus.clone();
     let pending_count = move || current.with(|d| d.pending.len());
     let answered_empty = move || current.with(|d| d.answered.is_empty());
 
@@ -334,6 +337,18 @@ fn activity_view(
     // does, as `<Show>` would), drawing an `AnyView` or nothing. One shape for every such
     // part on the page: each shape of reactive view costs the phone's wasm its own copy of
     // Leptos' render effect (BENCHMARKS.md).
+    // The tab's title follows the waiting count and, on a card's page, names the card (in the
+    // browser only: the server's title names the page).
+    Effect::new(move |_| {
+        let waiting = pending_count();
+        let shows = titled
+            .as_deref()
+            .and_then(|id| {
+                current.with(|d| d.cards().find(|a| a.id == id).map(|a| a.card.title.clone()))
+            })
+            .unwrap_or_else(|| "Activity".to_owned());
+        document().set_title(&crate::page::document_title(&shows, waiting));
+    });
     let none_waiting = Memo::new(move |_| pending_count() == 0);
     let none_answered = Memo::new(move |_| answered_empty());
     let has_older = Memo::new(move |_| next_cursor().is_some());

@@ -15,7 +15,7 @@ use crate::api::{current_viewer, load_conversation, send_chat};
 use crate::error::AppError;
 use crate::format::find_card_link;
 use crate::live::is_live;
-use crate::shape::{any, flag, maybe_text, part, text};
+use crate::shape::{any, flag, part, text};
 
 /// Where the conversation id is remembered in the browser.
 pub const STORAGE_KEY: &str = "iris.conversation_id";
@@ -91,9 +91,11 @@ pub struct ChatState {
     /// The last error, shown under the box.
     pub error: RwSignal<Option<String>>,
     /// Whether this device may chat (a `control` device): `None` until the server says, and
-    /// Send stays disabled until it says yes; `Some(false)` (a `read` device) disables the box
-    /// with the view-only line instead of refusing on send.
+    /// Send stays disabled until it says yes; `Some(false)` (a `read` device, or a browser not
+    /// paired) takes the box away, leaving a line that says why, instead of refusing on send.
     pub can_answer: RwSignal<Option<bool>>,
+    /// Whether the server said this browser is not paired (the line then says to pair it).
+    pub unpaired: RwSignal<bool>,
     /// A message sent before this page loaded, whose reply the server has not written yet
     /// (shown as sent, with a waiting note; Send stays off until it ends).
     pub waiting: RwSignal<Option<PendingTurn>>,
@@ -117,6 +119,7 @@ impl ChatState {
             sending: RwSignal::new(false),
             error: RwSignal::new(None),
             can_answer: RwSignal::new(None),
+            unpaired: RwSignal::new(false),
             waiting: RwSignal::new(None),
             in_flight: RwSignal::new(None),
             asked: RwSignal::new(Vec::new()),
@@ -211,8 +214,16 @@ impl ChatState {
     pub fn learn_viewer(&self) {
         let state = *self;
         leptos::task::spawn_local(async move {
-            if let Ok(viewer) = current_viewer().await {
-                state.can_answer.try_set(Some(viewer.can_answer));
+            match current_viewer().await {
+                Ok(viewer) => {
+                    state.can_answer.try_set(Some(viewer.can_answer));
+                }
+                Err(crate::error::AppError::NotPaired) => {
+                    state.unpaired.try_set(true);
+                    state.can_answer.try_set(Some(false));
+                }
+                // Not known (the server unreachable): the box stays, Send stays off.
+                Err(_) => {}
             }
         });
     }
@@ -555,44 +566,45 @@ pub fn ChatPanel() -> impl IntoView {
             {part(move || empty.get().then(|| any(view! {
                 <p class="chat-empty">"Ask for something, e.g. “trash the promo emails from this week”. Anything that deletes data waits for your approval."</p>
             })))}
-            <form
-                class="chat-form"
-                on:submit=move |ev| {
-                    ev.prevent_default();
-                    submit();
-                }
-            >
-                <label for="chat-input" class="visually-hidden">"Message to IRIS"</label>
-                <textarea
-                    id="chat-input"
-                    data-testid="chat-input"
-                    rows="2"
-                    placeholder=text(move || if chat.view_only() { "" } else { "Ask IRIS…" }.to_owned())
-                    node_ref=input_ref
-                    readonly=flag(move || !live.get())
-                    disabled=flag(move || chat.view_only())
-                    aria-describedby=maybe_text(move || chat.view_only().then(|| "chat-view-only".to_owned()))
-                    prop:value=text(move || chat.draft.get())
-                    on:input:target=move |ev| chat.draft.set(ev.target().value())
-                    on:keydown=move |ev| {
-                        if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
-                            ev.prevent_default();
-                            submit();
-                        }
+            // A device that may not ask (read only, or not paired) is not offered the box.
+            {part(move || (!view_only.get()).then(|| any(view! {
+                <form
+                    class="chat-form"
+                    on:submit=move |ev| {
+                        ev.prevent_default();
+                        submit();
                     }
-                ></textarea>
-                <button
-                    type="submit"
-                    class="btn btn-primary"
-                    data-testid="chat-send"
-                    disabled=flag(move || {
-                        chat.sending.get() || !live.get() || chat.can_answer.get() != Some(true)
-                            || too_long() || length() == 0
-                    })
                 >
-                    {text(move || if chat.sending.get() { "Sending…" } else { "Send" }.to_owned())}
-                </button>
-            </form>
+                    <label for="chat-input" class="visually-hidden">"Message to IRIS"</label>
+                    <textarea
+                        id="chat-input"
+                        data-testid="chat-input"
+                        rows="2"
+                        placeholder="Ask IRIS…"
+                        node_ref=input_ref
+                        readonly=flag(move || !live.get())
+                        prop:value=text(move || chat.draft.get())
+                        on:input:target=move |ev| chat.draft.set(ev.target().value())
+                        on:keydown=move |ev| {
+                            if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
+                                ev.prevent_default();
+                                submit();
+                            }
+                        }
+                    ></textarea>
+                    <button
+                        type="submit"
+                        class="btn btn-primary"
+                        data-testid="chat-send"
+                        disabled=flag(move || {
+                            chat.sending.get() || !live.get() || chat.can_answer.get() != Some(true)
+                                || too_long() || length() == 0
+                        })
+                    >
+                        {text(move || if chat.sending.get() { "Sending…" } else { "Send" }.to_owned())}
+                    </button>
+                </form>
+            })))}
             // A counter once the message nears the limit; past it, Send is off and it says why.
             <p
                 class=text(move || if too_long() { "chat-count chat-count-over" } else { "chat-count" }.to_owned())
@@ -613,7 +625,14 @@ pub fn ChatPanel() -> impl IntoView {
                 })}
             </p>
             {part(move || view_only.get().then(|| any(view! {
-                <p class="chat-view-only" id="chat-view-only" data-testid="chat-view-only">"This device can only view."</p>
+                <p class="chat-view-only" id="chat-view-only" data-testid="chat-view-only">{text(move || {
+                    if chat.unpaired.get() {
+                        "Pair this browser with IRIS to ask it anything."
+                    } else {
+                        "This device can only view."
+                    }
+                    .to_owned()
+                })}</p>
             })))}
             {part(move || {
                 chat.error

@@ -67,7 +67,7 @@ pub fn DevicesPage() -> impl IntoView {
     let push_off = Memo::new(move |_| data.get().and_then(|r| r.ok()).map(|d| d.push_off));
     any(view! {
         <div class="devices-page" data-testid="devices-page">
-            <h2 class="section-title">"Devices"</h2>
+            <h1 class="section-title">"Devices"</h1>
             <Transition fallback=|| any(view! { <p class="page-note">"Loading…"</p> })>
                 {move || Suspend::new(async move {
                     match data.await {

@@ -129,20 +129,21 @@ pub fn DocumentHead(
 
 /// The HTML document around [`App`]: head with the stylesheet (see [`DocumentHead`]), the
 /// title and the hydration scripts (`/pkg/iris.js` and its wasm, or their hashed names), body
-/// with the app. The title is plain HTML, the same on every page: drawn by `App` through
-/// leptos_meta it cost the phone's wasm 4.5 KB gzip (BENCHMARKS.md), for a text that never
-/// changes. It declares both colour schemes (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
+/// with the app. The title is plain HTML naming the page ([`page::document_title`]); drawn by
+/// `App` through leptos_meta it cost the phone's wasm 4.5 KB gzip (BENCHMARKS.md), so the
+/// Activity page sets the waiting count and a card's title into it itself, once live. It declares both colour schemes (`color-scheme: light dark`), so the browser's own parts (form controls, scroll
 /// bars, the page before the style sheet loads) follow the owner's setting as the style
 /// sheet's dark palette does. Pass it to `leptos_axum`'s
 /// `leptos_routes_with_context` as the app function (`move || shell(options.clone())`).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let scripts = page::hydration_options(&options);
+    let title = page::document_title(Page::current().name(), 0);
     view! {
         <!DOCTYPE html>
         <html lang="en">
             <head>
                 <DocumentHead options/>
-                <title>"IRIS approvals"</title>
+                <title>{title}</title>
                 <HydrationScripts options=scripts/>
             </head>
             <body>
@@ -209,7 +210,10 @@ pub fn App() -> impl IntoView {
             if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
                 response.set_status(axum::http::StatusCode::NOT_FOUND);
             }
-            any(view! { <p class="page-note">"This page does not exist."</p> })
+            any(view! {
+                <h1 class="section-title">"Page not found"</h1>
+                <p class="page-note">"This page does not exist."</p>
+            })
         }
     };
 

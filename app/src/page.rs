@@ -54,6 +54,17 @@ impl Page {
         }
     }
 
+    /// The page's name, its `<h1>` and the start of its tab's title: "Activity", "Plugins",
+    /// "Devices", or "Page not found".
+    pub fn name(&self) -> &'static str {
+        match self {
+            Page::Activity(_) => "Activity",
+            Page::Plugins => "Plugins",
+            Page::Devices => "Devices",
+            Page::NotFound => "Page not found",
+        }
+    }
+
     /// The header link this page belongs to (`/activity`, `/plugins`, `/devices`), if any.
     pub fn nav_href(&self) -> Option<&'static str> {
         match self {
@@ -62,6 +73,17 @@ impl Page {
             Page::Devices => Some("/devices"),
             Page::NotFound => None,
         }
+    }
+}
+
+/// A tab's title: what it shows (a page's name, or the card a card's page is about), led by how
+/// many cards wait when any do, so a tab in the background says so: "(2) Activity · IRIS
+/// approvals".
+pub fn document_title(shows: &str, waiting: usize) -> String {
+    if waiting == 0 {
+        format!("{shows} · IRIS approvals")
+    } else {
+        format!("({waiting}) {shows} · IRIS approvals")
     }
 }
 
@@ -160,5 +182,15 @@ mod tests {
         assert_eq!(decode("a%20b+c%E2%80%9C"), "a b+c\u{201c}");
         assert_eq!(decode("100%"), "100%");
         assert_eq!(decode("%zz"), "%zz");
+    }
+
+    #[test]
+    fn a_tab_title_leads_with_the_waiting_count_when_cards_wait() {
+        assert_eq!(document_title("Activity", 0), "Activity · IRIS approvals");
+        assert_eq!(
+            document_title("Trash 3 emails", 2),
+            "(2) Trash 3 emails · IRIS approvals"
+        );
+        assert_eq!(Page::NotFound.name(), "Page not found");
     }
 }

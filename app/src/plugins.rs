@@ -90,7 +90,7 @@ pub fn PluginTables(
 ) -> impl IntoView {
     let empty = list.plugins.is_empty();
     any(view! {
-        <h2 class="section-title">"Plugins"</h2>
+        <h1 class="section-title">"Plugins"</h1>
         <p class="plugins-intro">
             "What each tool may do. A tool marked "
             <span class="badge badge-gate gate-approval">"Approved per call"</span>

@@ -17,6 +17,8 @@ import {
 test('approving runs exactly the call on the card and the chat follows up', async ({ page }) => {
   const problems = watchConsole(page);
   const { card } = await askAndOpenCard(page);
+  // The tab names the card and how many cards wait.
+  await expect(page).toHaveTitle(/^\(\d+\) Trash \d+ emails · IRIS approvals$/);
   await expectDestructiveCard(card);
   await expectExactCall(card);
   await shotBothWidths(page, () => card, 'approve-card');

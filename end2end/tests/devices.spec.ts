@@ -85,6 +85,11 @@ test('a browser pairs through the link, shows on Devices, and is signed out when
     const { id } = await askAndOpenCard(page);
     await expect(tablet.getByText('This browser is not paired with IRIS')).toBeVisible();
     await expect(tablet.getByTestId('device-row')).toHaveCount(0);
+    // Nor is it offered a chat box it could not use: it is told to pair first.
+    await expect(tablet.getByTestId('chat-view-only')).toHaveText(
+      'Pair this browser with IRIS to ask it anything.',
+    );
+    await expect(tablet.getByTestId('chat-input')).toHaveCount(0);
     const card = page.getByTestId(`card-${id}`);
     await card.getByTestId('reject-button').click();
     await expect(card.getByTestId('outcome')).toHaveAttribute('data-status', 'rejected');

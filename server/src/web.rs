@@ -316,13 +316,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let page_backend = backend.clone();
     let fn_backend = backend;
     // The app's pages (app::page::Page says which address shows which): each rendered on the
-    // server, streamed, then hydrated. Any other address falls through to the file handler
+    // server, streamed in order (a page's lists are in the HTML where they belong, so a
+    // browser without JavaScript reads them, never a "Loading…" that scripts were to replace),
+    // then hydrated. Any other address falls through to the file handler
     // below, which renders the app's "does not exist" page with status 404. Leptos' resources
     // spawn on tokio while a page renders (an Err here only says it was set already).
     let _ = any_spawner::Executor::init_tokio();
     // A wasm per set of pages when the site has them (app::page::Bundle).
     let per_page = crate::assets::has_bundle_per_page(&state.leptos);
-    let render = leptos_axum::render_app_to_stream_with_context(
+    let render = leptos_axum::render_app_to_stream_in_order_with_context(
         move || {
             // Every inline script of the page carries this nonce (Leptos' hydration and
             // resource scripts), and the page's Content-Security-Policy allows only it.

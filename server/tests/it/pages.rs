@@ -2,8 +2,10 @@
 //! router, so each page is a document of its own): `/`, `/activity`, `/activity/{id}`,
 //! `/plugins` and `/devices` render their page (200, the header's link to it marked
 //! `aria-current="page"`); any other address says "This page does not exist." with 404. Each
-//! page names its own wasm when the site has one per set of pages (app::page::Bundle), and the
-//! site's one wasm when it has not.
+//! page has one `<h1>` and a title naming it, and its lists in the HTML itself (in-order
+//! streaming: no "Loading…" for a browser without JavaScript). Each page names its own wasm
+//! when the site has one per set of pages (app::page::Bundle), and the site's one wasm when it
+//! has not.
 
 use crate::support;
 
@@ -61,11 +63,26 @@ async fn each_address_shows_its_page_and_any_other_says_it_does_not_exist() {
             "{path}: the header marks {current}"
         );
         assert!(!html.contains("This page does not exist."), "{path}");
+        // One heading names the page, as the tab's title does.
+        let name = match current {
+            "/plugins" => "Plugins",
+            "/devices" => "Devices",
+            _ => "Activity",
+        };
+        assert_eq!(html.matches("<h1").count(), 1, "{path}: one h1");
+        assert!(
+            html.contains(&format!("<title>{name} · IRIS approvals</title>")),
+            "{path}: its title"
+        );
+        // The lists are in the page itself: without JavaScript it never says "Loading…".
+        assert!(!html.contains("Loading…"), "{path}: {html}");
     }
     for path in ["/nope", "/activity/a/b"] {
         let (status, html) = page(&server, path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         assert!(html.contains("This page does not exist."), "{path}: {html}");
+        assert!(html.contains("<title>Page not found · IRIS approvals</title>"));
+        assert!(html.contains(">Page not found</h1>"), "{path}: {html}");
     }
 }
 
