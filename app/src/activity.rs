@@ -217,6 +217,10 @@ impl Older {
         leptos::task::spawn_local(async move {
             match older_approvals(from).await {
                 Ok(page) => {
+                    // The keyboard's focus goes to the first card loaded, not to the page.
+                    if let Some(first) = page.approvals.first() {
+                        crate::history::focus_later(format!("line-{}", first.id));
+                    }
                     self.cards.update(|cards| cards.extend(page.approvals));
                     self.cursor.set(Some(page.next));
                 }

@@ -52,10 +52,27 @@ pub fn HistoryLine(
     // Drawn as a closure over a memo, not `<Show>` (the Activity page's one shape for parts
     // shown on a condition, crate::activity).
     let opened = Memo::new(move |_| open.get());
+    let close_id = id.clone();
     view! {
         {move || {
             if opened.get() {
+                // Open: the card, with a way back to its line; the keyboard's focus goes back
+                // to the line when it closes (and into the card when it opened).
+                let line_id = format!("line-{close_id}");
                 return any(view! {
+                    <button
+                        type="button"
+                        class="history-close"
+                        data-testid=format!("close-{close_id}")
+                        aria-expanded="true"
+                        aria-controls=format!("card-{close_id}")
+                        on:click=move |_| {
+                            open.set(false);
+                            focus_later(line_id.clone());
+                        }
+                    >
+                        "Show less"
+                    </button>
                     <ApprovalCard approval=card.clone() viewer=viewer.clone() focused state/>
                 });
             }
@@ -69,14 +86,19 @@ pub fn HistoryLine(
                     // once hydrated, a plain tap opens the card in place instead.
                     <a
                         class="history-line"
+                        id=format!("line-{id}")
                         href=format!("/activity/{id}")
                         data-testid=format!("line-{id}")
                         aria-expanded="false"
-                        on:click=move |ev: leptos::ev::MouseEvent| {
-                            let modified = ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key();
-                            if ev.button() == 0 && !modified {
-                                ev.prevent_default();
-                                open.set(true);
+                        on:click={
+                            let card_id = format!("card-{id}");
+                            move |ev: leptos::ev::MouseEvent| {
+                                let modified = ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key();
+                                if ev.button() == 0 && !modified {
+                                    ev.prevent_default();
+                                    open.set(true);
+                                    focus_later(card_id.clone());
+                                }
                             }
                         }
                     >
@@ -95,4 +117,22 @@ pub fn HistoryLine(
             }
         }}
     }
+}
+
+/// Moves the keyboard's focus to the element with `id` once the next frame has drawn it (a
+/// card just opened, a line just closed, the first card of a page just loaded), so it is not
+/// dropped to the page.
+pub(crate) fn focus_later(id: String) {
+    #[cfg(feature = "hydrate")]
+    request_animation_frame(move || {
+        use wasm_bindgen::JsCast;
+        if let Some(element) = document()
+            .get_element_by_id(&id)
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            let _ = element.focus();
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
 }

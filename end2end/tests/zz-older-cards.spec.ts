@@ -1,6 +1,7 @@
 // Activity after long use (runs last: it leaves many answered cards behind). The page shows
 // every waiting card and the newest 50 answered ones; "Older cards" loads the next page, once
-// per click, until there is none; an unknown card id says so plainly.
+// per click, until there is none; an opened line closes again; an unknown card id says so
+// plainly.
 import { test, expect } from '@playwright/test';
 import { REQUEST, addDevice, shotBothWidths, watchConsole, openLive } from './helpers';
 
@@ -94,6 +95,12 @@ test('older answered cards load a page at a time; an unknown card says not found
   const opened = list.getByTestId(`card-${lineId}`);
   await expect(opened).toBeVisible();
   await expect(opened).toContainText('seeding older cards');
+  // The keyboard's focus follows into the opened card, and "Show less" closes it back to its
+  // line, with the focus on the line.
+  await expect(opened).toBeFocused();
+  await list.getByTestId(`close-${lineId}`).click();
+  await expect(opened).toHaveCount(0);
+  await expect(list.getByTestId(`line-${lineId}`)).toBeFocused();
   if (total <= 2 * PAGE) {
     await expect(older).toHaveCount(0);
   }
