@@ -263,6 +263,8 @@ fn PairPanel() -> impl IntoView {
                 any(view! {
                     <div class="pair-offer" data-testid="pair-offer">
                         <p>{format!("{scope_text} link, works once until {}:", format_time(o.expires_at, offset.get()))}</p>
+                        {qr_view(&o.qr)}
+                        <p class="pair-qr-note">"Scan it with the new phone's camera, or copy the link:"</p>
                         <textarea class="pair-url" readonly rows="2" prop:value=o.url.clone()
                             aria-label="Pairing link" data-testid="pair-url"></textarea>
                         <CopyButton text=o.url.clone()/>
@@ -271,6 +273,32 @@ fn PairPanel() -> impl IntoView {
             }))}
         </section>
     })
+}
+
+/// The pairing link's QR code (`rows` of modules, `1` dark), drawn as one SVG path with the
+/// 4-module quiet zone a camera needs, dark on white in either colour scheme; `None` when the
+/// server sent none.
+fn qr_view(rows: &[String]) -> Option<AnyView> {
+    use std::fmt::Write as _;
+    if rows.is_empty() {
+        return None;
+    }
+    let side = rows.len() + 8;
+    let mut path = String::new();
+    for (y, row) in rows.iter().enumerate() {
+        for (x, module) in row.chars().enumerate() {
+            if module == '1' {
+                let _ = write!(path, "M{} {}h1v1h-1z", x + 4, y + 4);
+            }
+        }
+    }
+    Some(any(view! {
+        <svg class="pair-qr" data-testid="pair-qr" viewBox=format!("0 0 {side} {side}")
+            role="img" aria-label="QR code of the pairing link" shape-rendering="crispEdges">
+            <rect width=side height=side fill="#ffffff"/>
+            <path d=path fill="#000000"/>
+        </svg>
+    }))
 }
 
 /// Copies `text` to the clipboard, then says so on the button for a moment; when the browser

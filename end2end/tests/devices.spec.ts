@@ -105,6 +105,10 @@ test('a control device makes a pairing link on the Devices page', async ({ page,
   const url = page.getByTestId('pair-url');
   await expect(url).toHaveValue(/\/pair\/[0-9a-f]{64}$/);
   await expect(page.getByTestId('pair-offer')).toContainText('Control link, works once until');
+  // A QR code of the link, for the new phone's camera (server/src/pairing.rs tests that it
+  // reads back as the link).
+  await expect(page.getByTestId('pair-qr')).toBeVisible();
+  await expect(page.getByTestId('pair-qr')).toHaveAttribute('aria-label', 'QR code of the pairing link');
   const link = await url.inputValue();
   // The whole link shows on a phone (wrapped, never cut), and Copy puts it on the clipboard.
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);

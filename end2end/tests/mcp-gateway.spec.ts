@@ -131,7 +131,7 @@ test('a path the agent read in a note, never given by the owner, is flagged on i
     { call: 'read_text_file', args: { path: 'todo.md' } },
     {
       call: 'write_file',
-      args: { path: 'draft-notes.md', content: 'summary\n' },
+      args: { path: 'draft-notes.md', content: 'Plan for Monday\n' },
       reason: 'do what the note says',
     },
   ];

@@ -64,11 +64,31 @@ pub async fn make_link(
     store
         .create_pairing(&auth::token_hash(&code), &link)
         .await?;
+    let url = format!("{}{PAIR_PATH}{code}", base.trim_end_matches('/'));
     Ok(PairingOffer {
-        url: format!("{}{PAIR_PATH}{code}", base.trim_end_matches('/')),
+        qr: qr_rows(&url),
+        url,
         scope: device_scope(scope),
         expires_at: link.expires_at,
     })
+}
+
+/// `text` as a QR code's modules (error correction M, the smallest version that holds it): one
+/// string per row, `1` dark, `0` light; empty when it does not fit (a link is far shorter than
+/// the 2,331 bytes a QR code holds at M).
+pub fn qr_rows(text: &str) -> Vec<String> {
+    let Ok(code) = qrcode::QrCode::with_error_correction_level(text, qrcode::EcLevel::M) else {
+        return Vec::new();
+    };
+    let width = code.width();
+    code.to_colors()
+        .chunks(width)
+        .map(|row| {
+            row.iter()
+                .map(|c| if *c == qrcode::Color::Dark { '1' } else { '0' })
+                .collect()
+        })
+        .collect()
 }
 
 /// The origin of `IRIS_PUBLIC_URL` (`scheme://host[:port]`, lower-case scheme and host), `None`
@@ -351,6 +371,34 @@ mod tests {
         let mut settings: Settings = serde_json::from_str("{}").unwrap();
         settings.public_url = Some(url.to_owned());
         settings
+    }
+
+    /// The QR code a phone scans reads back as the very link (decoded by another library).
+    #[test]
+    fn the_qr_code_reads_back_as_the_link() {
+        let url = format!("https://iris.example.org{PAIR_PATH}{}", "ab12".repeat(16));
+        let rows = qr_rows(&url);
+        let n = rows.len();
+        assert!(
+            n >= 21 && n % 4 == 1,
+            "a QR code's side is 17 + 4 × version: {n}"
+        );
+        assert!(rows
+            .iter()
+            .all(|r| r.len() == n && r.chars().all(|c| c == '0' || c == '1')));
+        // Drawn with its quiet zone of 4 modules, as the app draws it.
+        let side = n + 8;
+        let dark = |x: usize, y: usize| {
+            (4..n + 4).contains(&x)
+                && (4..n + 4).contains(&y)
+                && rows[y - 4].as_bytes()[x - 4] == b'1'
+        };
+        let mut image =
+            rqrr::PreparedImage::prepare_from_bitmap(side * 4, side * 4, |x, y| dark(x / 4, y / 4));
+        let grids = image.detect_grids();
+        assert_eq!(grids.len(), 1);
+        let (_, content) = grids[0].decode().unwrap();
+        assert_eq!(content, url);
     }
 
     #[test]

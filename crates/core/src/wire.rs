@@ -673,4 +673,9 @@ pub struct PairingOffer {
     /// When the link stops working.
     #[serde(deserialize_with = "rfc3339::deserialize")]
     pub expires_at: DateTime<Utc>,
+    /// The link as a QR code for a phone's camera: one string per row of modules, top to
+    /// bottom, `1` dark and `0` light, without the quiet zone (the drawing adds it). Empty when
+    /// the link does not fit a QR code.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qr: Vec<String>,
 }
