@@ -235,8 +235,10 @@ impl Older {
     /// Loads again, from `from` (the fresh first page's cursor), every answered card of the
     /// range the loaded pages cover, and shows those instead: a card that entered that range
     /// since (one answered elsewhere after it waited: its place is by when it was made) shows
-    /// there, and none shows twice (README: every row once while rows change). Skipped while a page loads; dropped when a page was loaded meanwhile (the next
-    /// refresh covers it) or a read fails (the cards shown stay).
+    /// there, and none shows twice (README: every row once while rows change); once the last
+    /// page was loaded, every card to the end. Skipped while a page loads; dropped when a page
+    /// was loaded meanwhile (the next refresh covers it) or a read fails (the cards shown
+    /// stay).
     fn refresh(self, from: Option<String>) {
         let Some(boundary) = self
             .cards
@@ -248,6 +250,9 @@ impl Older {
             return;
         }
         let cursor = self.cursor.get_untracked();
+        // Once the last page was loaded the range runs to the end: a card older than every
+        // loaded one (answered elsewhere after it waited) belongs at the bottom, not nowhere.
+        let to_the_end = cursor == Some(None);
         leptos::task::spawn_local(async move {
             let mut cards = Vec::new();
             let mut from = from;
@@ -255,14 +260,15 @@ impl Older {
                 let Ok(page) = older_approvals(before).await else {
                     return;
                 };
-                let reached = page
-                    .approvals
-                    .last()
-                    .is_none_or(|a| (a.created_at, a.id.clone()) <= boundary);
+                let reached = !to_the_end
+                    && page
+                        .approvals
+                        .last()
+                        .is_none_or(|a| (a.created_at, a.id.clone()) <= boundary);
                 cards.extend(
                     page.approvals
                         .into_iter()
-                        .filter(|a| (a.created_at, a.id.clone()) >= boundary),
+                        .filter(|a| to_the_end || (a.created_at, a.id.clone()) >= boundary),
                 );
                 from = if reached { None } else { page.next };
             }

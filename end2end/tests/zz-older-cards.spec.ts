@@ -3,7 +3,7 @@
 // per click, until there is none; an opened line closes again; an unknown card id says so
 // plainly.
 import { test, expect } from '@playwright/test';
-import { REQUEST, addDevice, shotBothWidths, watchConsole, openLive } from './helpers';
+import { REQUEST, addDevice, shot, shotBothWidths, watchConsole, openLive } from './helpers';
 
 const PAGE = 50;
 
@@ -62,6 +62,14 @@ test('older answered cards load a page at a time; an unknown card says not found
     await older.scrollIntoViewIfNeeded({ timeout: 2_000 });
   }).toPass({ timeout: 15_000 });
   await shotBothWidths(page, () => page.locator('.older'), 'activity-older');
+  // On a phone a line's title has the whole width, its badges under it.
+  await page.setViewportSize({ width: 375, height: 800 });
+  const line = cards.first();
+  const title = (await line.locator('.history-title').boundingBox())!;
+  const badge = (await line.locator('.history-badges').boundingBox())!;
+  expect(badge.y).toBeGreaterThanOrEqual(title.y + title.height - 1);
+  await shot(cards.nth(1), 'history-lines-375');
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   // Two quick taps load one page, not two copies of it.
   await older.dblclick();
