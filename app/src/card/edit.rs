@@ -1,8 +1,8 @@
 //! Editing a call before approving it (docs/adr/0122-shaping-a-call.md): once the page is live,
 //! a card whose call has fields the owner may edit (`card.editable`: a reply's To, Subject and
 //! Body) gets "Edit". The fields open in a form, prefilled with the pinned call; "Review" opens
-//! the usual confirm dialog, which shows each changed field against the model's version, and
-//! its confirm approves the edited call. The server checks the edit as it checks the model's
+//! the usual confirm dialog, which shows each changed field against the model's version (a text
+//! of several lines as a line diff), and its confirm approves the edited call. The server checks the edit as it checks the model's
 //! call; a refusal shows on the card, which keeps waiting.
 
 use std::collections::BTreeMap;
@@ -78,10 +78,92 @@ pub(super) fn dialog_terms(
     let mut lines = Vec::new();
     for (field, value) in &edits {
         lines.push(format!("{} (edited by you):", label(field)));
-        lines.push(format!("was: {}", shown(args.get(field))));
-        lines.push(format!("now: {}", shown(Some(value))));
+        let (was, now) = (shown(args.get(field)), shown(Some(value)));
+        match line_diff(&was, &now) {
+            Some(diff) => lines.extend(diff),
+            None => {
+                lines.push(format!("was: {was}"));
+                lines.push(format!("now: {now}"));
+            }
+        }
     }
     Some((format!("{action} as edited"), lines))
+}
+
+/// The most lines a text may have on either side for [`line_diff`] (its table is one cell per
+/// pair of lines).
+const DIFF_LINES: usize = 400;
+
+/// A text of several lines against its edited version, line by line as a diff reads ("  kept",
+/// "- removed", "+ added", in order; a longest common run of lines kept); `None` for one-line
+/// texts (said as was/now) or longer than [`DIFF_LINES`].
+fn line_diff(was: &str, now: &str) -> Option<Vec<String>> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (was.lines().collect(), now.lines().collect());
+    if (a.len() < 2 && b.len() < 2) || a.len() > DIFF_LINES || b.len() > DIFF_LINES {
+        return None;
+    }
+    // kept[i][j]: the longest run of lines kept in a[i..] and b[j..].
+    let mut kept = vec![vec![0u16; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            kept[i][j] = if a[i] == b[j] {
+                kept[i + 1][j + 1] + 1
+            } else {
+                kept[i + 1][j].max(kept[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut diff) = (0, 0, Vec::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            diff.push(format!("  {}", a[i]));
+            (i, j) = (i + 1, j + 1);
+        } else if i < a.len() && (j == b.len() || kept[i + 1][j] >= kept[i][j + 1]) {
+            // Removed lines before the added ones that replace them, as a diff reads.
+            diff.push(format!("- {}", a[i]));
+            i += 1;
+        } else {
+            diff.push(format!("+ {}", b[j]));
+            j += 1;
+        }
+    }
+    Some(diff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_diff;
+
+    use super::DIFF_LINES;
+
+    #[test]
+    fn a_body_is_told_line_by_line_and_a_line_as_was_and_now() {
+        let was = "Hi Anna,\n\nThursday works for me.\n\nRobin";
+        let now = "Hi Anna,\n\nThursday works, and I will bring the salad.\n\nRobin";
+        assert_eq!(
+            line_diff(was, now).unwrap(),
+            vec![
+                "  Hi Anna,",
+                "  ",
+                "- Thursday works for me.",
+                "+ Thursday works, and I will bring the salad.",
+                "  ",
+                "  Robin",
+            ]
+        );
+        assert_eq!(line_diff("Re: Lunch", "Re: Dinner"), None);
+        assert_eq!(
+            line_diff("a\nb", "a\nb\nc").unwrap(),
+            vec!["  a", "  b", "+ c"]
+        );
+        assert_eq!(
+            line_diff("a\nb\nc", "c").unwrap(),
+            vec!["- a", "- b", "  c"]
+        );
+        let long = "x\n".repeat(DIFF_LINES + 1);
+        assert_eq!(line_diff(&long, "y\nz"), None);
+    }
+
 }
 
 /// "Edit" on a live card that may be edited, and the form it opens.
