@@ -163,7 +163,6 @@ mod tests {
         let long = "x\n".repeat(DIFF_LINES + 1);
         assert_eq!(line_diff(&long, "y\nz"), None);
     }
-
 }
 
 /// "Edit" on a live card that may be edited, and the form it opens.

@@ -1,7 +1,8 @@
 //! The calendar plugin through the whole server, on a real vdir folder: a `delete_events` card
 //! is made from the calendar itself (never the model's words), approving deletes exactly the
 //! pinned events once, an event changed after the card is left alone ("changed since you saw
-//! it"), and "undo that" puts the deleted files back byte for byte, once.
+//! it"), and "undo that" puts the deleted files back byte for byte, once; approving one of
+//! two events deletes only it, and the card's undo puts it back.
 
 use crate::support;
 
@@ -187,6 +188,67 @@ async fn a_delete_card_comes_from_the_calendar_and_undo_puts_the_files_back() {
             "displayname",
             "standup.ics"
         ]
+    );
+}
+
+/// Approving one of the two dentist events (docs/adr/0122-shaping-a-call.md): only it is
+/// deleted, once; the other stays byte for byte; the card's undo puts exactly that one back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_one_of_two_events_deletes_only_it_and_the_undo_puts_it_back() {
+    let folder = calendar();
+    let model = ModelServer::start(SCRIPT).await;
+    let server = TestApp::with_model(&model)
+        .calendar_folder("personal", folder.path())
+        .background()
+        .start()
+        .await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
+    let before = files(folder.path());
+    let (s, halted) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "delete dentist"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let path = format!("/governance/approvals/{id}");
+    let row = client.get(&path, &control).await;
+    assert_eq!(row["card"]["items_arg"], "ids", "{row}");
+    // Line 0 is "Dentist", line 1 "Dentist follow-up": keep the follow-up only.
+    let (s, body) = client
+        .post(
+            &format!("{path}/respond"),
+            Some(&control),
+            json!({"decision": "approve", "items": [1]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    client.wait_execution(&id, &control, "executed").await;
+    assert_eq!(
+        files(folder.path()),
+        ["dentist.ics", "displayname", "standup.ics"],
+        "only the follow-up is deleted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folder.path().join("home/dentist.ics")).unwrap(),
+        DENTIST,
+        "the event left out is untouched"
+    );
+    let row = client.get(&path, &control).await;
+    assert_eq!(row["approved_items"], json!([1]), "{row}");
+
+    let (s, body) = client
+        .post(&format!("{path}/undo"), Some(&control), json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(files(folder.path()), before);
+    assert_eq!(
+        std::fs::read_to_string(folder.path().join("home/dentist-follow-up.ics")).unwrap(),
+        DENTIST_FOLLOW_UP,
+        "put back byte for byte"
     );
 }
 

@@ -2,7 +2,8 @@
 //! `quarantine_files` card is made from the disk (never the model's words), approving moves
 //! exactly the pinned entries once into the root's quarantine, an entry changed after the card
 //! is left alone ("changed since you saw it"), the Plugins page counts the quarantine, and "undo
-//! that" moves them back, once. Then the same under kill -9 at the plugin's own failpoints
+//! that" moves them back, once; approving one of two logs moves only it, and the card's undo
+//! brings it back. Then the same under kill -9 at the plugin's own failpoints
 //! (between the journal row and the move, and between the move and its flush): the call is
 //! `unknown`, never run again, the card says where each file is now, and its undo restores
 //! those in quarantine.
@@ -186,6 +187,76 @@ async fn a_quarantine_card_comes_from_the_disk_and_undo_moves_the_files_back() {
             .unwrap()
             .contains("restored already"),
         "a batch is restored once: {again}"
+    );
+}
+
+/// Approving one of the two logs (docs/adr/0122-shaping-a-call.md): only it moves into
+/// quarantine, once; the other stays byte for byte; the row pins the narrowed call; the card's
+/// undo moves exactly that one back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approving_one_of_two_logs_moves_only_it_and_the_undo_brings_it_back() {
+    let root = folder();
+    let model = ModelServer::start(SCRIPT).await;
+    let server = TestApp::with_model(&model)
+        .files_root("downloads", root.path())
+        .background()
+        .start()
+        .await;
+    let control = server.add_device("phone", Scope::Control).await;
+    let client = server.client().await;
+    let (s, halted) = client
+        .post(
+            "/api/chat",
+            Some(&control),
+            json!({"message": "clean up logs/*.log"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{halted}");
+    let id = halted["approval_id"].as_str().unwrap().to_string();
+    let path = format!("/governance/approvals/{id}");
+    let row = client.get(&path, &control).await;
+    assert_eq!(row["card"]["items_arg"], "paths", "{row}");
+
+    let (s, body) = client
+        .post(
+            &format!("{path}/respond"),
+            Some(&control),
+            json!({"decision": "approve", "items": [1]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    client.wait_execution(&id, &control, "executed").await;
+    let after = tree(root.path());
+    assert!(after.contains(&"logs/a.log".to_string()), "{after:?}");
+    assert!(after.contains(&"photo.jpg".to_string()), "{after:?}");
+    assert!(!after.contains(&"logs/b.log".to_string()), "{after:?}");
+    let moved: Vec<&String> = after
+        .iter()
+        .filter(|p| p.starts_with(".iris-quarantine/"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{after:?}");
+    assert!(moved[0].ends_with("/logs/b.log"), "{after:?}");
+    assert_eq!(
+        std::fs::read(root.path().join("logs/a.log")).unwrap(),
+        b"first log\n",
+        "the log left out is untouched"
+    );
+    let row = client.get(&path, &control).await;
+    assert_eq!(row["approved_items"], json!([1]), "{row}");
+    assert_eq!(
+        row["decided_call"]["args"]["paths"],
+        json!(["downloads/logs/b.log"]),
+        "{row}"
+    );
+
+    let (s, body) = client
+        .post(&format!("{path}/undo"), Some(&control), json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    assert_eq!(tree(root.path()), ["logs/a.log", "logs/b.log", "photo.jpg"]);
+    assert_eq!(
+        std::fs::read(root.path().join("logs/b.log")).unwrap(),
+        b"second log\n"
     );
 }
 
