@@ -113,16 +113,9 @@ pub fn status_label(status: ApprovalStatus) -> &'static str {
     }
 }
 
-/// At most `max` characters of `text`, with "…" as the last of them when cut: how a surface
-/// with little room (a terminal column, a Telegram message) shortens a title or a line.
-pub fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
+/// `text` cut to at most `max` characters, ending in "…" when cut (the one rule, in the wire
+/// crate the server shares).
+pub use iris_core::wire::clip;
 
 /// The lapse notice every surface shows for an expired row, in plain words (DESIGN §3
 /// step 9): that the request lapsed, when, and that nothing was done. `when` is the row's

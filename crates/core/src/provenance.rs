@@ -16,7 +16,7 @@ use crate::manifest::{ToolSpec, Untrusted};
 use crate::model::Message;
 use crate::plugin::Plugin;
 use crate::toolbox::Toolbox;
-use crate::wire::CardFlag;
+use crate::wire::{clip, CardFlag};
 
 /// The most steps a card's trail tells; earlier ones are counted in one sentence.
 pub const MAX_STEPS: usize = 20;
@@ -334,16 +334,6 @@ fn contains_whole(haystack: &str, needle: &str) -> bool {
         from = start + needle.chars().next().map_or(1, char::len_utf8);
     }
     false
-}
-
-/// `text` cut to at most `max` characters, ending in "…" when cut.
-pub fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut clipped: String = text.chars().take(max.saturating_sub(1)).collect();
-    clipped.push('…');
-    clipped
 }
 
 #[cfg(test)]

@@ -23,6 +23,17 @@ mod undo;
 
 pub use answer::{Assertion, RespondRequest};
 pub use audit::{AuditEntry, AuditKind, AuditList};
+/// `text` cut to at most `max` characters, ending in "…" when cut: how every surface shortens a
+/// card's text (the server's trail and flags, the app, Telegram).
+pub fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 pub use card::{Card, CardFlag, CardOverlap, OverlapState, RunningJob};
 pub use decided::DecidedCall;
 pub use located::{Located, LocatedItem};
