@@ -30,6 +30,9 @@ pub struct PasskeyItem {
         deserialize_with = "iris_core::wire::rfc3339::deserialize_option"
     )]
     pub last_used_at: Option<DateTime<Utc>>,
+    /// Its public key's fingerprint (`SHA256:…`), what `iris audit verify --credential` pins.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
 }
 
 /// `GET /api/passkeys`'s answer.
@@ -250,6 +253,11 @@ pub fn PasskeyPanel(
                                         " by " {p.added_by.clone()} " · last used "
                                         {text(move || last.map(|t| format_time(t, offset.get())).unwrap_or_else(|| "never".into()))}
                                     </p>
+                                    {p.fingerprint.clone().map(|fp| any(view! {
+                                        <p class="device-times passkey-fingerprint" data-testid="passkey-fingerprint">
+                                            "Key " <code>{fp}</code>
+                                        </p>
+                                    }))}
                                     {can_manage.then(|| any(view! {
                                         <div class="device-actions">
                                             <button class="btn btn-quiet" type="button" data-testid="passkey-remove"

@@ -5,8 +5,11 @@
 // another. This spec runs against its own server (playwright.config.ts, "passkeys"):
 // IRIS_PUBLIC_URL=http://localhost:PORT (WebAuthn refuses an IP address) and
 // IRIS_PASSKEY_REQUIRED=destructive.
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
-import { PASSKEY_URL, pageShots, REQUEST, watchConsole, openLive } from './helpers';
+import { IRIS_BIN, irisCli, PASSKEY_URL, pageShots, REQUEST, watchConsole, openLive } from './helpers';
 
 test.use({ baseURL: PASSKEY_URL });
 
@@ -79,6 +82,7 @@ test('a card that needs the passkey is approved with it, once, and never without
   await expect(panel.getByTestId('passkey-row')).toHaveCount(1);
   await expect(panel.getByTestId('passkey-row')).toContainText('This laptop');
   await expect(panel.getByTestId('passkey-row')).toContainText('last used never');
+  await expect(panel.getByTestId('passkey-fingerprint')).toContainText(/Key SHA256:\S{43}/);
   expect(await key.credentials()).toHaveLength(1);
   await pageShots(page, 'passkeys-devices');
 
@@ -98,6 +102,27 @@ test('a card that needs the passkey is approved with it, once, and never without
   await expect
     .poll(async () => (await row(page, id)).execution)
     .toBe('executed');
+  // The consent bundle (docs/adr/0124-signed-consent.md): exported at the server, checked with
+  // no database, pinned to the fingerprint `iris passkeys list` shows; Chromium's signature
+  // covers exactly this approval, and a changed signed field fails with exit 12.
+  const db = { IRIS_DATABASE_URL: `sqlite://${path.join(process.env.IRIS_E2E_RUN_DIR!, 'passkeys', 'iris.db')}` };
+  const fingerprint = irisCli(['passkeys', 'list'], db).match(/SHA256:\S+/)![0];
+  // Devices shows the same fingerprint, so the owner can note it where they keep their key.
+  const shown = await (await page.request.get('/api/passkeys')).json();
+  expect(shown.passkeys[0].fingerprint).toBe(fingerprint);
+  const bundleFile = path.join(process.env.IRIS_E2E_RUN_DIR!, 'passkeys', `bundle-${id}.json`);
+  irisCli(['audit', 'export', id, '--out', bundleFile], db);
+  const verify = (file: string) =>
+    spawnSync(IRIS_BIN, ['audit', 'verify', '--bundle', file, '--credential', fingerprint], { encoding: 'utf8' });
+  const verified = verify(bundleFile);
+  expect(verified.status, verified.stdout + verified.stderr).toBe(0);
+  expect(verified.stdout).toContain('approved by passkey "This laptop"');
+  const bundle = JSON.parse(fs.readFileSync(bundleFile, 'utf8'));
+  expect(bundle.passkey.fingerprint).toBe(fingerprint);
+  bundle.approval.id = `${bundle.approval.id}x`;
+  const forgedFile = `${bundleFile}.forged`;
+  fs.writeFileSync(forgedFile, JSON.stringify(bundle));
+  expect(verify(forgedFile).status).toBe(12);
   const audit = await (await page.request.get(`/api/audit?approval_id=${id}`)).json();
   const decisions = audit.entries.filter((e: { kind: string }) => e.kind === 'decision');
   expect(decisions).toHaveLength(1);

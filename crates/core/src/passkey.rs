@@ -16,6 +16,8 @@
 //!   transaction ([`crate::approvals::respond`]); the cryptography sits behind [`PasskeyCheck`]
 //!   (the server implements it with `webauthn-rs`), so the core stays free of it.
 
+pub mod consent;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -115,9 +117,13 @@ pub struct Ceremony {
     pub approval_id: Option<String>,
     /// For [`CeremonyPurpose::Approve`]: the approval's call hash when the challenge was made.
     pub call_hash: Option<String>,
-    /// The verifier's own state for this challenge (opaque JSON text: for `webauthn-rs`, its
-    /// serialised registration or authentication state, which holds the challenge).
+    /// The verifier's own state for this challenge (opaque JSON text: for registrations,
+    /// `webauthn-rs`'s serialised state; for the others, the challenge and the credentials it
+    /// allows).
     pub state: String,
+    /// For an approve made under [`consent::CONSENT_RULE`]: the nonce its challenge was derived
+    /// with (base64url, unpadded); `None` for other purposes and for approves made before.
+    pub nonce: Option<String>,
     /// The device that asked for it.
     pub device: String,
     /// When it was made.
@@ -237,21 +243,30 @@ pub enum PasskeyRefusal {
 /// core only calls it). Pure: it reads nothing and writes nothing.
 pub trait PasskeyCheck: Send + Sync {
     /// Verifies `credential` (a `PublicKeyCredential` JSON) against an authentication
-    /// ceremony's `state` ([`Ceremony::state`]): challenge, origin, relying party, signature,
-    /// user verification, and the counter against the state's credentials.
+    /// ceremony's `state` ([`Ceremony::state`]): WebAuthn §7.2's checks of the challenge, origin,
+    /// relying party, signature, user verification and counter, for one of the credentials the
+    /// state allows. `challenge` is the one the answer must carry when the caller derives it
+    /// (an approve's consent challenge, [`consent`]); `None` takes the one the state recorded
+    /// (proofs, and approvals made before consent challenges).
     ///
     /// # Errors
     /// [`PasskeyRefusal::NotVerified`] without user verification, [`PasskeyRefusal::Invalid`]
     /// for anything else that does not verify.
-    fn verify(&self, state: &str, credential: &Value) -> Result<VerifiedAssertion, PasskeyRefusal>;
+    fn verify(
+        &self,
+        state: &str,
+        challenge: Option<&[u8]>,
+        credential: &Value,
+    ) -> Result<VerifiedAssertion, PasskeyRefusal>;
 
-    /// An authentication challenge for `passkeys` (their stored keys, [`PasskeyRecord::key`]):
+    /// An authentication challenge for `passkeys` (their stored keys, [`PasskeyRecord::key`])
+    /// carrying `challenge` (32 bytes: an approve's consent challenge, or random for a proof):
     /// the options the browser's `navigator.credentials.get` takes (`{"publicKey": {...}}`)
     /// and the verifier's state to store with the ceremony.
     ///
     /// # Errors
     /// A sentence: passkeys are off, or a stored key does not parse.
-    fn challenge(&self, passkeys: &[String]) -> Result<(Value, String), String>;
+    fn challenge(&self, passkeys: &[String], challenge: &[u8]) -> Result<(Value, String), String>;
 
     /// Why passkeys are off here, or `None` when they are on.
     fn off_reason(&self) -> Option<String>;
@@ -263,7 +278,9 @@ pub trait PasskeyCheck: Send + Sync {
 
 /// The passkey a decision used, written in the decision's commit: its ceremony is marked used
 /// (compare-and-set: unused, unlapsed, for this approval and call hash) and the passkey's
-/// counter and last use updated (compare-and-set: not removed).
+/// counter and last use updated (compare-and-set: not removed, and the stored counter below
+/// the new one unless both are zero, so two overlapping ceremonies never lower it: the later
+/// commit of a lower counter is refused, WebAuthn §7.2 step 22).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PasskeyUse {
     /// The ceremony answered.
@@ -272,6 +289,8 @@ pub struct PasskeyUse {
     pub credential_id: String,
     /// Its stored credential with the new counter.
     pub key: String,
+    /// The assertion's signature counter (0 for authenticators that keep none).
+    pub counter: u32,
     /// When.
     pub at: DateTime<Utc>,
 }
@@ -314,6 +333,7 @@ mod tests {
             approval_id: (purpose == CeremonyPurpose::Approve).then(|| "a1".into()),
             call_hash: (purpose == CeremonyPurpose::Approve).then(|| "h1".into()),
             state: "{}".into(),
+            nonce: None,
             device: "laptop".into(),
             created_at: at,
             expires_at: at + chrono::Duration::seconds(CEREMONY_SECS),

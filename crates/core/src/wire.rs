@@ -199,6 +199,16 @@ pub enum Decision {
     Reject,
 }
 
+impl Decision {
+    /// The contract's spelling: `approve` or `reject`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        }
+    }
+}
+
 /// One approval row as the API returns it (DESIGN §7 "Approval").
 ///
 /// `result` and `resume_error` extend the contract: the outcome the card shows after execution

@@ -13,7 +13,7 @@ use crate::writes::finish_cas;
 use crate::{timestamp_text, Store};
 
 const CEREMONY_COLUMNS: &str =
-    "id, purpose, approval_id, call_hash, state, device, created_at, expires_at, used_at";
+    "id, purpose, approval_id, call_hash, state, nonce, device, created_at, expires_at, used_at";
 
 const PASSKEY_COLUMNS: &str =
     "id, credential_id, name, key, added_by, created_at, last_used_at, removed_at";
@@ -28,6 +28,7 @@ fn ceremony_from_row<R: ColumnRead>(row: &R) -> Result<Ceremony, StoreError> {
         approval_id: c.opt_text("approval_id")?,
         call_hash: c.opt_text("call_hash")?,
         state: c.text("state")?,
+        nonce: c.opt_text("nonce")?,
         device: c.text("device")?,
         created_at: c.time("created_at")?,
         expires_at: c.time("expires_at")?,
@@ -75,7 +76,9 @@ impl Store {
 
     /// Uses a ceremony and updates its passkey in `tx`, each by compare-and-set: the ceremony
     /// unused, unlapsed by the store's time source, of the purpose and binding asked; the
-    /// passkey not removed. Either refusal ends the unit with nothing written.
+    /// passkey not removed and its stored signature counter below the new one unless both are
+    /// zero (WebAuthn §7.2 step 22: two overlapping ceremonies never lower it). Either refusal
+    /// ends the unit with nothing written.
     pub(crate) async fn use_passkey(
         &self,
         tx: &mut WriteTx,
@@ -103,12 +106,14 @@ impl Store {
         .await?;
         tx.exec_cas(
             Stmt::new(
-                "UPDATE passkeys SET key = $1, last_used_at = $2 \
-                 WHERE credential_id = $3 AND removed_at IS NULL",
+                "UPDATE passkeys SET key = $1, last_used_at = $2, sign_count = $4 \
+                 WHERE credential_id = $3 AND removed_at IS NULL \
+                 AND (sign_count < $4 OR (sign_count = 0 AND $4 = 0))",
             )
             .text(&used.key)
             .text(&timestamp_text(used.at))
-            .text(&used.credential_id),
+            .text(&used.credential_id)
+            .int(i64::from(used.counter)),
             "recording a passkey's use",
         )
         .await
@@ -174,7 +179,7 @@ impl PasskeyStore for Store {
     async fn start_ceremony(&self, ceremony: &Ceremony) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO passkey_ceremonies (id, purpose, approval_id, call_hash, state, device, \
-             created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             created_at, expires_at, nonce) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(&ceremony.id)
         .bind(ceremony.purpose.as_str())
@@ -184,6 +189,7 @@ impl PasskeyStore for Store {
         .bind(&ceremony.device)
         .bind(timestamp_text(ceremony.created_at))
         .bind(timestamp_text(ceremony.expires_at))
+        .bind(ceremony.nonce.as_deref())
         .execute(&self.pool)
         .await
         .map_err(crate::rows::backend("storing a passkey ceremony"))?;

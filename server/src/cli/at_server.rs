@@ -1,6 +1,7 @@
-//! `iris passkeys list|remove` and `iris audit verify`: run at the server against its database
-//! (like `iris devices`), the recovery path when the owner's passkeys are lost and the later
-//! check of who approved what (ADR-0118 decision 4).
+//! `iris passkeys list|remove` and `iris audit export|verify`: run at the server against its
+//! database (like `iris devices`), the recovery path when the owner's passkeys are lost and the
+//! later check of who approved what (ADR-0118 decision 4, docs/adr/0124-signed-consent.md);
+//! `iris audit verify --bundle` needs no database.
 
 use anyhow::{bail, Context};
 use chrono::Utc;
@@ -8,13 +9,15 @@ use clap::Subcommand;
 use iris_core::ports::{PasskeyChange, PasskeyStore};
 
 use crate::config::Settings;
-use crate::passkeys::verify::{verify, Verdict};
-use crate::passkeys::Passkeys;
+use crate::passkeys::bundle::{self, BundleVerdict};
+use crate::passkeys::key::CredentialKey;
+use crate::passkeys::verify::verify;
 
 /// `iris passkeys …`.
 #[derive(Subcommand)]
 pub enum PasskeysCommand {
-    /// List the owner's passkeys: id, name, added (when, by which device), last used.
+    /// List the owner's passkeys: id, name, added (when, by which device), last used, and the
+    /// key's fingerprint (what `iris audit verify --credential` pins).
     List {
         /// Also list removed passkeys (kept so old decisions can still be verified).
         #[arg(long)]
@@ -31,12 +34,34 @@ pub enum PasskeysCommand {
 /// `iris audit …`.
 #[derive(Subcommand)]
 pub enum AuditCommand {
-    /// Check the passkey of an approval's decision again from its audit entry (the signature
-    /// against the challenge recorded for that approval and call hash, and the passkey's stored
-    /// public key), and print which passkey approved which call. Exits 1 when it does not verify.
-    Verify {
+    /// Print an approval's consent bundle as JSON (at the server, from its database): the
+    /// request's terms, the decision, the call that ran, and the passkey's public key,
+    /// fingerprint, authenticator data, client data and signature (`"passkey": null` when no
+    /// passkey approved it). A bundle holds personal data: subjects, addresses, file names.
+    Export {
         /// The approval id.
         id: String,
+        /// Write the bundle to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
+    /// Check that an owner's passkey signed exactly this call and decision: from the database
+    /// with ID, or from a bundle file with --bundle (no database or server needed). Exits 0
+    /// when the signature covers the call that ran and the decision, 11 when no passkey signed
+    /// it, 12 when anything does not match; prints which fields are signed and which are only
+    /// recorded.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["id", "bundle"])))]
+    Verify {
+        /// The approval id (checked from the server's database, its key pinned by the stored
+        /// passkey).
+        id: Option<String>,
+        /// A bundle from `iris audit export`.
+        #[arg(long, value_name = "FILE")]
+        bundle: Option<std::path::PathBuf>,
+        /// The fingerprint the passkey must have (`SHA256:…`, as `iris passkeys list` shows
+        /// it); without it the bundle's own key is trusted and the output says so.
+        #[arg(long, value_name = "FINGERPRINT")]
+        credential: Option<String>,
     },
 }
 
@@ -77,8 +102,12 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
                     .removed_at
                     .map(|t| format!("\tremoved {}", t.to_rfc3339()))
                     .unwrap_or_default();
+                // The fingerprint `iris audit verify --credential` pins.
+                let fingerprint = CredentialKey::from_stored(&p.key)
+                    .map(|(key, _)| key.fingerprint())
+                    .unwrap_or_else(|why| format!("(no fingerprint: {why})"));
                 println!(
-                    "{}\t{}\tadded {} by {}\tlast used {}{removed}",
+                    "{}\t{}\tadded {} by {}\tlast used {}\tkey {fingerprint}{removed}",
                     p.id,
                     super::render::printable(&p.name),
                     p.created_at.to_rfc3339(),
@@ -104,21 +133,51 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `iris audit verify ID`.
+/// Runs `iris audit export|verify`. `verify` ends the process with its verdict's exit code
+/// (0 signed and matching, 11 not signed, 12 mismatch).
 ///
 /// # Errors
-/// When the database cannot be opened, the approval does not exist, or its passkey does not
-/// verify.
+/// When the database cannot be opened, the approval does not exist, or the bundle cannot be
+/// read.
 pub async fn audit(command: AuditCommand) -> anyhow::Result<()> {
-    let AuditCommand::Verify { id } = command;
-    let settings = Settings::load().context("reading settings (iris.toml, IRIS_*)")?;
-    let passkeys = Passkeys::from_settings(&settings)?;
-    let store = server_store().await?;
-    match verify(&store, &passkeys, &id).await? {
-        Verdict::Verified(line) | Verdict::NoPasskey(line) => {
-            println!("{line}");
+    match command {
+        AuditCommand::Export { id, out } => {
+            let store = server_store().await?;
+            let bundle = bundle::export(&store, &id).await?;
+            let text = serde_json::to_string_pretty(&bundle)? + "\n";
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, text)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    eprintln!(
+                        "wrote the consent bundle of approval `{id}` to {} (it holds personal \
+                         data: subjects, addresses)",
+                        path.display()
+                    );
+                }
+                None => print!("{text}"),
+            }
             Ok(())
         }
-        Verdict::Failed(why) => bail!("{why}"),
+        AuditCommand::Verify {
+            id,
+            bundle: file,
+            credential,
+        } => {
+            let verdict = match (id, file) {
+                (_, Some(path)) => bundle::verify(&bundle::read(&path)?, credential.as_deref()),
+                (Some(id), None) => {
+                    let store = server_store().await?;
+                    verify(&store, &id, credential.as_deref()).await?
+                }
+                (None, None) => bail!("give an approval id or --bundle FILE"),
+            };
+            match &verdict {
+                BundleVerdict::Verified(lines) => lines.iter().for_each(|l| println!("{l}")),
+                BundleVerdict::NotSigned(why) => println!("not signed: {why}"),
+                BundleVerdict::Mismatch(why) => println!("MISMATCH: {why}"),
+            }
+            std::process::exit(verdict.exit_code())
+        }
     }
 }

@@ -40,6 +40,9 @@ pub struct PasskeyView {
     pub created_at: DateTime<Utc>,
     /// When it last approved a card or proved a change.
     pub last_used_at: Option<DateTime<Utc>>,
+    /// Its public key's fingerprint (`SHA256:…`), what `iris audit verify --credential` pins
+    /// (docs/adr/0124-signed-consent.md); `null` when the stored key cannot be read.
+    pub fingerprint: Option<String>,
 }
 
 /// `GET /api/passkeys`'s answer.
@@ -141,7 +144,11 @@ pub(crate) fn credential_is_object(
 }
 
 fn view(p: PasskeyRecord) -> PasskeyView {
+    let fingerprint = super::key::CredentialKey::from_stored(&p.key)
+        .ok()
+        .map(|(key, _)| key.fingerprint());
     PasskeyView {
+        fingerprint,
         id: p.id,
         name: p.name,
         credential_id: p.credential_id,
@@ -187,12 +194,13 @@ async fn check_proof(
         .map_err(|e| refuse(e.to_string()))?;
     let verified = state
         .passkeys
-        .verify(&ceremony.state, &proof.credential)
+        .verify(&ceremony.state, None, &proof.credential)
         .map_err(|e: PasskeyRefusal| refuse(e.to_string()))?;
     Ok(Some(PasskeyUse {
         ceremony_id: ceremony.id,
         credential_id: verified.credential_id,
         key: verified.key,
+        counter: verified.counter,
         at: now,
     }))
 }
@@ -210,6 +218,7 @@ async fn store_ceremony(
         approval_id: None,
         call_hash: None,
         state: state_text,
+        nonce: None,
         device: device.to_string(),
         created_at: now,
         expires_at: now + chrono::Duration::seconds(CEREMONY_SECS),

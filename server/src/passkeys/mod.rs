@@ -1,17 +1,27 @@
 //! Passkeys bound to the call (ADR-0118 decision 4; `iris_core::passkey`): the server's
-//! WebAuthn, by `webauthn-rs`.
+//! WebAuthn. Registration is `webauthn-rs`'s; assertions are checked here (`assertion.rs`).
 //!
 //! - [`Passkeys`]: the relying party (`IRIS_PUBLIC_URL`'s host; WebAuthn needs https or
 //!   `localhost`, and browsers refuse an IP address, so anything else turns passkeys off with a
 //!   sentence saying why) and `IRIS_PASSKEY_REQUIRED`. It implements the core's
-//!   [`PasskeyCheck`] (challenges and assertions) and makes registration challenges.
+//!   [`PasskeyCheck`] (challenges and assertions, by `assertion.rs`) and makes and checks
+//!   registrations (by `webauthn-rs`).
 //! - `api.rs`: `GET /api/passkeys`, `POST /api/passkeys/registrations` (a registration
 //!   challenge), `POST /api/passkeys/proofs` (a challenge to prove an existing passkey),
 //!   `POST /api/passkeys` (register), `DELETE /api/passkeys/{id}`, and
 //!   `POST /governance/approvals/{id}/passkey` (a challenge for approving that card).
-//! - `verify.rs`: `iris audit verify`, the decision's passkey checked again from the audit.
+//! - `assertion.rs`: WebAuthn §7.2, an assertion checked against the challenge the caller
+//!   expects (an approve's is derived from the call: docs/adr/0124-signed-consent.md).
+//! - `key.rs`: a credential's public key (ES256, ES384, RS256), its SubjectPublicKeyInfo and
+//!   fingerprint.
+//! - `bundle.rs`: `iris audit export` and `iris audit verify --bundle`, the consent bundle.
+//! - `verify.rs`: `iris audit verify ID`, the decision's passkey checked again from the
+//!   database.
 
 pub mod api;
+pub mod assertion;
+pub mod bundle;
+pub mod key;
 pub mod verify;
 
 use base64ct::{Base64UrlUnpadded, Encoding};
@@ -20,9 +30,12 @@ use iris_core::passkey::{
 };
 use serde_json::Value;
 use webauthn_rs::prelude::{
-    Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
-    RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder, WebauthnError,
+    Passkey, PasskeyRegistration, RegisterPublicKeyCredential, Url, Uuid, Webauthn,
+    WebauthnBuilder, WebauthnError,
 };
+
+use assertion::{AssertionError, SignedParts};
+use key::CredentialKey;
 
 use crate::config::Settings;
 
@@ -155,50 +168,77 @@ impl Passkeys {
 }
 
 impl PasskeyCheck for Passkeys {
-    fn verify(&self, state: &str, credential: &Value) -> Result<VerifiedAssertion, PasskeyRefusal> {
+    fn verify(
+        &self,
+        state: &str,
+        challenge: Option<&[u8]>,
+        credential: &Value,
+    ) -> Result<VerifiedAssertion, PasskeyRefusal> {
         let webauthn = self.webauthn().map_err(PasskeyRefusal::Off)?;
-        let auth: PasskeyAuthentication = serde_json::from_str(state).map_err(|e| {
-            PasskeyRefusal::Invalid(format!("the stored challenge does not parse: {e}"))
-        })?;
-        let answer: PublicKeyCredential =
-            serde_json::from_value(credential.clone()).map_err(|_| {
-                PasskeyRefusal::Invalid("`credential` is not a WebAuthn assertion".into())
-            })?;
-        let result = webauthn
-            .finish_passkey_authentication(&answer, &auth)
-            .map_err(|e| match e {
-                WebauthnError::UserNotVerified => PasskeyRefusal::NotVerified,
-                other => PasskeyRefusal::Invalid(in_words(&other)),
-            })?;
-        if !result.user_verified() {
-            return Err(PasskeyRefusal::NotVerified);
+        let state = AuthState::parse(state).map_err(PasskeyRefusal::Invalid)?;
+        // The answer carries the challenge the caller derived (an approve's consent challenge)
+        // and the one the state recorded: both, when both are known.
+        if challenge.is_some_and(|c| c != state.challenge.as_slice()) {
+            return Err(PasskeyRefusal::Invalid(
+                "it answers another challenge".into(),
+            ));
         }
-        // The stored key with the new counter: the challenge's state holds the credentials it
-        // allowed, as they were stored when it was made.
-        let mut passkey = allowed_passkeys(state)
-            .into_iter()
-            .find(|p| p.cred_id() == result.cred_id())
+        let id = credential["id"].as_str().unwrap_or_default();
+        let allowed = state
+            .credentials
+            .iter()
+            .find(|(allowed, _)| allowed == id)
             .ok_or_else(|| {
-                PasskeyRefusal::Invalid("the answering passkey was not asked for".into())
+                PasskeyRefusal::Invalid("the passkey that answered is not one of yours".into())
             })?;
-        passkey.update_credential(&result);
+        let (key, stored_counter) =
+            CredentialKey::from_stored(&allowed.1).map_err(PasskeyRefusal::Invalid)?;
+        let parts = SignedParts::from_json(&credential["response"])
+            .map_err(|e| PasskeyRefusal::Invalid(format!("`credential.response`: {e}")))?;
+        let origin = webauthn
+            .get_allowed_origins()
+            .first()
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default();
+        let rp_id = self.rp_id.as_deref().unwrap_or_default();
+        let expected = assertion::Expected {
+            challenge: &state.challenge,
+            origin: &origin,
+            rp_id,
+        };
+        let counter =
+            assertion::verify(expected, &key, &parts, stored_counter).map_err(|e| match e {
+                AssertionError::NotVerified => PasskeyRefusal::NotVerified,
+                other => PasskeyRefusal::Invalid(other.to_string()),
+            })?;
         Ok(VerifiedAssertion {
-            credential_id: credential_id_text(&passkey).map_err(PasskeyRefusal::Invalid)?,
-            counter: result.counter(),
-            key: to_text(&passkey).map_err(PasskeyRefusal::Invalid)?,
+            credential_id: id.to_string(),
+            counter,
+            key: with_counter(&allowed.1, counter),
         })
     }
 
-    fn challenge(&self, passkeys: &[String]) -> Result<(Value, String), String> {
-        let webauthn = self.webauthn()?;
-        let keys = passkeys
+    fn challenge(&self, passkeys: &[String], challenge: &[u8]) -> Result<(Value, String), String> {
+        self.webauthn()?;
+        let credentials = passkeys
             .iter()
-            .map(|k| parse_key(k))
+            .map(|k| parse_key(k).and_then(|p| Ok((credential_id_text(&p)?, k.clone()))))
             .collect::<Result<Vec<_>, _>>()?;
-        let (options, state) = webauthn
-            .start_passkey_authentication(&keys)
-            .map_err(|e| format!("making a passkey challenge failed: {e}"))?;
-        Ok((to_value(&options)?, to_text(&state)?))
+        let options = serde_json::json!({"publicKey": {
+            "challenge": Base64UrlUnpadded::encode_string(challenge),
+            "timeout": CEREMONY_SECS * 1000,
+            "rpId": self.rp_id,
+            "allowCredentials": credentials
+                .iter()
+                .map(|(id, _)| serde_json::json!({"type": "public-key", "id": id}))
+                .collect::<Vec<_>>(),
+            "userVerification": "required",
+        }});
+        let state = AuthState {
+            challenge: challenge.to_vec(),
+            credentials,
+        };
+        Ok((options, state.to_text()))
     }
 
     fn off_reason(&self) -> Option<String> {
@@ -236,38 +276,82 @@ fn relying_party(origin: &str) -> Result<(String, Url), String> {
     Ok((host.to_string(), url))
 }
 
-/// What a refused assertion means for the owner, in their words (`webauthn-rs`'s own text is for
-/// developers).
-fn in_words(error: &WebauthnError) -> String {
-    match error {
-        WebauthnError::CredentialPossibleCompromise => "the passkey's signature counter went \
-            backwards, so it may have been copied; remove it (Devices, or `iris passkeys remove` \
-            at the server) and add it again"
-            .into(),
-        WebauthnError::MismatchedChallenge => "it answers another challenge".into(),
-        WebauthnError::InvalidRPOrigin | WebauthnError::InvalidRPIDHash => {
-            "it was made on another site (open IRIS at its own address)".into()
+/// An authentication ceremony's stored state: the challenge and the credentials it allows
+/// (credential id, stored key). Written by [`Passkeys::challenge`] as
+/// `{"challenge", "credentials": [{"id", "key"}]}`; ceremonies made before
+/// (`webauthn-rs`'s `PasskeyAuthentication`, `{"ast": {"challenge", "credentials"}}`) are read
+/// too, so `iris audit verify` still checks them.
+struct AuthState {
+    challenge: Vec<u8>,
+    credentials: Vec<(String, String)>,
+}
+
+impl AuthState {
+    fn parse(text: &str) -> Result<AuthState, String> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| format!("the stored challenge does not parse: {e}"))?;
+        let decode = |v: &Value| {
+            v.as_str()
+                .and_then(|t| Base64UrlUnpadded::decode_vec(t.trim_end_matches('=')).ok())
+                .ok_or_else(|| "the stored challenge has no challenge".to_string())
+        };
+        if let Some(ast) = value.get("ast") {
+            // webauthn-rs's state: each credential is a `Credential`, a passkey's `cred`.
+            let credentials = ast["credentials"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    let key = serde_json::json!({ "cred": c }).to_string();
+                    let id = credential_id_text(&parse_key(&key).ok()?).ok()?;
+                    Some((id, key))
+                })
+                .collect();
+            return Ok(AuthState {
+                challenge: decode(&ast["challenge"])?,
+                credentials,
+            });
         }
-        WebauthnError::CredentialNotFound => "the passkey that answered is not one of yours".into(),
-        WebauthnError::UserNotPresent => "nobody touched the authenticator".into(),
-        _ => "its signature or data do not check out".into(),
+        let credentials = value["credentials"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                Some((
+                    c["id"].as_str()?.to_string(),
+                    c["key"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        Ok(AuthState {
+            challenge: decode(&value["challenge"])?,
+            credentials,
+        })
+    }
+
+    fn to_text(&self) -> String {
+        serde_json::json!({
+            "challenge": Base64UrlUnpadded::encode_string(&self.challenge),
+            "credentials": self
+                .credentials
+                .iter()
+                .map(|(id, key)| serde_json::json!({"id": id, "key": key}))
+                .collect::<Vec<_>>(),
+        })
+        .to_string()
     }
 }
 
-/// The credentials a stored authentication state allows, as stored keys.
-fn allowed_passkeys(state: &str) -> Vec<Passkey> {
-    let Ok(value) = serde_json::from_str::<Value>(state) else {
-        return Vec::new();
-    };
-    value["ast"]["credentials"]
-        .as_array()
-        .map(|creds| {
-            creds
-                .iter()
-                .filter_map(|c| serde_json::from_value(serde_json::json!({"cred": c})).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// A stored key with its counter moved to `counter` (the JSON's `cred.counter`), so the stored
+/// credential and the `sign_count` column agree.
+fn with_counter(stored: &str, counter: u32) -> String {
+    match serde_json::from_str::<Value>(stored) {
+        Ok(mut value) if value["cred"].is_object() => {
+            value["cred"]["counter"] = counter.into();
+            value.to_string()
+        }
+        _ => stored.to_string(),
+    }
 }
 
 fn parse_key(key: &str) -> Result<Passkey, String> {

@@ -18,6 +18,7 @@ mod calendar;
 mod card_form;
 mod cli;
 mod compression;
+mod consent;
 mod crash;
 mod dropped_client;
 mod editing;

@@ -31,11 +31,11 @@ use support::{snapshot, Client, ModelServer, TestApp, World, CATEGORY_TRASH_SCRI
 const REQUEST: &str = "trash the promo emails from this week";
 /// The relying party's origin the servers are told (`IRIS_PUBLIC_URL`); the tests reach them
 /// on 127.0.0.1 with bearer tokens, and the passkey signs for this origin.
-const ORIGIN: &str = "http://localhost:9";
+pub(crate) const ORIGIN: &str = "http://localhost:9";
 
 /// A world with the demo mailbox, passkeys required for destructive cards, and devices
 /// `laptop` (control) and `tablet` (read).
-async fn world(database_url: Option<&str>) -> (World, String, String) {
+pub(crate) async fn world(database_url: Option<&str>) -> (World, String, String) {
     let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
     let mut world = World::new(&model.base_url);
     drop(model);
@@ -52,7 +52,7 @@ async fn world(database_url: Option<&str>) -> (World, String, String) {
     (world, laptop, tablet)
 }
 
-async fn halt(client: &Client, token: &str) -> String {
+pub(crate) async fn halt(client: &Client, token: &str) -> String {
     let (status, halted) = client
         .post("/api/chat", Some(token), json!({"message": REQUEST}))
         .await;
@@ -62,7 +62,7 @@ async fn halt(client: &Client, token: &str) -> String {
 }
 
 /// Registers `key` as a passkey named `name`, with `proof` when one exists already.
-async fn register(
+pub(crate) async fn register(
     client: &Client,
     token: &str,
     key: &mut SoftAuthenticator,
@@ -117,7 +117,7 @@ async fn answer(
     })
 }
 
-async fn approve(
+pub(crate) async fn approve(
     client: &Client,
     token: &str,
     id: &str,
@@ -374,8 +374,14 @@ async fn a_card_that_needs_a_passkey_runs_once_with_one_and_never_without() {
         listed.contains("Phone") && !listed.contains("Spare"),
         "{listed}"
     );
-    let rejected = String::from_utf8(world.run_ok(&["audit", "verify", &other])).unwrap();
-    assert!(rejected.contains("not approved"), "{rejected}");
+    // A rejection was signed by no passkey: exit 11, "not signed".
+    let rejected = world
+        .command(&["audit", "verify", &other])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&rejected.stdout);
+    assert_eq!(rejected.status.code(), Some(11), "{said}");
+    assert!(said.contains("not signed"), "{said}");
 
     // Removing the last passkey through the API needs a proof from it.
     let phone_id = client.get("/api/passkeys", &laptop).await["passkeys"][0]["id"]

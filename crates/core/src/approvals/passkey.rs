@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
+use base64ct::{Base64UrlUnpadded, Encoding};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::narrow::decided_terms;
 use super::{Actor, ApprovalService, RespondError};
+use crate::passkey::consent::{self, ConsentTerms, CONSENT_RULE};
 use crate::passkey::{
     Assertion, Ceremony, CeremonyPurpose, PasskeyCheck, PasskeyRefusal, PasskeyUse, CEREMONY_SECS,
 };
@@ -45,9 +47,22 @@ async fn authentication(
     if keys.is_empty() {
         return Ok(None);
     }
+    // An approve's challenge is derived from what is approved (docs/adr/0124-signed-consent.md);
+    // a proof's is random.
+    let nonce = consent::nonce();
+    let challenge = match binding {
+        Some((approval_id, call_hash)) => ConsentTerms {
+            approval_id,
+            call_hash,
+            decision: Decision::Approve,
+            nonce: &nonce,
+        }
+        .challenge(),
+        None => nonce,
+    };
     let (options, state) = settings
         .check
-        .challenge(&keys)
+        .challenge(&keys, &challenge)
         .map_err(StoreError::Backend)?;
     let ceremony = Ceremony {
         id: uuid::Uuid::new_v4().to_string(),
@@ -59,6 +74,7 @@ async fn authentication(
         approval_id: binding.map(|b| b.0.to_owned()),
         call_hash: binding.map(|b| b.1.to_owned()),
         state,
+        nonce: binding.map(|_| Base64UrlUnpadded::encode_string(&nonce)),
         device: device.to_owned(),
         created_at: now,
         expires_at: now + chrono::Duration::seconds(CEREMONY_SECS),
@@ -190,14 +206,38 @@ impl ApprovalService {
             _ => return Err(PasskeyRefusal::WrongCeremony("another approval".into())),
         };
         ceremony.usable(purpose, Some((approval.id.as_str(), runs)), at)?;
-        let verified = settings
-            .check
-            .verify(&ceremony.state, &assertion.credential)?;
+        // Under the consent rule the answer must carry the challenge derived from this
+        // approval, the call that runs and the ceremony's nonce; before it, the one recorded.
+        let nonce = ceremony
+            .nonce
+            .as_deref()
+            .map(|text| {
+                Base64UrlUnpadded::decode_vec(text).map_err(|_| {
+                    PasskeyRefusal::Invalid("the challenge's stored nonce is not base64url".into())
+                })
+            })
+            .transpose()?;
+        let challenge = nonce.as_deref().map(|nonce| {
+            ConsentTerms {
+                approval_id: &approval.id,
+                call_hash: runs,
+                decision: Decision::Approve,
+                nonce,
+            }
+            .challenge()
+        });
+        let verified = settings.check.verify(
+            &ceremony.state,
+            challenge.as_ref().map(|c| c.as_slice()),
+            &assertion.credential,
+        )?;
         let response = &assertion.credential["response"];
         let record = json!({
             "ceremony_id": ceremony.id,
             "credential_id": verified.credential_id,
             "call_hash": runs,
+            "rule": ceremony.nonce.as_ref().map(|_| CONSENT_RULE),
+            "nonce": ceremony.nonce,
             "client_data_json": response["clientDataJSON"],
             "authenticator_data": response["authenticatorData"],
             "signature": response["signature"],
@@ -210,6 +250,7 @@ impl ApprovalService {
                 ceremony_id: ceremony.id.clone(),
                 credential_id: verified.credential_id,
                 key: verified.key,
+                counter: verified.counter,
                 at,
             },
             record,

@@ -284,12 +284,14 @@ impl ApprovalService {
                     Some(refusal) => Err(RespondError::PasskeyRequired(refusal.to_string(), row)),
                     // The row was still pending when read, yet nothing was written: the
                     // ceremony's or the passkey's compare-and-set refused (another use of the
-                    // same answer won, or the passkey was removed meanwhile).
+                    // same answer won, the passkey was removed meanwhile, or another approval
+                    // stored a later signature counter first: docs/adr/0124-signed-consent.md).
                     None if row.status == ApprovalStatus::Pending && passkey.is_some() => {
                         Err(RespondError::PasskeyRequired(
                             PasskeyRefusal::WrongCeremony(
-                                "a challenge that was used meanwhile, or by a passkey that was \
-                                 removed meanwhile"
+                                "a challenge that was used meanwhile, by a passkey that was \
+                                 removed meanwhile, or with a signature counter another approval \
+                                 has moved past"
                                     .into(),
                             )
                             .to_string(),

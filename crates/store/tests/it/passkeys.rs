@@ -16,6 +16,7 @@ fn ceremony(id: &str, purpose: CeremonyPurpose, binding: Option<(&str, &str)>) -
         approval_id: binding.map(|b| b.0.to_owned()),
         call_hash: binding.map(|b| b.1.to_owned()),
         state: "{}".to_owned(),
+        nonce: binding.map(|_| "bm9uY2U".to_owned()),
         device: "laptop".to_owned(),
         created_at: t0(),
         expires_at: t0() + Duration::seconds(CEREMONY_SECS),
@@ -37,10 +38,16 @@ fn passkey(id: &str, credential: &str) -> PasskeyRecord {
 }
 
 fn proof(ceremony: &str, credential: &str) -> PasskeyUse {
+    counted(ceremony, credential, 1)
+}
+
+/// A use of `credential` whose assertion carried signature counter `counter`.
+fn counted(ceremony: &str, credential: &str, counter: u32) -> PasskeyUse {
     PasskeyUse {
         ceremony_id: ceremony.to_owned(),
         credential_id: credential.to_owned(),
-        key: format!("{{\"cred\":\"{credential}\",\"counter\":1}}"),
+        key: format!("{{\"cred\":\"{credential}\",\"counter\":{counter}}}"),
+        counter,
         at: t0(),
     }
 }
@@ -191,34 +198,7 @@ async fn a_decision_uses_its_cards_ceremony_once(engine: Engine) {
     ))
     .await
     .unwrap();
-    let approve = |ceremony: &'static str| {
-        move |read: &DecisionRead| {
-            assert_eq!(
-                read.ceremony.as_ref().map(|c| c.id.as_str()),
-                Some(ceremony),
-                "the decision reads the ceremony it names"
-            );
-            let response = response(ApprovalStatus::Approved, "laptop", t0());
-            let mut after = read.approval.clone();
-            after.status = ApprovalStatus::Approved;
-            Some(DecisionCommit {
-                audit: NewAuditEntry {
-                    approval_id: "a".into(),
-                    kind: AuditKind::Decision,
-                    item: None,
-                    result: json!({"decision": "approved"}),
-                    undo_available: false,
-                    actor: "laptop".into(),
-                    surface: Some("web".into()),
-                    at: t0(),
-                },
-                response,
-                after,
-                outbox: iris_core::ports::Outbox::default(),
-                passkey: Some(proof(ceremony, "AAA")),
-            })
-        }
-    };
+    let approve = |ceremony: &'static str| approve_with("a", proof(ceremony, "AAA"));
     // The plan can be fooled; the store's compare-and-set is the second line: a ceremony made
     // for another card writes nothing.
     let plan = approve("for-b");
@@ -262,6 +242,111 @@ async fn a_decision_uses_its_cards_ceremony_once(engine: Engine) {
     assert!(!s.approval("b").await.unwrap().unwrap().passkey_required);
 }
 
+/// The plan of an approve of row `id` with the passkey use `used` (what the service's plan
+/// returns once the assertion verified).
+fn approve_with(
+    id: &'static str,
+    used: PasskeyUse,
+) -> impl Fn(&DecisionRead) -> Option<DecisionCommit> {
+    move |read: &DecisionRead| {
+        assert_eq!(
+            read.ceremony.as_ref().map(|c| c.id.as_str()),
+            Some(used.ceremony_id.as_str()),
+            "the decision reads the ceremony it names"
+        );
+        let mut after = read.approval.clone();
+        after.status = ApprovalStatus::Approved;
+        Some(DecisionCommit {
+            audit: NewAuditEntry {
+                approval_id: id.into(),
+                kind: AuditKind::Decision,
+                item: None,
+                result: json!({"decision": "approved"}),
+                undo_available: false,
+                actor: "laptop".into(),
+                surface: Some("web".into()),
+                at: t0(),
+            },
+            response: response(ApprovalStatus::Approved, "laptop", t0()),
+            after,
+            outbox: iris_core::ports::Outbox::default(),
+            passkey: Some(used.clone()),
+        })
+    }
+}
+
+/// Two ceremonies answered by one authenticator, committed out of order: the later commit of
+/// the lower counter is refused and the stored counter stays where the higher one left it
+/// (WebAuthn §7.2 step 22; docs/adr/0124-signed-consent.md).
+async fn overlapping_ceremonies_never_lower_the_sign_counter(engine: Engine) {
+    let db = engine.open().await;
+    let s = &db.store;
+    let mut a = trash_request("a", &["m1"]);
+    a.passkey_required = true;
+    insert(s, &a).await.unwrap();
+    let mut b = trash_request("b", &["m2"]);
+    b.passkey_required = true;
+    insert(s, &b).await.unwrap();
+    s.start_ceremony(&ceremony("r1", CeremonyPurpose::Register, None))
+        .await
+        .unwrap();
+    s.add_passkey("r1", None, &passkey("p1", "AAA"), t0())
+        .await
+        .unwrap();
+    for (ceremony_id, row) in [("for-a", &a), ("for-b", &b)] {
+        s.start_ceremony(&ceremony(
+            ceremony_id,
+            CeremonyPurpose::Approve,
+            Some((row.id.as_str(), row.call_hash.as_str())),
+        ))
+        .await
+        .unwrap();
+    }
+    let sign_count = || async {
+        let rows = sqlx::query("SELECT sign_count FROM passkeys WHERE id = 'p1'")
+            .fetch_all(s.pool())
+            .await
+            .unwrap();
+        sqlx::Row::get::<i64, _>(&rows[0], 0)
+    };
+    // The authenticator signed for a (counter 4), then for b (counter 5); b commits first.
+    let plan = approve_with("b", counted("for-b", "AAA", 5));
+    assert!(matches!(
+        s.decide("b", Some("for-b"), &plan).await.unwrap(),
+        Decided::Written(_)
+    ));
+    assert_eq!(sign_count().await, 5);
+    let plan = approve_with("a", counted("for-a", "AAA", 4));
+    assert!(matches!(
+        s.decide("a", Some("for-a"), &plan).await.unwrap(),
+        Decided::Unchanged(_)
+    ));
+    assert_eq!(sign_count().await, 5, "the counter was lowered");
+    assert_eq!(
+        s.approval("a").await.unwrap().unwrap().status,
+        ApprovalStatus::Pending
+    );
+    assert!(s
+        .ceremony("for-a")
+        .await
+        .unwrap()
+        .unwrap()
+        .used_at
+        .is_none());
+    // An equal counter is refused too (it would be a replayed or copied authenticator).
+    let plan = approve_with("a", counted("for-a", "AAA", 5));
+    assert!(matches!(
+        s.decide("a", Some("for-a"), &plan).await.unwrap(),
+        Decided::Unchanged(_)
+    ));
+    let plan = approve_with("a", counted("for-a", "AAA", 6));
+    assert!(matches!(
+        s.decide("a", Some("for-a"), &plan).await.unwrap(),
+        Decided::Written(_)
+    ));
+    assert_eq!(sign_count().await, 6);
+}
+
 macro_rules! suite {
     ($engine:expr) => {
         #[tokio::test]
@@ -275,6 +360,10 @@ macro_rules! suite {
         #[tokio::test]
         async fn a_removed_passkey_keeps_its_row_and_proves_nothing() {
             super::a_removed_passkey_keeps_its_row_and_proves_nothing($engine).await;
+        }
+        #[tokio::test]
+        async fn overlapping_ceremonies_never_lower_the_sign_counter() {
+            super::overlapping_ceremonies_never_lower_the_sign_counter($engine).await;
         }
         #[tokio::test]
         async fn a_decision_uses_its_cards_ceremony_once() {
