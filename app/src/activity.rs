@@ -4,6 +4,14 @@
 //! highlighted and scrolled into view, or the page says plainly that no card has it. It
 //! refetches on every live event; pages loaded with "Older cards" stay, and are loaded again
 //! over the same range, so a card that moved into it since shows there once.
+//!
+//! The history (not the waiting cards: a card that waits is always shown) can be searched and
+//! filtered, the filters kept in the address's query:
+//! - `filters.rs` is what the history is filtered by and how the address spells it;
+//! - `filter_form.rs` is the search box and filters above the history.
+//!
+//! Every list the page asks for (the first page, a refetch, "Older cards") is asked with the
+//! filters of the moment, so a card answered elsewhere shows only when it matches them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,12 +19,17 @@ use std::time::Duration;
 use iris_core::wire::{Approval, ApprovalStatus};
 use leptos::prelude::*;
 
+mod filter_form;
+pub mod filters;
+
 use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
 use crate::history::HistoryLine;
 use crate::live::Live;
 use crate::shape::{any, flag, part, text};
 use crate::trail::TrailLine;
+use filter_form::FilterState;
+use filters::HistoryFilter;
 
 /// How many times the page polls for a running call's outcome (every 2 s) on top of live
 /// events, in case the event stream is down.
@@ -38,6 +51,10 @@ pub fn ActivityPage(
     // A `u64` like the live tick's: each value type a signal holds costs the wasm its own copy
     // of Leptos' signal code.
     let poll = RwSignal::new(0_u64);
+    // The history's filters, from the address (the request's on the server, the same one in
+    // the browser, so both draw the same page); bad values are left out and named in `notes`.
+    let (initial, notes) = filters::current();
+    let filters = FilterState::new(&initial);
 
     // The page is drawn once per card in the URL (`first`, rendered on the server); live events
     // and polls load the lists again into `latest`, which the drawn lists follow card by card
@@ -45,7 +62,7 @@ pub fn ActivityPage(
     // an open trail, the focus.
     let first = Resource::<_, crate::codec::PageJson>::new_with_options(
         move || focus.get(),
-        activity_data,
+        move |focus| activity_data(focus, initial.clone()),
         false,
     );
     let latest = RwSignal::new(None::<ActivitySnapshot>);
@@ -59,21 +76,37 @@ pub fn ActivityPage(
         cursor: RwSignal::new(None),
         loading: RwSignal::new(false),
         error: RwSignal::new(None),
+        query: filters.query,
     };
-    Effect::new(move |ran: Option<()>| {
+    // Live events, polls and a change of the filters load the lists again, with the filters
+    // of the moment; an answer for filters since changed is dropped (a newer one comes).
+    Effect::new(move |asked_before: Option<String>| {
         live.tick.track();
         poll.track();
-        if ran.is_some() {
+        let asked = filters.query.get();
+        if let Some(before) = asked_before {
+            if before != asked {
+                // Older pages of other filters are not this list's.
+                older.reset();
+            }
             let focus = focus.get_untracked();
+            let query = asked.clone();
             leptos::task::spawn_local(async move {
-                if let Ok(snapshot) = activity_data(focus).await {
+                let filter = HistoryFilter::from_query(&query).0;
+                if let Ok(snapshot) = activity_data(focus, filter).await {
+                    if filters.query.get_untracked() != query {
+                        return;
+                    }
                     let from = snapshot.older.clone();
                     latest.try_set(Some(snapshot));
                     older.refresh(from);
                 }
             });
         }
+        asked
     });
+    // Once live: the back and forward buttons step through the filters.
+    Effect::new(move |_| filters.follow_address());
     // The snapshot on screen: read only inside effects (the server's render reads `first` in
     // the Suspense below).
     let data = move || {
@@ -172,13 +205,14 @@ pub fn ActivityPage(
             // page's life; refreshes go to `latest`), so there is no old content to keep, and
             // the transition machinery would cost the phone's wasm 1.2 KB (BENCHMARKS.md).
             <Suspense fallback=|| any(view! { <p class="page-note">"Loading…"</p> })>
-                {move || Suspend::new(async move {
+                {move || { let notes = notes.clone(); Suspend::new(async move {
                     match first.await {
                         Ok(d) => {
+                            let form = filter_form::filter_form(filters, d.tools.clone(), notes);
                             let current = Memo::new(move |_| {
                                 latest.get().unwrap_or_else(|| d.clone())
                             });
-                            activity_view(current, focus.get_untracked(), state_for, seen, older)
+                            activity_view(current, focus.get_untracked(), state_for, seen, older, filters, form)
                                 .into_any()
                         }
                         Err(e) => any(view! {
@@ -187,7 +221,7 @@ pub fn ActivityPage(
                             </div>
                         }),
                     }
-                })}
+                })}}
             </Suspense>
             <crate::push::PushControl server_off=push_off/>
         </div>
@@ -204,9 +238,18 @@ struct Older {
     cursor: RwSignal<Option<Option<String>>>,
     loading: RwSignal<bool>,
     error: RwSignal<Option<String>>,
+    /// The history's filters ([`FilterState::query`]): every page is read with them.
+    query: RwSignal<String>,
 }
 
 impl Older {
+    /// Forgets the loaded pages (the filters changed: they were another list's).
+    fn reset(self) {
+        self.cards.set(Vec::new());
+        self.cursor.set(None);
+        self.error.set(None);
+    }
+
     /// Loads the page below `from` and appends it.
     fn load(self, from: String) {
         if self.loading.get_untracked() {
@@ -214,8 +257,15 @@ impl Older {
         }
         self.loading.set(true);
         self.error.set(None);
+        let query = self.query.get_untracked();
         leptos::task::spawn_local(async move {
-            match older_approvals(from).await {
+            let answer = older_approvals(from, HistoryFilter::from_query(&query).0).await;
+            self.loading.set(false);
+            // A page of filters since changed belongs to no list on screen.
+            if self.query.get_untracked() != query {
+                return;
+            }
+            match answer {
                 Ok(page) => {
                     // The keyboard's focus goes to the first card loaded, not to the page.
                     if let Some(first) = page.approvals.first() {
@@ -226,7 +276,6 @@ impl Older {
                 }
                 Err(e) => self.error.set(Some(e.to_string())),
             }
-            self.loading.set(false);
         });
     }
 }
@@ -253,11 +302,13 @@ impl Older {
         // Once the last page was loaded the range runs to the end: a card older than every
         // loaded one (answered elsewhere after it waited) belongs at the bottom, not nowhere.
         let to_the_end = cursor == Some(None);
+        let query = self.query.get_untracked();
         leptos::task::spawn_local(async move {
+            let filter = HistoryFilter::from_query(&query).0;
             let mut cards = Vec::new();
             let mut from = from;
             while let Some(before) = from {
-                let Ok(page) = older_approvals(before).await else {
+                let Ok(page) = older_approvals(before, filter.clone()).await else {
                     return;
                 };
                 let reached = !to_the_end
@@ -272,7 +323,10 @@ impl Older {
                 );
                 from = if reached { None } else { page.next };
             }
-            if self.cursor.get_untracked() == cursor && !self.loading.get_untracked() {
+            if self.cursor.get_untracked() == cursor
+                && !self.loading.get_untracked()
+                && self.query.get_untracked() == query
+            {
                 self.cards.try_set(cards);
             }
         });
@@ -291,6 +345,8 @@ fn activity_view(
     state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
     seen: impl Fn(&str) -> bool + Copy + Send + Sync + 'static,
     older: Older,
+    filters: FilterState,
+    form: AnyView,
 ) -> AnyView {
     let (name, can_answer, missing) = current.with_untracked(|d| {
         (
@@ -302,7 +358,6 @@ fn activity_view(
     let viewer = current.with_untracked(|d| d.viewer.clone());
     let titled = focus.clone();
     let pending_count = move || current.with(|d| d.pending.len());
-    let answered_empty = move || current.with(|d| d.answered.is_empty());
 
     // Waiting cards in full; answered ones as lines of the history (a card already shown in
     // full on this page stays open). Keyed by the card's id and state: a card that did not
@@ -360,7 +415,11 @@ fn activity_view(
         document().set_title(&crate::page::document_title(&shows, waiting));
     });
     let none_waiting = Memo::new(move |_| pending_count() == 0);
-    let none_answered = Memo::new(move |_| answered_empty());
+    // With nothing answered to show: the filters in words, empty when none is set (a `String`
+    // rather than a bool, so the sentence follows a change of the filters between two empty
+    // lists).
+    let none_answered =
+        Memo::new(move |_| current.with(|d| d.answered.is_empty().then(|| d.filter.in_words())));
     let has_older = Memo::new(move |_| next_cursor().is_some());
 
     any(view! {
@@ -387,9 +446,31 @@ fn activity_view(
         </section>
         <section class="card-section" aria-labelledby="answered-title">
             <h2 id="answered-title" class="section-title">"Answered"</h2>
-            {part(move || none_answered.get().then(|| any(view! {
-                <p class="empty">"Nothing answered yet."</p>
-            })))}
+            {form}
+            {part(move || none_answered.get().map(|words| {
+                if words.is_empty() {
+                    return any(view! { <p class="empty">"Nothing answered yet."</p> });
+                }
+                any(view! {
+                    <p class="empty" data-testid="no-match">
+                        {format!("No answered cards match {words}. ")}
+                        <a
+                            href="/activity"
+                            data-testid="no-match-clear"
+                            on:click=move |ev: leptos::ev::MouseEvent| {
+                                let modified = ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key();
+                                if ev.button() == 0 && !modified {
+                                    ev.prevent_default();
+                                    filters.clear();
+                                }
+                            }
+                        >
+                            "Clear the filters"
+                        </a>
+                        " to see every answered card."
+                    </p>
+                })
+            }))}
             {part(move || {
                 let actions = current.with(|d| d.actions.clone());
                 (!actions.is_empty()).then(|| any(view! {

@@ -14,6 +14,7 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 
+use crate::activity::filters::HistoryFilter;
 use crate::backend::Viewer;
 use crate::codec::TextJson;
 use crate::error::AppError;
@@ -45,6 +46,13 @@ pub struct ActivitySnapshot {
     /// Why Web Push is off on this server, or `None` when it is on ([`crate::push::PushControl`]).
     #[serde(default)]
     pub push_off: Option<String>,
+    /// The filters `answered` and `older` were read with: the page words an empty result
+    /// with them.
+    #[serde(default)]
+    pub filter: HistoryFilter,
+    /// The tools whose calls make cards, by name (the history's tool filter offers them).
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 impl ActivitySnapshot {
@@ -128,32 +136,42 @@ pub async fn current_viewer() -> Result<Viewer, AppError> {
     Ok(viewer)
 }
 
-/// The viewer, the pending cards and the newest page of answered ones; `focus` (from
-/// `/activity/:id`) is fetched and included even when that page would not hold it, or named in
-/// `missing` when no card has that id.
+/// The viewer, the pending cards (never filtered: a card that waits is always shown) and the
+/// newest page of answered ones that match `filter`; `focus` (from `/activity/:id`) is fetched
+/// and included even when that page would not hold it, or named in `missing` when no card has
+/// that id.
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn activity_data(
     #[doc = "The `/activity/:id` card, included even when the page would not hold it."]
     focus: Option<String>,
+    #[doc = "The history's filters (none when left out)."]
+    #[server(default)]
+    filter: HistoryFilter,
 ) -> Result<ActivitySnapshot, AppError> {
     let (backend, viewer) = on_server::signed_in().await?;
     let pending = backend.pending().await.map_err(AppError::Backend)?;
-    let page = backend.answered(None).await.map_err(AppError::Backend)?;
+    let page = backend
+        .answered(None, &filter)
+        .await
+        .map_err(AppError::Backend)?;
+    // Writes without a card are audit entries, not cards: no card filter applies to them, so
+    // a filtered history leaves them out rather than show them as if they matched.
+    let actions = if filter.is_set() {
+        Vec::new()
+    } else {
+        backend.actions().await.map_err(AppError::Backend)?
+    };
     let mut snapshot = ActivitySnapshot {
         viewer,
         pending,
         answered: page.approvals,
         older: page.next,
-        actions: backend
-            .actions()
-            .await
-            .map_err(AppError::Backend)?
-            .iter()
-            .map(crate::activity::action_line)
-            .collect(),
+        actions: actions.iter().map(crate::activity::action_line).collect(),
         missing: None,
         refused: None,
         push_off: backend.push_off(),
+        filter,
+        tools: backend.card_tools(),
     };
     if let Some(id) = focus {
         snapshot.refused = on_server::request()
@@ -169,15 +187,19 @@ pub async fn activity_data(
     Ok(snapshot)
 }
 
-/// The page of answered cards older than the cursor `before` (an [`ActivitySnapshot::older`]
-/// or an earlier page's `next`), newest first.
+/// The page of answered cards matching `filter` older than the cursor `before` (an
+/// [`ActivitySnapshot::older`] or an earlier page's `next`, read with the same filters),
+/// newest first.
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn older_approvals(
     #[doc = "Where the page starts (exclusive)."] before: String,
+    #[doc = "The history's filters (none when left out)."]
+    #[server(default)]
+    filter: HistoryFilter,
 ) -> Result<iris_core::wire::ApprovalList, AppError> {
     let (backend, _viewer) = on_server::signed_in().await?;
     backend
-        .answered(Some(before))
+        .answered(Some(before), &filter)
         .await
         .map_err(AppError::Backend)
 }
@@ -207,6 +229,20 @@ pub async fn respond_approval(
 pub async fn undo_approval(#[doc = "The approval row."] id: String) -> Result<Approval, AppError> {
     let (backend, viewer) = on_server::controller().await?;
     backend.undo(&viewer, &id).await.map_err(AppError::Backend)
+}
+
+/// Gives a card the viewer rejected its reason, once (docs/adr/0125-reason-after-reject.md);
+/// returns the row with it. The model is told in the card's conversation.
+#[server(prefix = "/ui", input = Json, output = TextJson)]
+pub async fn give_reason(
+    #[doc = "The approval row."] id: String,
+    #[doc = "Why it was rejected (at most 500 characters)."] reason: String,
+) -> Result<Approval, AppError> {
+    let (backend, viewer) = on_server::controller().await?;
+    backend
+        .give_reason(&viewer, &id, reason)
+        .await
+        .map_err(AppError::Backend)
 }
 
 /// One chat turn; starts a conversation when `conversation_id` is `None`.

@@ -29,10 +29,18 @@ pub trait AppBackend: Send + Sync + 'static {
     async fn viewer(&self, request: &axum::http::request::Parts) -> Option<Viewer>;
     /// Every pending approval, oldest first (they are few: each lapses within its TTL).
     async fn pending(&self) -> Result<Vec<Approval>, String>;
-    /// One page of answered (or lapsed) approvals, newest first, starting below the cursor
-    /// `before` (a `next` of an earlier page); `next` is the following page's cursor. `Err`
-    /// for a cursor this server did not hand out.
-    async fn answered(&self, before: Option<String>) -> Result<ApprovalList, String>;
+    /// One page of answered (or lapsed) approvals matching `filter`, newest first, starting
+    /// below the cursor `before` (a `next` of an earlier page read with the same filters);
+    /// `next` is the following page's cursor. `Err` for a cursor this server did not hand
+    /// out.
+    async fn answered(
+        &self,
+        before: Option<String>,
+        filter: &crate::activity::filters::HistoryFilter,
+    ) -> Result<ApprovalList, String>;
+    /// The tools whose calls make cards (approved per call), by name, sorted: what the
+    /// history's tool filter offers.
+    fn card_tools(&self) -> Vec<String>;
     /// One approval by id; `Ok(None)` when there is no such row.
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String>;
     /// Answers a card through `respond_to_approval`; `items` approves only those of its items
@@ -52,6 +60,14 @@ pub trait AppBackend: Send + Sync + 'static {
     /// returns the row with its `undo`. The `Err` text is shown on the card (already undone by
     /// whom, window closed, nothing to undo).
     async fn undo(&self, viewer: &Viewer, id: &str) -> Result<Approval, String>;
+    /// A rejected card's reason, given after the tap, once
+    /// (`POST /governance/approvals/{id}/reason`).
+    async fn give_reason(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        reason: String,
+    ) -> Result<Approval, String>;
     /// One chat turn (DESIGN §7 `POST /api/chat`).
     async fn chat(
         &self,

@@ -16,6 +16,7 @@
 //! - `origin.rs`: how the card came about (who asked, the turn's steps), open when a value on
 //!   it came from outside;
 //! - `outcome.rs`: an answered card's outcome;
+//! - `reason.rs`: a rejected card's optional "Tell IRIS why", given after the tap;
 //! - `undo.rs`: the undo sentence, then the undo button and what came back ([`undo`], also
 //!   `crate::undo`);
 //! - `focus.rs`: where the keyboard focus was in the card, put back after a live redraw.
@@ -28,6 +29,7 @@ mod edit;
 mod focus;
 mod origin;
 mod outcome;
+mod reason;
 pub mod undo;
 
 use iris_core::wire::{Approval, ApprovalKind, ApprovalStatus, Effect as CallEffect};
@@ -97,14 +99,17 @@ impl Default for CardState {
 /// `str`'s and floats' Debug code into the browser's wasm for nothing but a key.
 pub fn card_key(approval: &Approval) -> String {
     let error = approval.resume_error.as_deref().unwrap_or_default();
+    // A rejection's reason may arrive after the decision (docs/adr/0125-reason-after-reject.md).
+    let reason = approval.reason.as_deref().unwrap_or_default();
     let mut key = format!(
-        "{}|{}|{}|{}|{}|{}:{error}|",
+        "{}|{}|{}|{}|{}|{}:{error}|{}:{reason}|",
         approval.id,
         approval.status.as_str(),
         approval.execution.as_str(),
         approval.responded_at.map_or(0, |t| t.timestamp_micros()),
         approval.undo.as_ref().map_or("", |u| u.state.as_str()),
         error.len(),
+        reason.len(),
     );
     if let Some(result) = &approval.result {
         key.push_str(&crate::format::pretty_json(result));
@@ -204,7 +209,7 @@ pub fn ApprovalCard(
 
     let preview = call::preview_view(&card);
     let overlaps = call::overlaps_view(&card, pending, offset);
-    let exact_call = call::exact_call_view(&approval, state.show_call);
+    let exact_call = call::exact_call_view(&approval, state);
     let origin = origin::origin_view(&card);
 
     let timing = if pending {
@@ -255,6 +260,9 @@ pub fn ApprovalCard(
     };
 
     let outcome = (!pending).then(|| outcome::outcome_view(&approval, offset));
+    let reason_part = (!pending).then(|| {
+        any(view! { <reason::CardReason approval=approval.clone() viewer=viewer.clone() state live/> })
+    });
     let undo_part = (!pending).then(|| {
         any(view! { <CardUndo approval=approval.clone() viewer=viewer.clone() state=state /> })
     });
@@ -353,6 +361,7 @@ pub fn ApprovalCard(
                 state.error.get().map(|e| any(view! { <p class="card-error" role="alert" data-testid="card-error">{e}</p> }))
             })}
             {outcome}
+            {reason_part}
             {undo_part}
             {trail}
             {dialog}

@@ -22,13 +22,6 @@ pub fn undo_sentence(card: &Card) -> Option<String> {
     })
 }
 
-/// The exact arguments as the row pins them (the server sends them canonical, keys sorted),
-/// indented one value per line: the same values and order that were hashed, laid out so a
-/// narrow card wraps between values, never inside an id.
-pub fn exact_args(approval: &Approval) -> String {
-    pretty_json(&approval.args)
-}
-
 /// "1 email" / "3 emails".
 fn count(n: usize, one: &str, many: &str) -> String {
     if n == 1 {

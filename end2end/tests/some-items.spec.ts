@@ -6,6 +6,11 @@
 import { test, expect } from '@playwright/test';
 import { askAndOpenCard, shot, shotBothWidths, WEEK_PROMOS, watchConsole } from './helpers';
 
+/** The approval id of a card (`card-ID`). */
+async function cardId(card: import('@playwright/test').Locator): Promise<string> {
+  return (await card.getAttribute('data-testid'))!.replace(/^card-/, '');
+}
+
 test('approving some of the items runs the call for those alone', async ({ page }) => {
   const problems = watchConsole(page);
   const { card } = await askAndOpenCard(page);
@@ -26,6 +31,14 @@ test('approving some of the items runs the call for those alone', async ({ page 
   await expect(boxes.nth(1)).not.toBeChecked();
   await expect(action).toHaveText(`Trash ${n - 1} of ${n} emails`);
   await expect(card.getByTestId('choice-legend')).toContainText(`${n - 1} of ${n} ticked`);
+  // The exact call follows the ticks: the left-out id is gone, and the call gets its own hash.
+  const asked = await (await page.request.get(`/governance/approvals/${await cardId(card)}`)).json();
+  await card.getByTestId('exact-call-toggle').click();
+  const exact = card.getByTestId('exact-call');
+  await expect(exact).not.toContainText(asked.items[1]);
+  await expect(exact).toContainText(asked.items[0]);
+  await expect(card.getByTestId('exact-call-hash')).toContainText('made when you approve');
+  await card.getByTestId('exact-call-toggle').click();
 
   // None ticked: only Reject remains, and the card says why.
   for (let i = 0; i < n; i++) if (i !== 1) await line(i).click();
@@ -61,6 +74,11 @@ test('approving some of the items runs the call for those alone', async ({ page 
   await expect(execution).toContainText(`Moved ${n - 1} emails to Trash`);
   await expect(card.getByTestId('line-left-out')).toHaveCount(1);
   await expect(card.getByTestId('line-left-out')).toContainText(leftOutText);
+  // Answered, the exact call is the call that ran, with its own hash beside the one asked for.
+  await card.getByTestId('exact-call-toggle').click();
+  await expect(card.getByTestId('exact-call-decided')).toBeVisible();
+  await expect(card.getByTestId('exact-call')).not.toContainText(asked.items[1]);
+  await card.getByTestId('exact-call-toggle').click();
   await expect(card.getByRole('checkbox')).toHaveCount(0);
   await shotBothWidths(page, () => card, 'some-items-outcome');
 

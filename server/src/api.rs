@@ -150,6 +150,7 @@ fn handler(endpoint: Endpoint, method: MethodFilter) -> MethodRouter<AppState> {
         Endpoint::Respond => on(method, respond),
         Endpoint::RetryResume => on(method, retry_resume),
         Endpoint::Undo => on(method, undo),
+        Endpoint::Reason => on(method, reason),
         Endpoint::PushKey => on(method, push::key),
         Endpoint::PushSubscribe => on(method, push::subscribe),
         Endpoint::PushSubscriptions => on(method, push::list),
@@ -288,6 +289,38 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     }
     serde_json::from_value(value)
         .map_err(|e| ApiError::BadRequest(format!("{what}: {e}; nothing was changed")))
+}
+
+/// [`parse_json`] for a body that may carry `items` (an answer, a passkey challenge): an entry
+/// that is not a whole number from 0 to 4294967295 is refused in words, before the typed parse
+/// would name it as a float (`99999999999999999999` reads as `1e20`).
+///
+/// # Errors
+/// [`ApiError::BadRequest`] naming the entry and the rule, or [`parse_json`]'s.
+pub(crate) fn parse_shaped<T: serde::de::DeserializeOwned>(
+    body: &Bytes,
+    what: &str,
+) -> Result<T, ApiError> {
+    if let Ok(value) = crate::json::parse_strict(body) {
+        if let Some(items) = value.get("items").and_then(serde_json::Value::as_array) {
+            for entry in items {
+                let whole = entry.as_u64().is_some_and(|n| u32::try_from(n).is_ok());
+                if !whole {
+                    let said = match entry.as_f64() {
+                        Some(n) if n.fract() == 0.0 && n >= 0.0 => {
+                            "a number too large to be an index".to_string()
+                        }
+                        _ => format!("`{entry}`"),
+                    };
+                    return Err(ApiError::BadRequest(format!(
+                        "`items` must list whole numbers, indices into the card's items (0 for \
+                         the first); one entry is {said}; nothing was changed"
+                    )));
+                }
+            }
+        }
+    }
+    parse_json(body, what)
 }
 
 /// Runs `work` on a task of its own and waits for it: once a request is accepted, what it

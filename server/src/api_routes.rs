@@ -34,6 +34,8 @@ pub enum Endpoint {
     RetryResume,
     /// `POST /governance/approvals/{id}/undo`: the card's undo, once.
     Undo,
+    /// `POST /governance/approvals/{id}/reason`: why the owner rejected a card, once.
+    Reason,
     /// `GET /api/push/key`: the server's VAPID public key.
     PushKey,
     /// `POST /api/push/subscriptions`: this device subscribes to pushes.
@@ -147,6 +149,12 @@ pub const API_ROUTES: &[ApiRoute] = &[
         Endpoint::Undo,
         "POST",
         "/governance/approvals/{id}/undo",
+        Access::Control,
+    ),
+    route(
+        Endpoint::Reason,
+        "POST",
+        "/governance/approvals/{id}/reason",
         Access::Control,
     ),
     route(

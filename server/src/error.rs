@@ -6,6 +6,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use iris_core::approvals::reason::ReasonError;
 use iris_core::approvals::{ChatError, RespondError, RetryError, UndoError};
 use iris_core::ports::StoreError;
 use iris_core::wire::{Approval, ErrorBody};
@@ -79,6 +80,19 @@ impl From<RespondError> for ApiError {
             RespondError::PasskeyRequired(_, row) => ApiError::PasskeyRequired(text, Some(row)),
             RespondError::Items(_) | RespondError::Edit(_) => ApiError::BadRequest(text),
             RespondError::Store(s) => ApiError::from(s),
+        }
+    }
+}
+
+impl From<ReasonError> for ApiError {
+    fn from(e: ReasonError) -> Self {
+        let text = e.to_string();
+        match e {
+            ReasonError::Forbidden(_) => ApiError::Forbidden(text),
+            ReasonError::NotFound(_) => ApiError::NotFound(text),
+            ReasonError::Invalid(_) => ApiError::BadRequest(text),
+            ReasonError::Refused(_, row) => ApiError::Conflict(text, row),
+            ReasonError::Store(e) => ApiError::from(e),
         }
     }
 }

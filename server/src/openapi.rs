@@ -48,6 +48,7 @@ use crate::api;
         api::respond,
         api::retry_resume,
         api::undo,
+        api::reason,
         crate::push::api::key,
         crate::push::api::subscribe,
         crate::push::api::list,
@@ -443,6 +444,7 @@ fn links(doc: &mut Value) {
     for (method, path) in [
         ("post", "/governance/approvals/{id}/respond"),
         ("post", "/governance/approvals/{id}/undo"),
+        ("post", "/governance/approvals/{id}/reason"),
     ] {
         set(
             doc,

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use app::activity::filters::HistoryFilter;
 use app::backend::{AppBackend, Viewer};
 use axum::extract::{Request, State};
 use axum::http::{request::Parts, Method};
@@ -14,7 +15,7 @@ use axum::Router;
 use chrono::Utc;
 use iris_core::ports::{
     ApprovalFilter, ApprovalQuery, ApprovalStore, DeviceStore, PageCursor, PageLimit, Scope,
-    StatusFilter,
+    SearchText, StatusFilter,
 };
 use iris_core::wire::{
     Approval, ApprovalList, ApprovalStatus, AuditEntry, ChatResponse, Conversation, Decision,
@@ -89,7 +90,11 @@ impl AppBackend for WebBackend {
             .map_err(text)
     }
 
-    async fn answered(&self, before: Option<String>) -> Result<ApprovalList, String> {
+    async fn answered(
+        &self,
+        before: Option<String>,
+        filter: &HistoryFilter,
+    ) -> Result<ApprovalList, String> {
         let before = before
             .map(|c| PageCursor::parse(&c))
             .transpose()
@@ -97,18 +102,45 @@ impl AppBackend for WebBackend {
         let page = self
             .state
             .store
-            .approval_page(&ApprovalQuery {
-                status: StatusFilter::Answered,
-                before,
-                limit: ACTIVITY_PAGE,
-                ..ApprovalQuery::default()
-            })
+            .approval_page(&history_query(filter, before))
             .await
             .map_err(text)?;
         Ok(ApprovalList {
             approvals: page.approvals,
             next: page.next.map(|c| c.as_text()),
         })
+    }
+
+    fn card_tools(&self) -> Vec<String> {
+        let mut tools: Vec<String> = self
+            .state
+            .service
+            .agent()
+            .toolbox()
+            .registry()
+            .tools()
+            .iter()
+            .filter(|t| t.approved_per_call())
+            .map(|t| t.name.clone())
+            .collect();
+        // An MCP upstream's tools from its manifest alone: asking the upstream itself (as the
+        // Plugins page does for its hints) would start it for every refresh of Activity.
+        if let Some(gateway) = &self.state.gateway {
+            for upstream in gateway.upstreams().values() {
+                use iris_core::plugin::Plugin as _;
+                tools.extend(
+                    upstream
+                        .manifest()
+                        .tools
+                        .iter()
+                        .filter(|t| t.approved_per_call())
+                        .map(|t| t.name.clone()),
+                );
+            }
+        }
+        tools.sort();
+        tools.dedup();
+        tools
     }
 
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String> {
@@ -159,6 +191,21 @@ impl AppBackend for WebBackend {
         })
         .await
         .map_err(answer_with_status)
+    }
+
+    async fn give_reason(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        reason: String,
+    ) -> Result<Approval, String> {
+        let actor = self.actor(viewer);
+        let (approval, telling) = crate::api::give_reason(&self.state, id, &reason, &actor)
+            .await
+            .map_err(answer_with_status)?;
+        // The page reloads the conversation when this returns: after the model's reply.
+        let _ = telling.await;
+        Ok(approval)
     }
 
     async fn chat(
@@ -289,6 +336,32 @@ impl AppBackend for WebBackend {
         pairing::make_link(&self.state.store, scope, &viewer.name, &base, Utc::now())
             .await
             .map_err(text)
+    }
+}
+
+/// The listing's question for a page of Activity's history: answered cards matching `filter`
+/// below `before`. The app checked each value already ([`HistoryFilter::from_query`]); one this
+/// listing still cannot take (a server function called by hand) is left out, as the page
+/// leaves out a bad value of its address, rather than failing the page.
+fn history_query(filter: &HistoryFilter, before: Option<PageCursor>) -> ApprovalQuery {
+    let status = match filter.status.as_deref().map(StatusFilter::parse) {
+        // The history never holds waiting cards, whatever the filter says.
+        Some(Ok(status @ StatusFilter::Is(s))) if s != ApprovalStatus::Pending => status,
+        _ => StatusFilter::Answered,
+    };
+    ApprovalQuery {
+        status,
+        tool: filter.tool.clone(),
+        surface: filter.surface.clone(),
+        since: filter.since_time(),
+        until: filter.until_time(),
+        text: filter
+            .q
+            .as_deref()
+            .and_then(|q| SearchText::parse(q).ok().flatten()),
+        before,
+        limit: ACTIVITY_PAGE,
+        requested_by: None,
     }
 }
 

@@ -21,7 +21,7 @@ mod sample;
 mod surface;
 mod undo;
 
-pub use answer::{Assertion, RespondRequest};
+pub use answer::{Assertion, ReasonRequest, RespondRequest};
 pub use audit::{AuditEntry, AuditKind, AuditList};
 /// `text` cut to at most `max` characters, ending in "…" when cut: how every surface shortens a
 /// card's text (the server's trail and flags, the app, Telegram).
@@ -197,16 +197,6 @@ pub enum Decision {
     Approve,
     /// Run nothing.
     Reject,
-}
-
-impl Decision {
-    /// The contract's spelling: `approve` or `reject`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Approve => "approve",
-            Decision::Reject => "reject",
-        }
-    }
 }
 
 /// One approval row as the API returns it (DESIGN §7 "Approval").

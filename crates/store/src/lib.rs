@@ -26,6 +26,7 @@
 //! - `turns.rs`: a turn's writes and a new card's (the row, its checkpoint, the transcript
 //!   written only over the version read, the lines, the audit of writes without a card);
 //! - `undo.rs`: the card's undo, its claim and its outcome ([`iris_core::ports::UndoStore`]);
+//! - `reason.rs`: a rejection's reason given after the tap, once;
 //! - `gateway.rs`: the MCP gateway's unit (the row of an agent's call, its result given once);
 //! - `passkeys.rs`: passkeys and their ceremonies, and their part of a decision's unit;
 //! - `rows.rs`: decoding rows, where a bad row is [`StoreError::Corrupt`] naming it;
@@ -50,6 +51,7 @@ mod locks;
 mod open;
 mod passkeys;
 mod push;
+mod reason;
 mod rows;
 mod telegram;
 mod turns;

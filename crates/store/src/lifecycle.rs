@@ -435,6 +435,15 @@ impl ApprovalStore for Store {
         .map_err(backend("finding the cards of revoked devices"))
     }
 
+    async fn add_reason(
+        &self,
+        id: &str,
+        reason: &str,
+        outbox: &Outbox,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        self.write_reason(id, reason, outbox).await
+    }
+
     async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         let row = sqlx::query(&format!("{APPROVAL_SELECT} WHERE a.id = $1"))
             .bind(id)

@@ -8,11 +8,12 @@ use iris_core::ports::{
     SearchText, StatusFilter,
 };
 use iris_core::wire::{
-    Approval, ApprovalList, AuditList, ErrorBody, RespondRequest, RespondResponse, ResumeResponse,
+    Approval, ApprovalList, AuditList, ErrorBody, ReasonRequest, RespondRequest, RespondResponse,
+    ResumeResponse,
 };
 use serde::Deserialize;
 
-use super::{parse_json, to_the_end, ApiQuery, Authed, Body, Controller, Reader};
+use super::{parse_json, parse_shaped, to_the_end, ApiQuery, Authed, Body, Controller, Reader};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -154,7 +155,7 @@ pub(crate) async fn respond(
 ) -> Result<Json<RespondResponse>, ApiError> {
     // Any `tool`/`args` in the body are ignored: only the decision, reason, items, edits and
     // passkey are read.
-    let request: RespondRequest = parse_json(
+    let request: RespondRequest = parse_shaped(
         &body,
         "the body must be {\"decision\": \"approve\"|\"reject\", \"reason\"?: \"…\", \"items\"?: [whole numbers: indices into the card's items], \"edits\"?: {field: value}, \"passkey\"?: {\"ceremony_id\", \"credential\"}}",
     )?;
@@ -279,6 +280,62 @@ pub(crate) async fn undo(
     })
     .await?;
     Ok(Json(RespondResponse { approval }))
+}
+
+/// `POST /governance/approvals/{id}/reason` (control only): why the owner rejected the card,
+/// given after the tap, once (docs/adr/0125-reason-after-reject.md). The card shows it and the
+/// model is told in the card's conversation (its reply arrives as a chat line).
+#[utoipa::path(
+    post,
+    path = "/governance/approvals/{id}/reason",
+    tag = "governance",
+    params(("id" = String, Path, description = "The approval id.")),
+    request_body(content = ReasonRequest, description = "The reason, at most 500 characters."),
+    responses(
+        (status = 200, description = "Written: `approval.reason` is the reason; the model is being told.", body = RespondResponse),
+        (status = 400, description = "Not `{\"reason\": \"…\"}`, empty, longer than 500 characters, or with control characters; nothing changed.", body = ErrorBody),
+        (status = 401, description = "No credentials, or a token no live device has.", body = ErrorBody),
+        (status = 403, description = "A read device, or a cross-site request with the browser cookie (CSRF); nothing changed.", body = ErrorBody),
+        (status = 404, description = "No approval has this id.", body = ErrorBody),
+        (status = 409, description = "The card is not rejected, or its reason was given already (`approval` shows it); nothing changed.", body = ErrorBody),
+        (status = 500, description = "Storage failed; nothing changed.", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("cookie" = []))
+)]
+pub(crate) async fn reason(
+    State(state): State<AppState>,
+    Controller(actor): Controller,
+    Path(id): Path<String>,
+    Body(body): Body,
+) -> Result<Json<RespondResponse>, ApiError> {
+    let request: ReasonRequest = parse_json(&body, "the body must be {\"reason\": \"…\"}")?;
+    let (approval, _telling) = give_reason(&state, &id, &request.reason, &actor).await?;
+    Ok(Json(RespondResponse { approval }))
+}
+
+/// Gives a rejected card its reason and tells the model on a task of its own (every surface
+/// that takes a reason calls this: the route above and the web app's server function). Returns
+/// the row with its reason and the telling's task: the route lets it run on; the web app waits
+/// for it, so the open chat shows the model's reply when the card does.
+///
+/// # Errors
+/// [`ApiError`] from [`iris_core::approvals::reason::ReasonError`]; nothing changed.
+pub(crate) async fn give_reason(
+    state: &AppState,
+    id: &str,
+    reason: &str,
+    actor: &iris_core::approvals::Actor,
+) -> Result<(Approval, tokio::task::JoinHandle<()>), ApiError> {
+    let given = state.service.give_reason(id, reason, actor).await?;
+    let service = state.service.clone();
+    let (teller, told) = (actor.clone(), given.clone());
+    // The turn runs to its end whatever the client does (a model call has its own timeout).
+    let telling = tokio::spawn(async move {
+        if let Err(error) = service.tell_reason(&told, &teller).await {
+            tracing::warn!(approval = %told.approval.id, %error, "telling the model a rejection's reason failed; the reason stays on the card");
+        }
+    });
+    Ok((given.approval, telling))
 }
 
 /// `?approval_id=` (one approval's entries, whole) or `?limit=&before=` (a page of the whole

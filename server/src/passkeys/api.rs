@@ -515,7 +515,7 @@ pub(crate) async fn approval_challenge(
     let request: ApprovalChallengeRequest = if body.iter().all(u8::is_ascii_whitespace) {
         ApprovalChallengeRequest::default()
     } else {
-        parse_json(
+        crate::api::parse_shaped(
             &body,
             "the body is optional; when given it must be {\"items\"?: [whole numbers: indices into the card's items], \"edits\"?: {field: value}}",
         )?

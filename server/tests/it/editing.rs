@@ -138,7 +138,7 @@ async fn an_edited_reply_is_checked_pinned_and_sent_once_as_edited() {
             let lines =
                 client.get(&format!("/api/conversations/{c}"), &t).await["lines"].to_string();
             lines
-                .contains("You edited body before approving.")
+                .contains("You edited the body before approving.")
                 .then_some(lines)
         }
     })

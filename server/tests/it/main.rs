@@ -45,6 +45,7 @@ mod plugins;
 mod provenance;
 mod push;
 mod races;
+mod reason;
 mod records;
 mod resume_retry;
 mod send_flow;

@@ -81,6 +81,25 @@ async fn approving_two_of_three_moves_exactly_those_two_and_the_undo_restores_th
         assert_eq!(s, StatusCode::BAD_REQUEST, "{body} → {refused}");
         assert!(refused["error"].as_str().is_some(), "{refused}");
     }
+    // A whole number too large for an index is said as such, never as a float ("1e20").
+    for (entry, said) in [
+        (json!(1e20), "too large to be an index"),
+        (json!(-1), "`-1`"),
+    ] {
+        let (s, refused) = client
+            .post(
+                &format!("{path}/respond"),
+                Some(&control),
+                json!({"decision": "approve", "items": [0, entry]}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{refused}");
+        let error = refused["error"].as_str().unwrap();
+        assert!(
+            error.contains(said) && !error.contains("floating"),
+            "{error}"
+        );
+    }
     let (_, refused) = client
         .post(
             &format!("{path}/respond"),

@@ -5,7 +5,7 @@
 //! page has one `<h1>` and a title naming it, and its lists in the HTML itself (in-order
 //! streaming: no "Loading…" for a browser without JavaScript). Each page names its own wasm
 //! when the site has one per set of pages (app::page::Bundle), and the site's one wasm when it
-//! has not.
+//! has not. Activity's history shows the filters its address names (app::activity::filters).
 
 use crate::support;
 
@@ -128,4 +128,98 @@ async fn each_page_loads_its_own_wasm_when_the_site_has_one_per_set_of_pages() {
         let (_, html) = page(&server, path).await;
         assert_eq!(hydration_module(&html), "iris.js", "{path}");
     }
+}
+
+/// Rejects card `id` through the JSON API, as the CLI does when `cli` (its surface header),
+/// else as a script with a bearer token (surface `api`).
+async fn reject(app: &TestApp, id: &str, cli: bool) {
+    let mut request = Request::builder()
+        .method("POST")
+        .uri(format!("/governance/approvals/{id}/respond"))
+        .header("authorization", app.bearer())
+        .header("content-type", "application/json");
+    if cli {
+        request = request.header("x-iris-surface", "cli");
+    }
+    let body = serde_json::json!({ "decision": "reject" }).to_string();
+    let response = app.send(request.body(Body::from(body)).unwrap()).await;
+    assert_eq!(response.status(), StatusCode::OK, "{id}");
+}
+
+/// Activity's history follows the address's query (app::activity::filters) in the HTML the
+/// server renders, so a reload, a shared link and a browser without JavaScript show the same
+/// list: the search, the status and the surface narrow the answered cards (the waiting card
+/// stays), the form shows the filters chosen with a way to clear them, an empty result says
+/// so in words, and values the page cannot use are left out with a note, never an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activitys_history_shows_the_filters_of_its_address() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let card = |turn: serde_json::Value| turn["approval_id"].as_str().unwrap().to_owned();
+    let walrus = card(server.chat("trash the promo mail, walrus").await);
+    reject(&server, &walrus, true).await;
+    let otter = card(server.chat("trash the promo mail, otter").await);
+    reject(&server, &otter, false).await;
+    let waiting = card(server.chat("trash the promo mail, heron").await);
+    let line = |id: &str| format!("data-testid=\"line-{id}\"");
+
+    let (status, html) = page(&server, "/activity").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&line(&walrus)) && html.contains(&line(&otter)));
+    assert!(html.contains("role=\"search\""), "one search form: {html}");
+    assert!(
+        !html.contains("data-testid=\"filter-clear\""),
+        "nothing to clear"
+    );
+
+    // The search and the surface: only the card rejected on the CLI; the waiting card stays.
+    let (status, html) = page(&server, "/activity?q=Walrus&status=rejected&surface=cli").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&line(&walrus)), "{html}");
+    assert!(!html.contains(&line(&otter)), "{html}");
+    assert!(html.contains(&format!("data-testid=\"card-{waiting}\"")));
+    // The form says what is chosen, and offers to clear it.
+    assert!(html.contains("value=\"Walrus\""), "{html}");
+    assert!(html.contains("<option value=\"cli\" selected"), "{html}");
+    assert!(
+        html.contains("<option value=\"rejected\" selected"),
+        "{html}"
+    );
+    assert!(html.contains("data-testid=\"filter-clear\""));
+    assert!(
+        html.contains("<option value=\"trash_email\""),
+        "the tools that make cards"
+    );
+
+    let (_, html) = page(&server, "/activity?surface=api").await;
+    assert!(html.contains(&line(&otter)) && !html.contains(&line(&walrus)));
+
+    // Nothing matches: said in words, with a way back to every card.
+    let (status, html) = page(&server, "/activity?q=walrus&status=approved").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!html.contains(&line(&walrus)));
+    assert!(
+        html.contains("No answered cards match \u{201c}walrus\u{201d}, approved."),
+        "{html}"
+    );
+    assert!(html.contains("data-testid=\"no-match-clear\""));
+
+    // Values the page cannot use are left out, each with a note; the rest still filters.
+    let (status, html) = page(
+        &server,
+        "/activity?q=otter&status=done&since=yesterday&surface=fax&until=2026-02-31",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&line(&otter)) && !html.contains(&line(&walrus)));
+    assert!(html.contains("data-testid=\"filter-notes\""), "{html}");
+    assert!(html.contains("Status \u{201c}done\u{201d} was ignored"));
+    assert!(html.contains("From \u{201c}yesterday\u{201d} was ignored"));
+
+    // Days: today's cards are in a range that ends today, none in one that ended before.
+    let today = chrono::Utc::now().date_naive();
+    let (_, html) = page(&server, &format!("/activity?since={today}&until={today}")).await;
+    assert!(html.contains(&line(&walrus)) && html.contains(&line(&otter)));
+    let (_, html) = page(&server, "/activity?until=2020-01-01").await;
+    assert!(!html.contains(&line(&walrus)) && html.contains("data-testid=\"no-match\""));
 }

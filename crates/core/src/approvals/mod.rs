@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | request | [`turn`]: the loop runs; a pinned call ends the turn with its card | `commit_turn` (row + checkpoint + link + transcript + lines) |
 //! | respond | [`respond`]: scope, the state machine, the owner's choice of items ([`narrow`]) or edit ([`edit`]), compare-and-set | `commit_decision` (decision + audit + resume job) |
+//! | reason | [`reason`]: a rejection's reason given after the tap, once; the model told in the card's conversation | `add_reason` |
 //! | expire | [`respond`]: the sweep's lapse, same unit | `commit_decision` |
 //! | execute | [`execute`]: claim under a lease, the side effect, its outcome | `claim_job` (lease + ledger `executing`), `record_outcome` |
 //! | resume | [`resume`]: the run continues from the real result | `finish_job` |
@@ -38,6 +39,7 @@ pub mod narrow;
 pub mod overlap;
 pub mod passkey;
 pub mod plan;
+pub mod reason;
 pub mod respond;
 pub mod resume;
 pub mod turn;

@@ -333,11 +333,11 @@ pub(crate) fn end_line(row: &Approval, check: Option<&str>) -> Option<String> {
 }
 
 /// What the end line adds after an approval of some items (" You approved 2 of 3; the other
-/// was left out and not touched.") or of an edited call (" You edited subject before
+/// was left out and not touched.") or of an edited call (" You edited the subject before
 /// approving."); empty for any other card.
 fn left_out_words(row: &Approval) -> String {
-    if let Some(fields) = row.edited_fields.as_ref().filter(|f| !f.is_empty()) {
-        return format!(" You edited {} before approving.", fields.join(", "));
+    if let Some(fields) = row.edited_words() {
+        return format!(" You edited {fields} before approving.");
     }
     match row.approved_share() {
         Some((kept, of)) => {

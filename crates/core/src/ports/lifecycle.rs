@@ -553,6 +553,21 @@ pub trait ApprovalStore: UndoStore + Send + Sync {
     /// [`StoreError::Corrupt`] for a row that does not parse; [`StoreError::Backend`].
     async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError>;
 
+    /// Gives rejected row `id` the owner's `reason`, once (docs/adr/0125-reason-after-reject.md):
+    /// a compare-and-set on `status = 'rejected' AND reason IS NULL`, with `outbox` staged in
+    /// the same commit. `Some(conversation)` when written (the conversation of the row's paused
+    /// run, where the model is told; `None` inside for a row without one); `None` when the row
+    /// is not rejected or has a reason already.
+    ///
+    /// # Errors
+    /// [`StoreError`]: nothing was written.
+    async fn add_reason(
+        &self,
+        id: &str,
+        reason: &str,
+        outbox: &Outbox,
+    ) -> Result<Option<Option<String>>, StoreError>;
+
     /// Row `id` if the live agent device named `agent` requested it (by device id: a device
     /// paired later under a revoked device's name is another device), else `None`.
     ///

@@ -299,3 +299,15 @@ fn a_reply_fills_a_field_one_level_down_and_never_shows_braces() {
         DONE_TEXT
     );
 }
+
+#[test]
+fn demo_script_acknowledges_a_rejections_reason_whatever_words_it_holds() {
+    let m = ScriptedModel::from_yaml(DEMO_SCRIPT).unwrap();
+    // The card's title and the reason both hold words other rules answer (trash, promo, undo).
+    let t = vec![user(
+        "I rejected “Trash 3 emails” because: undo nothing, I still read those promo emails",
+    )];
+    let turn = m.next_turn(&t);
+    assert!(turn.tool_calls.is_empty(), "{:?}", turn.tool_calls);
+    assert!(turn.content.unwrap().starts_with("Understood"));
+}

@@ -6,6 +6,26 @@ use serde_json::Value;
 
 use super::Decision;
 
+impl Decision {
+    /// The contract's spelling: `approve` or `reject`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        }
+    }
+}
+
+/// `POST /governance/approvals/{id}/reason` body: why the owner rejected a card, given after
+/// the tap, once (docs/adr/0125-reason-after-reject.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReasonRequest {
+    /// At most 500 characters, trimmed; shown on the card and told to the model.
+    pub reason: String,
+}
+
 /// `POST /governance/approvals/{id}/respond` body. Any other field (`tool`, `args`) is ignored:
 /// an answer covers the pinned call, or with `items` some of its items, or with `edits` the
 /// call as the owner edited it.

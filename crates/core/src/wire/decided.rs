@@ -48,6 +48,25 @@ impl Approval {
         }
     }
 
+    /// The fields the owner edited, in words: "the body", "the subject and the body", "the
+    /// recipients, the subject and the body" (`to` is "the recipients"); `None` for a call not
+    /// edited.
+    pub fn edited_words(&self) -> Option<String> {
+        let fields = self.edited_fields.as_ref().filter(|f| !f.is_empty())?;
+        let named: Vec<String> = fields
+            .iter()
+            .map(|f| match f.as_str() {
+                "to" => "the recipients".to_string(),
+                other => format!("the {other}"),
+            })
+            .collect();
+        Some(match named.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        })
+    }
+
     /// `(kept, of)` for an approval of some of the card's items ("Approved 3 of 5"); `None` for
     /// any other card.
     pub fn approved_share(&self) -> Option<(usize, usize)> {

@@ -89,6 +89,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn edited_fields_are_said_with_their_articles() {
+        let with = |fields: &[&str]| Approval {
+            edited_fields: Some(fields.iter().map(|f| f.to_string()).collect()),
+            ..Approval::sample()
+        };
+        assert_eq!(Approval::sample().edited_words(), None);
+        assert_eq!(with(&[]).edited_words(), None);
+        assert_eq!(with(&["body"]).edited_words().unwrap(), "the body");
+        assert_eq!(
+            with(&["subject", "body"]).edited_words().unwrap(),
+            "the subject and the body"
+        );
+        assert_eq!(
+            with(&["to", "subject", "body"]).edited_words().unwrap(),
+            "the recipients, the subject and the body"
+        );
+    }
+
     /// An unknown call offers its undo only when its plugin found items it can put back, and
     /// the button then names those (docs/liveness.md "truthful records").
     #[test]

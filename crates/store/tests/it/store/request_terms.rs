@@ -113,7 +113,7 @@ async fn response_is_written_once(engine: Engine) {
         )
         .await;
         assert!(
-            message.contains("an approval response is written once (DESIGN §2)"),
+            message.contains("an approval response is written once (DESIGN §2"),
             "{assignment}: {message}"
         );
     }
@@ -131,6 +131,64 @@ async fn response_is_written_once(engine: Engine) {
     .await
     .expect("decide");
     assert!(!late);
+}
+
+/// A rejection may be given its reason once after the decision (docs/adr/0125-reason-after-
+/// reject.md): by the store's unit or raw SQL alike, only NULL to text, only on a rejected row.
+async fn a_rejection_takes_its_reason_once(engine: Engine) {
+    let db = engine.open().await;
+    let store = db.store.clone();
+    insert(&store, &trash_request("r1", &["m1"]))
+        .await
+        .expect("insert");
+    let won = decide(
+        &store,
+        "r1",
+        &response(
+            ApprovalStatus::Rejected,
+            "owner-phone",
+            t0() + Duration::minutes(1),
+        ),
+    )
+    .await
+    .expect("decide");
+    assert!(won);
+    let outbox = iris_core::ports::Outbox::default();
+    let written = store
+        .add_reason("r1", "not these", &outbox)
+        .await
+        .expect("add");
+    // Written, with the conversation of the row's paused run (the test rows' checkpoints).
+    assert_eq!(written, Some(Some("conv-1".to_owned())));
+    assert_eq!(
+        store
+            .add_reason("r1", "changed my mind", &outbox)
+            .await
+            .expect("again"),
+        None
+    );
+    for assignment in ["reason = 'changed my mind'", "reason = NULL"] {
+        let message = refused(
+            &store,
+            &format!("UPDATE approvals SET {assignment} WHERE id = 'r1'"),
+        )
+        .await;
+        assert!(message.contains("written once"), "{assignment}: {message}");
+    }
+    let row = store.approval("r1").await.expect("get").expect("row");
+    assert_eq!(row.reason.as_deref(), Some("not these"));
+    // An approved row takes none, by the unit or by SQL.
+    approved(&store, "a1").await;
+    assert_eq!(
+        store.add_reason("a1", "why", &outbox).await.expect("add"),
+        None
+    );
+    let message = refused(
+        &store,
+        "UPDATE approvals SET reason = 'why' WHERE id = 'a1'",
+    )
+    .await;
+    assert!(message.contains("written once"), "{message}");
 }
 
 async fn a_pending_row_takes_a_response_only_with_its_decision(engine: Engine) {
@@ -220,6 +278,7 @@ macro_rules! suite {
             #[tokio::test] expires_at_is_immutable,
             #[tokio::test] preconditions_are_immutable,
             #[tokio::test] response_is_written_once,
+            #[tokio::test] a_rejection_takes_its_reason_once,
             #[tokio::test] a_pending_row_takes_a_response_only_with_its_decision,
             #[tokio::test] approvals_are_never_deleted,
         }
