@@ -1,7 +1,7 @@
 //! Pure wording helpers for the card: the undo sentence, the exact call, the outcome lines and
 //! times. No reactivity here, so they are easy to test.
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, Utc};
 use iris_core::wire::{Approval, ApprovalStatus, Card, Execution, RunningJob};
 use serde_json::Value;
 
@@ -119,7 +119,7 @@ pub fn lapse_notice(when: &str) -> String {
 }
 
 /// Who runs a decided card's job now ([`Approval::running`]), with `since` written by the
-/// surface: "Running on iris@vm:4711-1a2b3c4d since 3 Dec, 10:05." (no time for a job taken
+/// surface: "Running on iris@vm:4711-1a2b3c4d since 3 Dec 2026, 10:05:00." (no time for a job taken
 /// before it was recorded).
 pub fn running_sentence(job: &RunningJob, since: Option<&str>) -> String {
     let holder = clip(&job.holder, 80);
@@ -312,7 +312,7 @@ pub fn badge_label(approval: &Approval) -> &'static str {
 }
 
 /// What an approved card's outcome line adds after who approved it and when ("Approved by phone
-/// via web at 3 Dec, 09:07, but nothing was done."): `None` for a success or a call still on
+/// via web at 3 Dec 2026, 09:07:00, but nothing was done."): `None` for a success or a call still on
 /// its way, else words that say it did not (fully) happen.
 pub fn approved_problem(approval: &Approval) -> Option<&'static str> {
     match (approval.execution, outcome_tone(approval)) {
@@ -377,26 +377,11 @@ pub fn outcome_problem(approval: &Approval) -> Option<String> {
     }
 }
 
-/// "30 Nov, 14:05" in the browser's offset once known (minutes east of UTC), else in UTC with
-/// a "UTC" suffix (what the server renders, so hydration matches).
-///
-/// Written out by hand rather than with chrono's `format("%-d %b, %H:%M")`: the same text, but
-/// chrono's format-string machinery would be compiled into the browser's wasm for it.
+/// A moment as every surface writes it ([`iris_core::wire::when`]): "6 Dec 2026, 15:05:09" in
+/// the reader's offset once known (the page's cookie tells the server: `crate::live`), else in
+/// UTC with a "UTC" suffix.
 pub fn format_time(at: DateTime<Utc>, offset_minutes: Option<i32>) -> String {
-    match offset_minutes.and_then(|m| FixedOffset::east_opt(m * 60)) {
-        Some(offset) => day_month_time(&at.with_timezone(&offset)),
-        None => format!("{} UTC", day_month_time(&at)),
-    }
-}
-
-/// "30 Nov, 14:05": chrono's `%-d %b, %H:%M`.
-fn day_month_time<Tz: chrono::TimeZone>(at: &DateTime<Tz>) -> String {
-    use chrono::{Datelike, Timelike};
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = MONTHS[at.month0() as usize % 12];
-    format!("{} {month}, {:02}:{:02}", at.day(), at.hour(), at.minute())
+    iris_core::wire::when(at, offset_minutes)
 }
 
 /// "by phone via cli" (each part only when known), and "with a passkey" for an approval that

@@ -62,8 +62,13 @@ pub fn is_live() -> RwSignal<bool> {
     }
 }
 
-/// The browser's offset from UTC in minutes (east positive); `None` on the server, so server
-/// HTML and the first client render agree (both say UTC), then times switch to local.
+/// The cookie in which the browser keeps its offset from UTC (minutes east), so the server
+/// renders times as the page will show them and nothing changes on screen when it goes live.
+pub const OFFSET_COOKIE: &str = "iris_utc_offset";
+
+/// The reader's offset from UTC in minutes (east positive). The server and the first client
+/// render both take it from [`OFFSET_COOKIE`] (so they agree; `None`, UTC, on a first visit),
+/// then the browser reads its own clock and keeps it in the cookie for the next page.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientClock {
     /// Minutes east of UTC, once known.
@@ -71,22 +76,69 @@ pub struct ClientClock {
 }
 
 impl ClientClock {
-    /// Offset unknown.
+    /// The offset the request's (server) or the document's (browser) cookie carries.
     pub fn new() -> Self {
         ClientClock {
-            offset_minutes: RwSignal::new(None),
+            offset_minutes: RwSignal::new(cookie_offset()),
         }
     }
 
-    /// Reads the browser's offset (browser only; a no-op on the server).
+    /// Reads the browser's offset and keeps it in [`OFFSET_COOKIE`] for a year (browser only; a
+    /// no-op on the server). `SameSite=Strict` like the session cookie: a page opened from
+    /// another site carries no cookie at all, so the server's same-site bounce still happens.
     pub fn start(&self) {
         #[cfg(feature = "hydrate")]
         {
             let minutes_west = js_sys::Date::new_0().get_timezone_offset();
             // The offset is a whole number of minutes, far inside i32.
             #[allow(clippy::cast_possible_truncation)]
-            self.offset_minutes.set(Some(-(minutes_west as i32)));
+            let offset = -(minutes_west as i32);
+            self.offset_minutes.set(Some(offset));
+            if let Some(document) = web_sys::window().and_then(|w| w.document()) {
+                let cookie =
+                    format!("{OFFSET_COOKIE}={offset}; Path=/; Max-Age=31536000; SameSite=Strict");
+                let _ = js_sys::Reflect::set(&document, &"cookie".into(), &cookie.into());
+            }
         }
+    }
+}
+
+/// The offset in a `Cookie` header's text (`a=1; iris_utc_offset=60`): a whole number of
+/// minutes within ±14 h, else `None`.
+pub fn offset_in_cookies(header: &str) -> Option<i32> {
+    header
+        .split(';')
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == OFFSET_COOKIE)
+        .and_then(|(_, value)| value.trim().parse::<i32>().ok())
+        .filter(|m| (-14 * 60..=14 * 60).contains(m))
+}
+
+/// The offset this render may use: the request's cookie on the server, the document's in the
+/// browser.
+fn cookie_offset() -> Option<i32> {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<axum::http::request::Parts>().and_then(|parts| {
+            parts
+                .headers
+                .get_all(axum::http::header::COOKIE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .find_map(offset_in_cookies)
+        })
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| js_sys::Reflect::get(&d, &"cookie".into()).ok())
+            .and_then(|v| v.as_string())
+            .and_then(|text| offset_in_cookies(&text))
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    {
+        None
     }
 }
 

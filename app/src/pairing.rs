@@ -71,7 +71,7 @@ impl PairPage {
                     <h1>"Pair this browser with IRIS"</h1>
                     <p data-testid="pair-grant">"This link pairs this browser as " {scope_grant(scope)}</p>
                     <p class="pair-expiry">
-                        {format!("It works once, until {}.", expires_at.format("%H:%M UTC"))}
+                        {format!("It works once, until {}.", iris_core::wire::when_utc(expires_at))}
                     </p>
                     {signed_in_as.map(|n| view! {
                         <p class="pair-note">"This browser is signed in as “" {n} "”. Pairing signs it in as the new device instead."</p>
@@ -127,7 +127,7 @@ mod tests {
             signed_in_as: None,
         });
         assert!(html.contains("a read device"), "{html}");
-        assert!(html.contains("until 10:10 UTC"), "{html}");
+        assert!(html.contains("until 30 Nov 2026, 10:10:00 UTC"), "{html}");
         assert!(html.contains("method=\"post\""), "{html}");
         assert!(
             html.contains("/pkg/iris.css"),

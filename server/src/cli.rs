@@ -258,7 +258,7 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
     println!("Open this link in the browser to pair it as {grant}.");
     println!(
         "It works once, until {} (10 minutes).",
-        offer.expires_at.format("%H:%M:%S UTC")
+        iris_core::wire::when_utc(offer.expires_at)
     );
     if crate::config::non_blank(&settings.public_url).is_none() {
         println!("(Made on {base}; set IRIS_PUBLIC_URL to the address your phone opens.)");

@@ -226,6 +226,18 @@ fn limits(doc: &mut Value) {
             "not": {"type": "string", "pattern": format!("[{CONTROL}]")},
         }),
     );
+    let reason_max = iris_core::approvals::reason::MAX_REASON_CHARS;
+    set(
+        doc,
+        &format!("{schemas}/ReasonRequest/properties/reason"),
+        json!({
+            "description": format!("Why the owner rejected the card: 1 to {reason_max} characters once leading and trailing whitespace is trimmed, no control characters but line breaks (400 otherwise)."),
+            "minLength": 1,
+            // Control characters but the line feed (`reason_text` keeps line breaks).
+            "pattern": trimmed(1, reason_max, r"\u0000-\u0009\u000B-\u001F\u007F-\u009F"),
+            "examples": ["I still need these"],
+        }),
+    );
     let name_max = crate::passkeys::api::MAX_NAME_CHARS;
     set(
         doc,

@@ -172,7 +172,7 @@ fn a_failed_execution_is_red_with_its_reason() {
     assert!(!html.contains("outcome-tone-success"), "{html}");
     assert_eq!(
         outcome_head(&html),
-        "Approved by owner via web at 30 Nov, 10:05 UTC, but it failed."
+        "Approved by owner via web at 30 Nov 2025, 10:05:00 UTC, but it failed."
     );
     assert!(html.contains("IMAP server refused the move"), "{html}");
     assert!(
@@ -200,7 +200,7 @@ fn a_stale_call_says_nothing_was_done() {
     assert!(html.contains("outcome-tone-warning"), "{html}");
     assert_eq!(
         outcome_head(&html),
-        "Approved by owner via web at 30 Nov, 10:05 UTC, but nothing was done."
+        "Approved by owner via web at 30 Nov 2025, 10:05:00 UTC, but nothing was done."
     );
     assert!(html.contains("so nothing was run"), "{html}");
     assert!(!html.contains("outcome-tone-success"), "{html}");
@@ -219,7 +219,7 @@ fn a_partly_stale_call_is_a_warning_naming_the_skipped_items() {
     assert!(html.contains("outcome-tone-warning"), "{html}");
     assert_eq!(
         outcome_head(&html),
-        "Approved by owner via web at 30 Nov, 10:05 UTC, partly done."
+        "Approved by owner via web at 30 Nov 2025, 10:05:00 UTC, partly done."
     );
     assert!(
         html.contains("1 item changed since you saw it and was left alone."),
@@ -236,7 +236,7 @@ fn an_unknown_outcome_is_a_warning_not_a_success() {
     assert!(html.contains("outcome-tone-warning"), "{html}");
     assert_eq!(
         outcome_head(&html),
-        "Approved by owner via web at 30 Nov, 10:05 UTC, outcome unknown."
+        "Approved by owner via web at 30 Nov 2025, 10:05:00 UTC, outcome unknown."
     );
     assert!(html.contains("server restarted mid-call"), "{html}");
     assert!(!html.contains("outcome-tone-success"), "{html}");
@@ -263,7 +263,7 @@ fn a_lapsed_card_says_when_it_lapsed_and_that_nothing_was_done() {
     let html = render(approval, owner());
     assert!(
         html.contains(
-            "This request lapsed at 30 Nov, 11:00 UTC without an answer, so nothing was done."
+            "This request lapsed at 30 Nov 2025, 11:00:00 UTC without an answer, so nothing was done."
         ),
         "{html}"
     );

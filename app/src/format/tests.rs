@@ -1,6 +1,7 @@
 //! The card's words, as every surface says them.
 
 use super::*;
+use chrono::FixedOffset;
 use iris_core::wire::Effect;
 use serde_json::json;
 
@@ -213,30 +214,48 @@ fn card_links_cover_the_whole_url() {
 
 #[test]
 fn times_are_utc_until_the_browser_says() {
-    let at = DateTime::parse_from_rfc3339("2025-11-30T14:05:00Z")
+    let at = DateTime::parse_from_rfc3339("2025-11-30T14:05:07Z")
         .unwrap()
         .with_timezone(&Utc);
-    assert_eq!(format_time(at, None), "30 Nov, 14:05 UTC");
-    assert_eq!(format_time(at, Some(60)), "30 Nov, 15:05");
+    assert_eq!(format_time(at, None), "30 Nov 2025, 14:05:07 UTC");
+    assert_eq!(format_time(at, Some(60)), "30 Nov 2025, 15:05:07");
 }
 
-/// The hand-written time reads exactly as chrono's `%-d %b, %H:%M` would, every month, in
-/// offsets both sides of UTC.
+/// The hand-written time reads exactly as chrono's `%-d %b %Y, %H:%M:%S` would, every month,
+/// in offsets both sides of UTC.
 #[test]
 fn times_read_as_chronos_format_string() {
-    let start = DateTime::parse_from_rfc3339("2024-12-31T23:07:00Z")
+    let start = DateTime::parse_from_rfc3339("2024-12-31T23:07:11Z")
         .unwrap()
         .with_timezone(&Utc);
     for step in 0..400 {
-        let at = start + chrono::Duration::minutes(step * 1_337);
+        let at = start + chrono::Duration::seconds(step * 80_221);
         for offset in [None, Some(-570), Some(0), Some(60), Some(330), Some(765)] {
             let expected = match offset.and_then(|m| FixedOffset::east_opt(m * 60)) {
-                Some(o) => at.with_timezone(&o).format("%-d %b, %H:%M").to_string(),
-                None => format!("{} UTC", at.format("%-d %b, %H:%M")),
+                Some(o) => at
+                    .with_timezone(&o)
+                    .format("%-d %b %Y, %H:%M:%S")
+                    .to_string(),
+                None => format!("{} UTC", at.format("%-d %b %Y, %H:%M:%S")),
             };
             assert_eq!(format_time(at, offset), expected, "{at} {offset:?}");
         }
     }
+}
+
+/// The page's offset cookie is read strictly: a whole number of minutes within ±14 h.
+#[test]
+fn the_offset_cookie_is_read_strictly() {
+    use crate::live::offset_in_cookies;
+    assert_eq!(offset_in_cookies("iris_utc_offset=60"), Some(60));
+    assert_eq!(
+        offset_in_cookies("a=1; iris_utc_offset=-330; b=2"),
+        Some(-330)
+    );
+    assert_eq!(offset_in_cookies("iris_utc_offset=841"), None);
+    assert_eq!(offset_in_cookies("iris_utc_offset=1e3"), None);
+    assert_eq!(offset_in_cookies("xiris_utc_offset=60"), None);
+    assert_eq!(offset_in_cookies(""), None);
 }
 
 #[test]

@@ -174,7 +174,7 @@ impl Ceremony {
         if self.expires_at <= at {
             return Err(PasskeyRefusal::WrongCeremony(format!(
                 "a challenge that lapsed at {} (challenges last two minutes)",
-                self.expires_at.format("%H:%M:%S UTC")
+                crate::wire::when_utc(self.expires_at)
             )));
         }
         Ok(())

@@ -4,7 +4,8 @@
 //! external contract: checks outside the code rely on them, so renaming one is a contract change.
 //! With the `openapi` feature (the server's), each also derives `utoipa::ToSchema` for the
 //! OpenAPI document at `GET /api/openapi.json`; the browser build never enables it. Times are
-//! RFC 3339 text both ways, read back by `rfc3339` (chrono's strict reader).
+//! RFC 3339 text both ways, read back by `rfc3339` (chrono's strict reader); for people they are
+//! written one way, by `when.rs` ([`when`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,7 @@ pub mod rfc3339;
 mod sample;
 mod surface;
 mod undo;
+mod when;
 
 pub use answer::{Assertion, ReasonRequest, RespondRequest};
 pub use audit::{AuditEntry, AuditKind, AuditList};
@@ -39,6 +41,7 @@ pub use decided::DecidedCall;
 pub use located::{Located, LocatedItem};
 pub use surface::Surface;
 pub use undo::{UndoRecord, UndoState};
+pub use when::{when, when_utc};
 
 /// What a tool does to the owner's data (DESIGN §2 "effect").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -38,9 +38,9 @@ pub fn printable(text: &str) -> String {
     out
 }
 
-/// "2026-11-30 14:05:03 UTC".
+/// "30 Nov 2026, 14:05:03 UTC" ([`iris_core::wire::when_utc`]: one format on every surface).
 pub fn when(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    iris_core::wire::when_utc(at)
 }
 
 /// "in 59 min" / "3 min ago" / "in 2 h 5 min" relative to `now`, to the minute ("in under a
@@ -73,7 +73,7 @@ fn kind_words(approval: &Approval) -> &'static str {
     }
 }
 
-/// "by laptop via cli at 2026-11-30 14:05:03 UTC" (each part only when known).
+/// "by laptop via cli at 30 Nov 2026, 14:05:03 UTC" (each part only when known).
 pub fn answered_by(approval: &Approval) -> String {
     let mut words = String::new();
     if let Some(by) = approval.responded_by.as_deref().filter(|s| !s.is_empty()) {
@@ -548,7 +548,7 @@ mod tests {
         assert!(text.contains("You asked: \u{201c}trash the promo emails\u{201d}\n"));
         assert!(
             text.contains(
-                "pending: waiting for your answer until 2026-11-30 15:00:00 UTC (in 59 min)"
+                "pending: waiting for your answer until 30 Nov 2026, 15:00:00 UTC (in 59 min)"
             ),
             "{text}"
         );
@@ -571,7 +571,7 @@ mod tests {
         a.result = Some(json!({"trashed": 2}));
         let text = card(&a, a.created_at);
         assert!(
-            text.contains("Status:    approved by laptop via cli at 2026-11-30 14:02:00 UTC"),
+            text.contains("Status:    approved by laptop via cli at 30 Nov 2026, 14:02:00 UTC"),
             "{text}"
         );
         assert!(
@@ -596,7 +596,7 @@ mod tests {
         assert!(text.contains("5 min ago"), "{text}");
         assert!(
             text.contains(
-                "This request lapsed at 2026-11-30 15:00:00 UTC without an answer, so nothing was done."
+                "This request lapsed at 30 Nov 2026, 15:00:00 UTC without an answer, so nothing was done."
             ),
             "{text}"
         );
@@ -615,7 +615,7 @@ mod tests {
         let text = card(&a, later);
         assert!(
             text.contains(
-                "Status:    expired. This request lapsed at 2026-11-30 15:00:00 UTC without an answer, so nothing was done.\n"
+                "Status:    expired. This request lapsed at 30 Nov 2026, 15:00:00 UTC without an answer, so nothing was done.\n"
             ),
             "{text}"
         );

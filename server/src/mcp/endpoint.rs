@@ -222,9 +222,9 @@ impl Endpoint {
     }
 }
 
-/// `at` as an agent reads it ("2026-12-02 14:05 UTC").
+/// `at` as an agent reads it ("2 Dec 2026, 14:05:00 UTC": the one format of every surface).
 fn utc(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M UTC").to_string()
+    iris_core::wire::when_utc(at)
 }
 
 /// Completes when `events` carries a change of approval `id` (or falls behind or closes).

@@ -72,6 +72,23 @@ fn each_length_pattern_accepts_exactly_what_the_server_takes() {
         );
     }
 
+    let reason = pattern(
+        &doc,
+        &format!("{schemas}/ReasonRequest/properties/reason/pattern"),
+    );
+    let reason_max = iris_core::approvals::reason::MAX_REASON_CHARS;
+    for text in edges(reason_max).into_iter().chain([
+        "two\nlines".to_string(),
+        "a\rb".to_string(),
+        " \n ".to_string(),
+    ]) {
+        assert_eq!(
+            reason.is_match(&text),
+            iris_core::approvals::reason::reason_text(&text).is_ok(),
+            "reason {text:?}"
+        );
+    }
+
     let list = super::operation("get", "/governance/approvals");
     let parameters = doc
         .pointer(&format!("{list}/parameters"))

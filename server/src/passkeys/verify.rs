@@ -71,7 +71,7 @@ where
     if let (BundleVerdict::Verified(lines), Some(at)) = (&mut verdict, removed) {
         lines.push(format!(
             "the passkey was removed {} (its key is kept so old decisions can still be checked).",
-            at.format("%Y-%m-%d %H:%M UTC")
+            iris_core::wire::when_utc(at)
         ));
     }
     Ok(verdict)

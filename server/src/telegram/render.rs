@@ -381,7 +381,10 @@ mod tests {
         }
         assert!(text.contains(&escape(a.card.undo_note.as_deref().unwrap())));
         assert!(text.contains(&format!("You asked: “{}”", escape(&a.card.request))));
-        assert!(text.contains("Expires 30 Nov, 11:00 UTC\\."), "{text}");
+        assert!(
+            text.contains("Expires 30 Nov 2026, 11:00:00 UTC\\."),
+            "{text}"
+        );
         assert_eq!(stray_specials(&text), Vec::<char>::new(), "{text}");
         // Only the renderer's own bold and italic markers are unescaped.
         let markers = text.replace("\\*", "").replace("\\_", "");
@@ -476,7 +479,7 @@ mod tests {
         a.result = Some(json!({"trashed": 2}));
         let text = outcome_text(&a);
         assert!(
-            text.contains("*Approved* by @own\\_er via telegram at 30 Nov, 10:05 UTC\\."),
+            text.contains("*Approved* by @own\\_er via telegram at 30 Nov 2026, 10:05:00 UTC\\."),
             "{text}"
         );
         assert!(text.contains("Moved 2 emails to Trash"), "{text}");
@@ -513,7 +516,7 @@ mod tests {
         let text = outcome_text(&a);
         assert!(
             text.ends_with(
-                "This request lapsed at 30 Nov, 11:00 UTC without an answer, so nothing was done\\."
+                "This request lapsed at 30 Nov 2026, 11:00:00 UTC without an answer, so nothing was done\\."
             ),
             "{text}"
         );

@@ -138,7 +138,7 @@ pub fn plan_claim(toolbox: &Toolbox, snapshot: &JobSnapshot, grace_secs: u64) ->
     let verdict = match start_by {
         Some(start_by) if at > start_by => Err(format!(
             "it could not start before {}",
-            start_by.format("%-d %b %Y, %H:%M:%S UTC")
+            crate::wire::when_utc(start_by)
         )),
         _ => runnable(toolbox, row, &snapshot.preconditions),
     };

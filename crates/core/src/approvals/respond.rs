@@ -28,10 +28,10 @@ pub enum RespondError {
     /// Someone answered first (409); carries the row as it stands.
     #[error("This was already {} by {} via {} at {}.", .0.status.as_str(),
         .0.responded_by.as_deref().unwrap_or("someone"), .0.surface.as_deref().unwrap_or("an unknown surface"),
-        .0.responded_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default())]
+        .0.responded_at.map(crate::wire::when_utc).unwrap_or_default())]
     AlreadyDecided(Box<Approval>),
     /// The row lapsed unanswered (410).
-    #[error("This approval expired at {} and can no longer be answered; nothing was changed.", .0.expires_at.format("%Y-%m-%d %H:%M:%S UTC"))]
+    #[error("This approval expired at {} and can no longer be answered; nothing was changed.", crate::wire::when_utc(.0.expires_at))]
     Expired(Box<Approval>),
     /// Approving this row needs the owner's passkey and none acceptable came with the answer
     /// (403 with the code `passkey_required`, checked after the 404/409/410 checks); the

@@ -46,7 +46,7 @@ pub enum UndoError {
     #[error("This card was already undone by {} via {} at {}; an undo runs once.",
         .0.undo.as_ref().map_or("someone", |u| u.by.as_str()),
         .0.undo.as_ref().map_or("an unknown surface", |u| u.surface.as_str()),
-        .0.undo.as_ref().map(|u| u.at.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default())]
+        .0.undo.as_ref().map(|u| crate::wire::when_utc(u.at)).unwrap_or_default())]
     AlreadyUndone(Box<Approval>),
     /// The card has nothing to undo (409): its tool declares no undo, its call did not run, or
     /// nothing that ran can be undone. The sentence says which.
@@ -57,7 +57,7 @@ pub enum UndoError {
     #[error("{1}")]
     Busy(Box<Approval>, String),
     /// The card's undo window has closed (410): nothing was changed.
-    #[error("The undo window of this card closed at {}; nothing was changed.", .1.format("%Y-%m-%d %H:%M:%S UTC"))]
+    #[error("The undo window of this card closed at {}; nothing was changed.", crate::wire::when_utc(*.1))]
     WindowClosed(Box<Approval>, DateTime<Utc>),
     /// Storage failed; nothing ran (500).
     #[error(transparent)]

@@ -89,10 +89,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
         lines[0].find("STATUS"),
         "columns align: {list}"
     );
-    let expires = pending
-        .expires_at
-        .format("%Y-%m-%d %H:%M:%S UTC")
-        .to_string();
+    let expires = iris_core::wire::when_utc(pending.expires_at);
     assert!(line.ends_with(&expires), "{line}");
     let listed = iris(
         &url,
@@ -211,11 +208,7 @@ async fn cli_shows_cards_readably_and_exits_with_one_code_per_failure() {
 
     // A second answer from any command: already decided, saying by whom, where and when.
     let approved = row(&client, &laptop, &id).await;
-    let at = approved
-        .responded_at
-        .unwrap()
-        .format("%Y-%m-%d %H:%M:%S UTC")
-        .to_string();
+    let at = iris_core::wire::when_utc(approved.responded_at.unwrap());
     for args in [
         vec!["approvals", "approve", id.as_str(), "--yes"],
         vec!["approvals", "reject", id.as_str(), "--reason", "late"],
@@ -340,10 +333,7 @@ async fn an_expired_card_exits_with_its_own_code_and_nothing_runs() {
     )
     .await;
     assert_eq!(late.code, exit::EXPIRED, "{late}");
-    let expired_at = pending
-        .expires_at
-        .format("%Y-%m-%d %H:%M:%S UTC")
-        .to_string();
+    let expired_at = iris_core::wire::when_utc(pending.expires_at);
     assert!(
         late.stderr.contains(&format!("expired at {expired_at}"))
             && late.stderr.contains("nothing ran"),

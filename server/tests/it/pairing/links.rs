@@ -187,8 +187,9 @@ async fn a_read_browser_pairs_once_through_the_link(server: TestApp) {
     let text = again.text().await.unwrap();
     assert!(text.contains("already used"), "{text}");
     assert!(text.contains("wall tablet"), "{text}");
-    // Its time written as the cards write theirs ("3 Dec, 16:23 UTC"), not "2026-12-03 16:23".
-    let today = chrono::Utc::now().format("at %-d %b, ").to_string();
+    // Its time written as the cards write theirs ("3 Dec 2026, 16:23:05 UTC"), not
+    // "2026-12-03 16:23".
+    let today = chrono::Utc::now().format("at %-d %b %Y, ").to_string();
     assert!(text.contains(&today), "{text}");
     assert!(
         !text.contains(&chrono::Utc::now().format("%Y-%m-").to_string()),

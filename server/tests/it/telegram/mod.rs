@@ -77,7 +77,7 @@ fn card_keyboard(row: &Value) -> Value {
 }
 
 /// The message's lapse time as MarkdownV2: the row's `expires_at` as Telegram cards write
-/// times ("30 Nov, 11:00 UTC"), escaped.
+/// times ("30 Nov 2026, 11:00:00 UTC"), escaped.
 fn lapse_time(row: &Value) -> String {
     let expires_at: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(row["expires_at"].clone()).unwrap();

@@ -229,7 +229,7 @@ async fn a_lapse_after_a_restart_edits_the_old_message(database_url: Option<&str
     let expired_at = {
         let at: chrono::DateTime<chrono::Utc> =
             serde_json::from_value(lapsing["expires_at"].clone()).unwrap();
-        at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+        iris_core::wire::when_utc(at)
     };
     let (status, body) = client
         .post(
