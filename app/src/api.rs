@@ -245,6 +245,23 @@ pub async fn give_reason(
         .map_err(AppError::Backend)
 }
 
+/// The viewer's edit of a waiting card as it would run, checked as the approval will check it
+/// (a refusal is the error text, shown on the card); changes nothing.
+#[server(prefix = "/ui", input = Json, output = TextJson)]
+pub async fn review_edit(
+    #[doc = "The approval row."] id: String,
+    #[doc = "New values for fields in `card.editable`."] edits: serde_json::Map<
+        String,
+        serde_json::Value,
+    >,
+) -> Result<iris_core::wire::EditReview, AppError> {
+    let (backend, viewer) = on_server::controller().await?;
+    backend
+        .review_edit(&viewer, &id, edits)
+        .await
+        .map_err(AppError::Backend)
+}
+
 /// One chat turn; starts a conversation when `conversation_id` is `None`.
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn send_chat(

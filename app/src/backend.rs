@@ -60,6 +60,13 @@ pub trait AppBackend: Send + Sync + 'static {
     /// returns the row with its `undo`. The `Err` text is shown on the card (already undone by
     /// whom, window closed, nothing to undo).
     async fn undo(&self, viewer: &Viewer, id: &str) -> Result<Approval, String>;
+    /// An edit of a waiting card as it would run, checked, changing nothing.
+    async fn review_edit(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        edits: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<iris_core::wire::EditReview, String>;
     /// A rejected card's reason, given after the tap, once
     /// (`POST /governance/approvals/{id}/reason`).
     async fn give_reason(

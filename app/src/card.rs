@@ -68,6 +68,9 @@ pub struct CardState {
     /// The edit form's fields as typed (field → text), while it is open; `None` when the card
     /// is approved as pinned (docs/adr/0122-shaping-a-call.md).
     pub edits: RwSignal<Option<std::collections::BTreeMap<String, String>>>,
+    /// The server's review of the open edit (checked as the approval will check it, with its
+    /// preview remade for the edited call); `None` until "Review" asked for it.
+    pub review: RwSignal<Option<iris_core::wire::EditReview>>,
 }
 
 impl CardState {
@@ -82,6 +85,7 @@ impl CardState {
             trail_open: RwSignal::new(false),
             left_out: RwSignal::new(Vec::new()),
             edits: RwSignal::new(None),
+            review: RwSignal::new(None),
         }
     }
 }

@@ -193,6 +193,20 @@ impl AppBackend for WebBackend {
         .map_err(answer_with_status)
     }
 
+    async fn review_edit(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        edits: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<iris_core::wire::EditReview, String> {
+        let actor = self.actor(viewer);
+        self.state
+            .service
+            .review_edit(id, &edits, &actor)
+            .await
+            .map_err(|e| answer_with_status(ApiError::from(e)))
+    }
+
     async fn give_reason(
         &self,
         viewer: &Viewer,

@@ -1,9 +1,11 @@
 //! Editing a call before approving it (docs/adr/0122-shaping-a-call.md): once the page is live,
 //! a card whose call has fields the owner may edit (`card.editable`: a reply's To, Subject and
-//! Body) gets "Edit". The fields open in a form, prefilled with the pinned call; "Review" opens
-//! the usual confirm dialog, which shows each changed field against the model's version (a text
-//! of several lines as a line diff), and its confirm approves the edited call. The server checks the edit as it checks the model's
-//! call; a refusal shows on the card, which keeps waiting.
+//! Body) gets "Edit". The fields open in a form, prefilled with the pinned call; "Review" asks
+//! the server to check the edit as the approval will (a refusal shows on the card, which keeps
+//! waiting) and to remake the call's preview for it (a file write: the change against the file
+//! now), then opens the usual confirm dialog, which shows each changed field against the
+//! model's version (a text of several lines as a line diff) and that preview; its confirm
+//! approves the edited call, checked again.
 
 use std::collections::BTreeMap;
 
@@ -85,6 +87,14 @@ pub(super) fn dialog_terms(
                 lines.push(format!("was: {was}"));
                 lines.push(format!("now: {now}"));
             }
+        }
+    }
+    // The preview the server remade for the edited call (a file write: the change against the
+    // file as it is now), as the card shows the pinned call's.
+    if let Some(review) = state.review.get_untracked() {
+        if !review.preview.is_empty() {
+            lines.push("What it will change:".to_owned());
+            lines.extend(review.preview);
         }
     }
     Some((format!("{action} as edited"), lines))
@@ -187,6 +197,38 @@ pub(super) fn CardEdit(
             state.edits.set(Some(start));
         }
     };
+    // "Review" asks the server first: the edit is checked as the approval will check it (a
+    // refusal shows on the card, which keeps waiting), and its preview is remade for the edited
+    // call; then the usual confirm dialog opens.
+    let review = {
+        let (id, args) = (approval.id.clone(), args.clone());
+        move |_| {
+            if state.busy.get_untracked() {
+                return;
+            }
+            let Some(edits) = edits_to_send(&args, state) else {
+                state.review.set(None);
+                state.dialog_open.set(true);
+                return;
+            };
+            state.busy.set(true);
+            state.error.set(None);
+            let id = id.clone();
+            leptos::task::spawn_local(async move {
+                let answer = crate::api::review_edit(id, edits).await;
+                state.busy.try_set(false);
+                match answer {
+                    Ok(review) => {
+                        state.review.try_set(Some(review));
+                        state.dialog_open.try_set(true);
+                    }
+                    Err(error) => {
+                        state.error.try_set(Some(error.to_string()));
+                    }
+                }
+            });
+        }
+    };
     let form = part(move || {
         let editing = state.edits.get()?;
         Some(any(view! {
@@ -231,7 +273,7 @@ pub(super) fn CardEdit(
                     </button>
                     <button type="button" class="btn btn-primary" data-testid="edit-review"
                         disabled=flag(move || state.busy.get())
-                        on:click=move |_| state.dialog_open.set(true)>
+                        on:click=review.clone()>
                         "Review"
                     </button>
                 </div>

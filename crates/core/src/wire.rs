@@ -37,7 +37,7 @@ pub fn clip(text: &str, max: usize) -> String {
 }
 
 pub use card::{Card, CardFlag, CardOverlap, OverlapState, RunningJob};
-pub use decided::DecidedCall;
+pub use decided::{DecidedCall, EditReview};
 pub use located::{Located, LocatedItem};
 pub use surface::Surface;
 pub use undo::{UndoRecord, UndoState};

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 
 use super::ApprovalService;
 use crate::canonical::{call_hash, canonical_json};
-use crate::plugin::CallContext;
+use crate::plugin::{CallContext, Description};
 use crate::ports::DecidedTerms;
-use crate::wire::{Approval, DecidedCall, Decision};
+use crate::wire::{Approval, DecidedCall, Decision, EditReview};
 
 /// Why an edit was refused (400 at the API; the card stays waiting and nothing changed). Each
 /// names the field or the rule.
@@ -55,10 +55,7 @@ impl ApprovalService {
     /// call, its items, the fields that changed and its own hash.
     ///
     /// # Errors
-    /// [`EditRefusal`]: with a rejection or a choice of items; empty; a field the card does not
-    /// let the owner edit; the edited call refused by the tool's schema or the plugin's rules
-    /// (naming the field and the rule, e.g. an invented address); an edit that changes another
-    /// argument, or what a call with pinned preconditions acts on.
+    /// As [`ApprovalService::edited_call`].
     pub async fn edited_terms(
         &self,
         row: &Approval,
@@ -66,6 +63,27 @@ impl ApprovalService {
         items: Option<&[u32]>,
         edits: &Map<String, Value>,
     ) -> Result<Option<DecidedTerms>, EditRefusal> {
+        Ok(self
+            .edited_call(row, decision, items, edits)
+            .await?
+            .map(|(terms, _)| terms))
+    }
+
+    /// [`ApprovalService::edited_terms`] with the edited call's description as its plugin gives
+    /// it (its lines and its preview: for a file write, the change against the file now).
+    ///
+    /// # Errors
+    /// [`EditRefusal`]: with a rejection or a choice of items; empty; a field the card does not
+    /// let the owner edit; the edited call refused by the tool's schema or the plugin's rules
+    /// (naming the field and the rule, e.g. an invented address); an edit that changes another
+    /// argument, or what a call with pinned preconditions acts on.
+    pub async fn edited_call(
+        &self,
+        row: &Approval,
+        decision: Decision,
+        items: Option<&[u32]>,
+        edits: &Map<String, Value>,
+    ) -> Result<Option<(DecidedTerms, Description)>, EditRefusal> {
         if decision == Decision::Reject {
             return Err(EditRefusal::OnReject);
         }
@@ -155,16 +173,54 @@ impl ApprovalService {
             return Err(EditRefusal::OtherItems);
         }
         changed.sort();
-        Ok(Some(DecidedTerms {
-            items: Vec::new(),
-            edited_fields: changed,
-            args_canonical: canonical_json(&args),
-            call: DecidedCall {
-                tool: row.tool.clone(),
-                call_hash: call_hash(&row.tool, &args),
-                items: description.items,
-                args,
+        Ok(Some((
+            DecidedTerms {
+                items: Vec::new(),
+                edited_fields: changed,
+                args_canonical: canonical_json(&args),
+                call: DecidedCall {
+                    tool: row.tool.clone(),
+                    call_hash: call_hash(&row.tool, &args),
+                    items: description.items.clone(),
+                    args,
+                },
             },
-        }))
+            description,
+        )))
+    }
+
+    /// The edited call as it will run, before the owner confirms it (the web card's "Review"):
+    /// checked as the approval will check it, described by its plugin (its lines; for a file
+    /// write, the change against the file as it is now). Changes nothing.
+    ///
+    /// # Errors
+    /// [`RespondError::Forbidden`] for read scope; `NotFound`; `AlreadyDecided`/`Expired` when
+    /// the card can no longer be answered; `Edit` for an edit the approval would refuse.
+    pub async fn review_edit(
+        &self,
+        id: &str,
+        edits: &Map<String, Value>,
+        actor: &super::Actor,
+    ) -> Result<EditReview, super::RespondError> {
+        let row = self.answerable(id, actor, self.clock.now()).await?;
+        Ok(
+            match self
+                .edited_call(&row, Decision::Approve, None, edits)
+                .await?
+            {
+                Some((terms, description)) => EditReview {
+                    edited_fields: terms.edited_fields,
+                    call: Some(terms.call),
+                    lines: description.lines,
+                    preview: description.preview,
+                },
+                None => EditReview {
+                    edited_fields: Vec::new(),
+                    call: None,
+                    lines: row.card.lines.clone(),
+                    preview: row.card.preview.clone(),
+                },
+            },
+        )
     }
 }

@@ -16,7 +16,7 @@ use crate::passkey::{
     Assertion, Ceremony, CeremonyPurpose, PasskeyCheck, PasskeyRefusal, PasskeyUse, CEREMONY_SECS,
 };
 use crate::ports::{DecisionRead, PasskeyStore, StoreError};
-use crate::wire::{ApprovalStatus, Decision};
+use crate::wire::Decision;
 
 /// What the service needs to ask for and check passkeys: the cryptography and the storage of
 /// passkeys and ceremonies.
@@ -116,19 +116,8 @@ impl ApprovalService {
         shaping: super::respond::Shaping<'_>,
         actor: &Actor,
     ) -> Result<PasskeyChallenge, RespondError> {
-        actor.require_control("answer approvals")?;
-        let row = self
-            .store
-            .approval(id)
-            .await?
-            .ok_or_else(|| RespondError::NotFound(id.to_string()))?;
         let now = self.clock.now();
-        if row.status == ApprovalStatus::Expired || row.lapsed_at(now) {
-            return Err(RespondError::Expired(Box::new(row)));
-        }
-        if row.status != ApprovalStatus::Pending {
-            return Err(RespondError::AlreadyDecided(Box::new(row)));
-        }
+        let row = self.answerable(id, actor, now).await?;
         let refuse = |refusal: PasskeyRefusal| {
             RespondError::PasskeyRequired(refusal.to_string(), Box::new(row.clone()))
         };

@@ -312,6 +312,32 @@ impl ApprovalService {
         }
     }
 
+    /// Row `id` read for a step before an answer (a passkey challenge, an edit's review), as
+    /// the answer will find it: control scope, and the row still pending and unlapsed at `now`.
+    ///
+    /// # Errors
+    /// [`RespondError::Forbidden`], `NotFound`, `Expired`, `AlreadyDecided`, `Store`.
+    pub(super) async fn answerable(
+        &self,
+        id: &str,
+        actor: &Actor,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Approval, RespondError> {
+        actor.require_control("answer approvals")?;
+        let row = self
+            .store
+            .approval(id)
+            .await?
+            .ok_or_else(|| RespondError::NotFound(id.to_string()))?;
+        if row.status == ApprovalStatus::Expired || row.lapsed_at(now) {
+            return Err(RespondError::Expired(Box::new(row)));
+        }
+        if row.status != ApprovalStatus::Pending {
+            return Err(RespondError::AlreadyDecided(Box::new(row)));
+        }
+        Ok(row)
+    }
+
     /// The lapse of `row` at `at`: the expiry, its audit entry and `approval.lapsed`, when it
     /// may still lapse ([`can_move`] to `expired`).
     fn expiry(&self, row: &Approval, at: chrono::DateTime<chrono::Utc>) -> Option<DecisionCommit> {

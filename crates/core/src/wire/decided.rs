@@ -26,6 +26,20 @@ pub struct DecidedCall {
     pub items: Vec<String>,
 }
 
+/// An edited call as it will run, before the owner confirms it (the web card's review; docs/
+/// adr/0122-shaping-a-call.md): checked as the approval will check it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditReview {
+    /// The arguments that changed (empty when the edit is the pinned call).
+    pub edited_fields: Vec<String>,
+    /// The edited call with its own hash; `None` when it is the pinned call.
+    pub call: Option<DecidedCall>,
+    /// The card's lines for the edited call.
+    pub lines: Vec<String>,
+    /// Its preview (for a file write, the change against the file as it is now).
+    pub preview: Vec<String>,
+}
+
 impl Approval {
     /// Whether the owner may approve only some of this card's items: the card names the list
     /// argument that holds them ([`super::Card::items_arg`], one entry per item and one line

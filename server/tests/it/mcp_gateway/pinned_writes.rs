@@ -425,6 +425,35 @@ async fn a_write_the_owner_edited_writes_the_edited_content_once_and_the_agent_i
         .await;
     assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{refused}");
     assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v1");
+    // The review before confirming: checked as the approval will be, and the file's preview
+    // remade for the edited content (against the file as it is now); nothing changes.
+    let owner_actor = crate::support::owner();
+    let edits = json!({"content": "v2, as the owner wrote it"});
+    let review = server
+        .state
+        .service
+        .review_edit(&id, edits.as_object().unwrap(), &owner_actor)
+        .await
+        .unwrap();
+    assert_eq!(review.edited_fields, vec!["content".to_string()]);
+    let preview = review.preview.join("\n");
+    assert!(
+        preview.contains("-v1") && preview.contains("+v2, as the owner wrote it"),
+        "{preview}"
+    );
+    assert!(
+        !preview.contains("+v2\n"),
+        "the model's version is not previewed: {preview}"
+    );
+    let bad = json!({"path": "other.md"});
+    assert!(server
+        .state
+        .service
+        .review_edit(&id, bad.as_object().unwrap(), &owner_actor)
+        .await
+        .is_err());
+    assert_eq!(row(&url, &owner, &id).await["status"], "pending");
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), "v1");
     let (status, body) = client
         .post(
             &path,
