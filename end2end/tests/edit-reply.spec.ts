@@ -56,6 +56,9 @@ test('an edited reply is reviewed, then sent once as edited', async ({ page }) =
   const execution = card.getByTestId('outcome-execution');
   await expect(execution).toHaveAttribute('data-execution', 'executed');
   await expect(execution).toContainText('Approved as you edited it (body).');
+  // The card's lines are the model's version, frozen with it: the outcome says what went out.
+  await expect(card.getByTestId('outcome-edited')).toContainText('Body, as you edited it:');
+  await expect(card.getByTestId('outcome-edited')).toContainText('I will bring the salad.');
   await expect
     .poll(() => (fs.existsSync(outbox) ? fs.readdirSync(outbox).length : 0))
     .toBe(sentBefore + 1);

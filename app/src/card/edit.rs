@@ -31,7 +31,7 @@ fn shown(value: Option<&Value>) -> String {
 }
 
 /// The field's label ("Subject" for `subject`).
-fn label(field: &str) -> String {
+pub(super) fn label(field: &str) -> String {
     let mut chars = field.chars();
     match chars.next() {
         Some(first) => first.to_uppercase().collect::<String>() + &chars.as_str().replace('_', " "),

@@ -126,6 +126,33 @@ pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -
         ApprovalStatus::Pending => ().into_any(),
     };
 
+    // The card's lines were frozen with the model's version; an edited call says what went out
+    // instead, field by field (docs/adr/0122-shaping-a-call.md).
+    let edited = approval
+        .decided_call
+        .as_ref()
+        .zip(approval.edited_fields.as_ref())
+        .map(|(call, fields)| {
+            let shown = fields
+                .iter()
+                .map(|field| {
+                    let value = match &call.args[field] {
+                        serde_json::Value::String(text) => text.clone(),
+                        serde_json::Value::Array(list) => list
+                            .iter()
+                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        other => other.to_string(),
+                    };
+                    any(view! {
+                        <p class="outcome-edited-field"><span class="label">{format!("{}, as you edited it:", super::edit::label(field))}</span></p>
+                        <pre class="outcome-result">{value}</pre>
+                    })
+                })
+                .collect_view();
+            any(view! { <div class="outcome-edited" data-testid="outcome-edited">{shown}</div> })
+        });
     let reason = approval
         .reason
         .clone()
@@ -160,6 +187,7 @@ pub(super) fn outcome_view(approval: &Approval, offset: RwSignal<Option<i32>>) -
         >
             {head}
             {detail}
+            {edited}
             {problem}
             {reason}
             {resume_error}
