@@ -153,7 +153,8 @@ test('the history is searched and filtered, and the address keeps the filters', 
   await expect(page).toHaveURL(new RegExp(`\\?q=${TAG}&tool=send_email&since=${today}$`));
   await expect(inHistory(page, approvedHere)).toHaveCount(1);
   await expect(inHistory(page, onApi)).toHaveCount(1);
-  await form.getByLabel('To', { exact: true }).fill('2020-01-01');
+  await form.getByLabel('From').fill('2020-01-01');
+  await form.getByLabel('To', { exact: true }).fill('2020-01-02');
   const none = page.getByTestId('no-match');
   await expect(none).toContainText(`No answered cards match \u201c${TAG}\u201d, tool send_email`);
   await expect(lines(page)).toHaveCount(0);

@@ -215,9 +215,9 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
                     "{}\t{}\tadded {}\tlast used {}",
                     d.name,
                     d.scope.as_str(),
-                    d.created_at.to_rfc3339(),
+                    iris_core::wire::when_utc(d.created_at),
                     d.last_used_at
-                        .map(|t| t.to_rfc3339())
+                        .map(iris_core::wire::when_utc)
                         .unwrap_or_else(|| "never".into())
                 );
             }

@@ -84,6 +84,16 @@ impl HistoryFilter {
                 _ => {}
             }
         }
+        // A range that ends before it starts matches nothing: said, not shown as an empty list.
+        if let (Some(since), Some(until)) = (&filter.since, &filter.until) {
+            if until < since {
+                notes.push(format!(
+                    "To ({until}) is before From ({since}), so no card could match: both were ignored."
+                ));
+                filter.since = None;
+                filter.until = None;
+            }
+        }
         (filter, notes)
     }
 
@@ -340,6 +350,9 @@ mod tests {
 
     #[test]
     fn the_no_script_forms_empty_fields_set_nothing() {
+        let (filter, notes) = HistoryFilter::from_query("since=2026-12-07&until=2026-12-01");
+        assert_eq!((filter.since, filter.until), (None, None));
+        assert!(notes[0].contains("is before From"), "{notes:?}");
         let (filter, notes) =
             HistoryFilter::from_query("?q=&status=&tool=&surface=&since=&until=&other=1");
         assert_eq!(filter, HistoryFilter::default());

@@ -115,14 +115,11 @@ pub(super) fn exact_call_view(approval: &Approval, state: CardState) -> AnyView 
                 <pre class="exact-args"><code>{text(args)}</code></pre>
                 <p class="exact-hash" data-testid="exact-call-hash">
                     <span class="label">"Call hash "</span>
-                    <code>{text({
-                        let hash = hash.clone();
-                        move || if narrowing() {
-                            "its own, made when you approve only the ticked items".to_owned()
-                        } else {
-                            hash.clone()
-                        }
-                    })}</code>
+                    {move || if narrowing() {
+                        any(view! { <span>"its own, made when you approve only the ticked items"</span> })
+                    } else {
+                        any(view! { <code>{hash.clone()}</code> })
+                    }}
                 </p>
                 {ran_other.then(|| any(view! {
                     <p class="exact-hash"><span class="label">"Asked for, call hash "</span><code>{asked_hash}</code></p>

@@ -76,6 +76,11 @@ pub fn CardReason(
                     "Send"
                 </button>
             </div>
+            // Near the limit the field says so (a paste longer than it is cut at the limit).
+            <p class="card-reason-count" data-testid="reason-count"
+                hidden=flag(move || reason.with(|r| r.chars().count()) < MAX_REASON_CHARS - 100)>
+                {crate::shape::text(move || format!("{} of {MAX_REASON_CHARS} characters", reason.with(|r| r.chars().count())))}
+            </p>
         </form>
     })
 }

@@ -59,7 +59,8 @@ pub enum AuditCommand {
         #[arg(long, value_name = "FILE")]
         bundle: Option<std::path::PathBuf>,
         /// The fingerprint the passkey must have (`SHA256:…`, as `iris passkeys list` shows
-        /// it); without it the bundle's own key is trusted and the output says so.
+        /// it). A bundle checked without it fails (12): its own key proves nothing about whose
+        /// passkey signed. With ID, the stored passkey's fingerprint is used when absent.
         #[arg(long, value_name = "FINGERPRINT")]
         credential: Option<String>,
     },
@@ -100,7 +101,7 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
             for p in list {
                 let removed = p
                     .removed_at
-                    .map(|t| format!("\tremoved {}", t.to_rfc3339()))
+                    .map(|t| format!("\tremoved {}", iris_core::wire::when_utc(t)))
                     .unwrap_or_default();
                 // The fingerprint `iris audit verify --credential` pins.
                 let fingerprint = CredentialKey::from_stored(&p.key)
@@ -110,10 +111,10 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
                     "{}\t{}\tadded {} by {}\tlast used {}\tkey {fingerprint}{removed}",
                     p.id,
                     super::render::printable(&p.name),
-                    p.created_at.to_rfc3339(),
+                    iris_core::wire::when_utc(p.created_at),
                     p.added_by,
                     p.last_used_at
-                        .map(|t| t.to_rfc3339())
+                        .map(iris_core::wire::when_utc)
                         .unwrap_or_else(|| "never".into())
                 );
             }

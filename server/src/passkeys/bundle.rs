@@ -232,7 +232,8 @@ pub fn read(path: &std::path::Path) -> anyhow::Result<Value> {
 
 /// Checks `bundle` with no database or server: the call that ran against its hash, the
 /// challenge rebuilt from the signed fields, and WebAuthn §7.2's checks of the assertion with
-/// the bundle's public key, which must have the fingerprint `pinned` when one is given.
+/// the bundle's public key, which must have the fingerprint `pinned`. Without `pinned` a signed
+/// bundle is a mismatch (fail closed: its own key proves nothing about whose passkey signed).
 pub fn verify(bundle: &Value, pinned: Option<&str>) -> BundleVerdict {
     match check(bundle, pinned) {
         Ok(verdict) => verdict,
@@ -287,12 +288,19 @@ fn check(bundle: &Value, pinned: Option<&str>) -> Result<BundleVerdict, String> 
             passkey["fingerprint"]
         ));
     }
-    if let Some(pinned) = pinned {
-        if pinned.trim() != fingerprint {
-            return Err(format!(
-                "the bundle's public key ({fingerprint}) is not the passkey you pinned ({pinned})"
-            ));
-        }
+    // Fail closed: a bundle's own key proves only that someone signed it, not that the
+    // owner's passkey did; without a pinned key the check does not pass.
+    let Some(pinned) = pinned else {
+        return Err(format!(
+            "no key is pinned, so the signature cannot be tied to your passkey: pass \
+             --credential {fingerprint} if `iris passkeys list` (or the Devices page) shows that \
+             fingerprint for your passkey"
+        ));
+    };
+    if pinned.trim() != fingerprint {
+        return Err(format!(
+            "the bundle's public key ({fingerprint}) is not the passkey you pinned ({pinned})"
+        ));
     }
     let rule = passkey["rule"].as_str().unwrap_or_default();
     let approval_id = text(&request["id"], "approval.id")?;
@@ -365,13 +373,7 @@ fn check(bundle: &Value, pinned: Option<&str>) -> Result<BundleVerdict, String> 
         "only recorded (the server's word): {}",
         RECORDED.join(", ")
     ));
-    lines.push(match pinned {
-        Some(_) => "the public key is pinned by --credential.".into(),
-        None => format!(
-            "the public key is NOT pinned: pass --credential {fingerprint} if `iris passkeys \
-             list` shows it for your passkey"
-        ),
-    });
+    lines.push(format!("the public key is pinned: {fingerprint}."));
     Ok(BundleVerdict::Verified(lines))
 }
 

@@ -123,10 +123,14 @@ async fn a_signed_bundle_verifies_offline_and_fails_after_a_signed_change() {
     );
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("the signature verifies"), "{said}");
-    assert!(said.contains("pinned by --credential"), "{said}");
+    assert!(said.contains("the public key is pinned"), "{said}");
+    // Without a pinned key it fails closed: 12, naming the fingerprint to pin.
     let (code, said) = audit_verify(&world, &["--bundle", file_text]);
-    assert_eq!(code, 0, "{said}");
-    assert!(said.contains("NOT pinned"), "{said}");
+    assert_eq!(code, 12, "{said}");
+    assert!(
+        said.contains("no key is pinned") && said.contains(&fingerprint),
+        "{said}"
+    );
     // From the database, pinned by the stored passkey.
     let (code, said) = audit_verify(&world, &[&id]);
     assert_eq!(code, 0, "{said}");

@@ -134,11 +134,13 @@ fn a_signed_bundle_verifies_and_says_what_is_signed_and_whether_the_key_is_pinne
         "{text}"
     );
     assert!(text.contains("only recorded"), "{text}");
-    assert!(text.contains("pinned by --credential"), "{text}");
-    let BundleVerdict::Verified(unpinned) = verify(&b, None) else {
-        panic!("unpinned");
-    };
-    assert!(unpinned.join("\n").contains("NOT pinned"), "{unpinned:?}");
+    assert!(text.contains("the public key is pinned"), "{text}");
+    // Unpinned, it fails closed: the bundle's own key proves nothing about whose passkey.
+    let unpinned = verify(&b, None);
+    assert!(
+        matches!(&unpinned, BundleVerdict::Mismatch(why) if why.contains("no key is pinned")),
+        "{unpinned:?}"
+    );
 }
 
 #[test]
@@ -174,10 +176,10 @@ fn no_passkey_is_not_signed_11_and_another_key_is_12() {
     assert!(matches!(&verdict, BundleVerdict::NotSigned(why) if why.contains("not signed")));
     assert_eq!(verdict.exit_code(), 11);
 
-    // A whole bundle re-signed by another key (its own fingerprint inside) verifies only
-    // unpinned: pinned to the owner's key it is a mismatch.
+    // A whole bundle re-signed by another key (its own fingerprint inside) is consistent in
+    // itself, and pinned to the owner's key it is a mismatch.
     let forged = bundle(&SigningKey::from_slice(&[0x43; 32]).unwrap());
-    assert_eq!(verify(&forged, None).exit_code(), 0);
+    assert_eq!(verify(&forged, Some(&pin(&forged))).exit_code(), 0);
     let verdict = verify(&forged, Some(&pinned));
     assert!(matches!(&verdict, BundleVerdict::Mismatch(why) if why.contains("pinned")));
 }
