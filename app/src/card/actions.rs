@@ -52,6 +52,14 @@ pub(super) fn answer(
                     .map(|_| ())
                     .map_err(|e| e.to_string())
             };
+            // No answer came back (IRIS stopped or the network dropped): whether the answer
+            // arrived is unknown (fail closed: never "try again"). The card keeps saying so
+            // until the live stream reconnects and the page shows what IRIS recorded; a refetch
+            // now would fail and redraw the card without the sentence.
+            let unreached = answer
+                .as_ref()
+                .err()
+                .is_some_and(|e| e.contains(crate::error::NO_ANSWER));
             state.busy.try_set(false);
             state.dialog_open.try_set(false);
             match answer {
@@ -61,16 +69,23 @@ pub(super) fn answer(
                         answered.0.try_set(Some(id));
                     }
                 }
+                Err(_) if unreached => {
+                    state.error.try_set(Some(UNREACHED.to_owned()));
+                }
                 Err(error) => {
                     state.error.try_set(Some(error));
                 }
             }
-            if let Some(live) = live_ctx {
+            if let Some(live) = live_ctx.filter(|_| !unreached) {
                 live.bump();
             }
         });
     })
 }
+
+/// What a card says when its answer got no reply: the answer may or may not have arrived.
+pub(super) const UNREACHED: &str = "IRIS did not reply, so it is not known whether your answer \
+    arrived. Do not answer again: this card shows what IRIS recorded as soon as it is back.";
 
 /// The answer buttons of a pending card on a device that may answer: the passkey note of a
 /// card that needs one, then the card's form with Reject and the action button, then the
