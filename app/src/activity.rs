@@ -208,6 +208,7 @@ pub fn ActivityPage(
                 {move || { let notes = notes.clone(); Suspend::new(async move {
                     match first.await {
                         Ok(d) => {
+                            let notes = filters::with_tool_note(notes, &d.filter, &d.tools);
                             let form = filter_form::filter_form(filters, d.tools.clone(), notes);
                             let current = Memo::new(move |_| {
                                 latest.get().unwrap_or_else(|| d.clone())

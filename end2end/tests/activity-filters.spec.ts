@@ -187,6 +187,9 @@ test('the history is searched and filtered, and the address keeps the filters', 
     await noScript.goto(`/activity?q=${TAG}&status=finished&since=someday`);
     await expect(noScript.getByTestId('filter-notes')).toContainText('finished');
     await expect(lines(noScript)).toHaveCount(6);
+    // A tool that makes no cards here is kept, and said.
+    await noScript.goto(`/activity?q=${TAG}&tool=nope`);
+    await expect(noScript.getByTestId('filter-notes')).toContainText('No tool named “nope” makes cards here now');
   } finally {
     await plain.close();
   }

@@ -215,6 +215,23 @@ fn decode(value: &str) -> String {
         .into_owned()
 }
 
+/// `notes` with one more when the filter names a tool that makes no cards here (a tool's name
+/// only the server knows: a typo, or a plugin removed since): kept, since old cards may still
+/// carry it, but said, so an empty list is not a mystery.
+pub fn with_tool_note(
+    mut notes: Vec<String>,
+    filter: &HistoryFilter,
+    tools: &[String],
+) -> Vec<String> {
+    if let Some(tool) = filter.tool.as_ref().filter(|t| !tools.contains(t)) {
+        notes.push(format!(
+            "No tool named \u{201c}{}\u{201d} makes cards here now, so only older cards could match.",
+            shorten(tool)
+        ));
+    }
+    notes
+}
+
 /// `q`: cut to [`SEARCH_MAX_CHARS`] (with a note) rather than dropped, so the owner still sees
 /// what the search was.
 fn search(value: &str, notes: &mut Vec<String>) -> Option<String> {
@@ -350,6 +367,15 @@ mod tests {
 
     #[test]
     fn the_no_script_forms_empty_fields_set_nothing() {
+        let (filter, _) = HistoryFilter::from_query("tool=nope");
+        let tools = vec!["trash_email".to_string()];
+        let said = with_tool_note(Vec::new(), &filter, &tools);
+        assert!(
+            said[0].contains("No tool named \u{201c}nope\u{201d}"),
+            "{said:?}"
+        );
+        let (known, _) = HistoryFilter::from_query("tool=trash_email");
+        assert!(with_tool_note(Vec::new(), &known, &tools).is_empty());
         let (filter, notes) = HistoryFilter::from_query("since=2026-12-07&until=2026-12-01");
         assert_eq!((filter.since, filter.until), (None, None));
         assert!(notes[0].contains("is before From"), "{notes:?}");
