@@ -55,7 +55,7 @@ pub const SIGNED: [&str; 13] = [
 ];
 
 /// The fields that are only recorded: the server's word, not covered by the signature.
-pub const RECORDED: [&str; 9] = [
+pub const RECORDED: [&str; 11] = [
     "approval (its other terms: tool, args, call_hash and items of the request, card, times)",
     "decision.by",
     "decision.surface",
@@ -65,6 +65,8 @@ pub const RECORDED: [&str; 9] = [
     "decision.edited_fields",
     "passkey.name",
     "passkey.credential_id",
+    "passkey.removed_at",
+    "passkey.made_for",
 ];
 
 /// What checking a bundle found.
@@ -184,15 +186,20 @@ async fn passkey_part<S: PasskeyStore>(store: &S, proof: &Value) -> anyhow::Resu
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned));
     let consent = proof["rule"].as_str() == Some(CONSENT_RULE);
-    let challenge = if consent {
-        Value::Null
+    // Before consent challenges the ceremony's state recorded a random challenge, and only the
+    // ceremony's row tied it to the approval and call (recorded as `made_for`).
+    let (challenge, made_for) = if consent {
+        (Value::Null, Value::Null)
     } else {
-        // Before consent challenges the ceremony's state recorded a random challenge.
-        let ceremony = store.ceremony(&text("ceremony_id")).await?;
-        ceremony
-            .and_then(|c| serde_json::from_str::<Value>(&c.state).ok())
-            .map(|state| state["ast"]["challenge"].clone())
-            .unwrap_or(Value::Null)
+        match store.ceremony(&text("ceremony_id")).await? {
+            Some(c) => (
+                serde_json::from_str::<Value>(&c.state)
+                    .map(|state| state["ast"]["challenge"].clone())
+                    .unwrap_or(Value::Null),
+                json!({"purpose": c.purpose.as_str(), "approval_id": c.approval_id, "call_hash": c.call_hash}),
+            ),
+            None => (Value::Null, Value::Null),
+        }
     };
     Ok(json!({
         "rule": if consent { CONSENT_RULE } else { RECORDED_CHALLENGE_RULE },
@@ -205,6 +212,8 @@ async fn passkey_part<S: PasskeyStore>(store: &S, proof: &Value) -> anyhow::Resu
         "origin": origin,
         "nonce": proof["nonce"],
         "challenge": challenge,
+        "made_for": made_for,
+        "removed_at": stored.as_ref().and_then(|p| p.removed_at),
         "client_data_json": proof["client_data_json"],
         "authenticator_data": proof["authenticator_data"],
         "signature": proof["signature"],

@@ -1,13 +1,13 @@
 //! `iris audit verify APPROVAL_ID` (at the server, against the database): the approval's
-//! consent bundle made from the database ([`bundle::export`]) and checked as a bundle file is
-//! ([`bundle::verify`]), its key pinned by the passkey's stored row (kept after it is removed),
-//! plus what only the database can say: the row's call hash matches its pinned call, and under
-//! the rule before consent challenges, the recorded challenge was made for this approval and
-//! call.
+//! consent bundle made from the database ([`bundle::export`], the one read of it) and checked as
+//! a bundle file is ([`bundle::verify`]), its key pinned by the passkey's stored row (kept after
+//! it is removed), plus what only the database vouches for: the request's call hash matches its
+//! pinned call, and under the rule before consent challenges, the recorded challenge was made
+//! for this approval and call (`passkey.made_for`).
 
 use iris_core::canonical::call_hash;
-use iris_core::passkey::CeremonyPurpose;
 use iris_core::ports::{ApprovalStore, PasskeyStore};
+use serde_json::Value;
 
 use super::bundle::{self, BundleVerdict, RECORDED_CHALLENGE_RULE};
 
@@ -20,59 +20,108 @@ pub async fn verify<S>(store: &S, id: &str, pinned: Option<&str>) -> anyhow::Res
 where
     S: ApprovalStore + PasskeyStore,
 {
-    let Some(approval) = store.approval(id).await? else {
-        anyhow::bail!("approval `{id}` does not exist");
-    };
-    let recomputed = call_hash(&approval.tool, &approval.args);
-    if recomputed != approval.call_hash {
-        return Ok(BundleVerdict::Mismatch(format!(
-            "the row's call hash {} does not match its pinned call ({recomputed})",
-            approval.call_hash
-        )));
-    }
     let exported = bundle::export(store, id).await?;
-    let passkey = &exported["passkey"];
+    Ok(database_checks(&exported, pinned))
+}
+
+/// The verdict on a bundle the database made: its own checks first, then the bundle's.
+fn database_checks(exported: &Value, pinned: Option<&str>) -> BundleVerdict {
+    let (request, passkey) = (&exported["approval"], &exported["passkey"]);
+    let (tool, hash) = (
+        request["tool"].as_str().unwrap_or_default(),
+        request["call_hash"].as_str().unwrap_or_default(),
+    );
+    let recomputed = call_hash(tool, &request["args"]);
+    if recomputed != hash {
+        return BundleVerdict::Mismatch(format!(
+            "the row's call hash {hash} does not match its pinned call ({recomputed})"
+        ));
+    }
     if passkey["rule"] == RECORDED_CHALLENGE_RULE {
-        let ran = exported["ran"]["call_hash"].as_str().unwrap_or_default();
-        let stored = store.audit(Some(id)).await?.into_iter().find_map(|e| {
-            e.result["passkey"]["ceremony_id"]
-                .as_str()
-                .map(str::to_owned)
-        });
-        let ceremony = match stored {
-            Some(ceremony_id) => store.ceremony(&ceremony_id).await?,
-            None => None,
-        };
-        let bound = ceremony.is_some_and(|c| {
-            c.purpose == CeremonyPurpose::Approve
-                && c.approval_id.as_deref() == Some(id)
-                && c.call_hash.as_deref() == Some(ran)
-        });
-        if !bound {
-            return Ok(BundleVerdict::Mismatch(format!(
-                "the recorded challenge was not made for approval `{id}` and call hash {ran}"
-            )));
+        let made_for = &passkey["made_for"];
+        let ran = &exported["ran"]["call_hash"];
+        if made_for["purpose"] != "approve"
+            || made_for["approval_id"] != request["id"]
+            || &made_for["call_hash"] != ran
+        {
+            return BundleVerdict::Mismatch(format!(
+                "the recorded challenge was not made for approval {} and call hash {ran}",
+                request["id"]
+            ));
         }
     }
     if !passkey.is_null() && passkey["fingerprint"].is_null() {
-        return Ok(BundleVerdict::Mismatch(format!(
+        return BundleVerdict::Mismatch(format!(
             "the signature names credential {}, which was never registered here",
             passkey["credential_id"]
-        )));
-    }
-    let removed = store
-        .passkeys(true)
-        .await?
-        .into_iter()
-        .find(|p| Some(p.credential_id.as_str()) == passkey["credential_id"].as_str())
-        .and_then(|p| p.removed_at);
-    let pin = pinned.or_else(|| passkey["fingerprint"].as_str());
-    let mut verdict = bundle::verify(&exported, pin);
-    if let (BundleVerdict::Verified(lines), Some(at)) = (&mut verdict, removed) {
-        lines.push(format!(
-            "the passkey was removed {} (its key is kept so old decisions can still be checked).",
-            iris_core::wire::when_utc(at)
         ));
     }
-    Ok(verdict)
+    let pin = pinned.or_else(|| passkey["fingerprint"].as_str());
+    let mut verdict = bundle::verify(exported, pin);
+    if let (BundleVerdict::Verified(lines), Some(at)) =
+        (&mut verdict, passkey["removed_at"].as_str())
+    {
+        let at = chrono::DateTime::parse_from_rfc3339(at)
+            .map(|t| iris_core::wire::when_utc(t.with_timezone(&chrono::Utc)))
+            .unwrap_or_else(|_| at.to_string());
+        lines.push(format!(
+            "the passkey was removed {at} (its key is kept so old decisions can still be checked)."
+        ));
+    }
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn old_rule(made_for: Value) -> Value {
+        let args = json!({"ids": ["m1"]});
+        let hash = call_hash("trash_email", &args);
+        json!({
+            "approval": {"id": "a-1", "tool": "trash_email", "args": args, "call_hash": hash},
+            "ran": {"tool": "trash_email", "args": args, "call_hash": hash},
+            "passkey": {"rule": RECORDED_CHALLENGE_RULE, "fingerprint": "SHA256:x", "made_for": made_for},
+        })
+    }
+
+    /// Under the rule before consent challenges only the ceremony's row ties the signature to
+    /// the call: a challenge recorded for another approval or call is a mismatch from the
+    /// database, before any signature is checked.
+    #[test]
+    fn an_old_rule_challenge_made_for_another_call_is_a_mismatch() {
+        let hash = call_hash("trash_email", &json!({"ids": ["m1"]}));
+        for made_for in [
+            json!({"purpose": "approve", "approval_id": "a-2", "call_hash": hash}),
+            json!({"purpose": "approve", "approval_id": "a-1", "call_hash": "other"}),
+            json!({"purpose": "manage", "approval_id": "a-1", "call_hash": hash}),
+            Value::Null,
+        ] {
+            let verdict = database_checks(&old_rule(made_for.clone()), None);
+            assert!(
+                matches!(&verdict, BundleVerdict::Mismatch(why) if why.contains("recorded challenge")),
+                "{made_for}: {verdict:?}"
+            );
+        }
+        // Made for this approval and call, it goes on to the bundle's own checks.
+        let verdict = database_checks(
+            &old_rule(json!({"purpose": "approve", "approval_id": "a-1", "call_hash": hash})),
+            None,
+        );
+        assert!(
+            !matches!(&verdict, BundleVerdict::Mismatch(why) if why.contains("recorded challenge")),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn a_row_whose_hash_is_not_its_call_is_a_mismatch() {
+        let mut bundle = old_rule(Value::Null);
+        bundle["approval"]["call_hash"] = json!("forged");
+        let verdict = database_checks(&bundle, None);
+        assert!(
+            matches!(&verdict, BundleVerdict::Mismatch(why) if why.contains("does not match its pinned call"))
+        );
+    }
 }
