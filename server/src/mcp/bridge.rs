@@ -108,6 +108,7 @@ pub async fn run(name: &str) -> anyhow::Result<()> {
         .filter(|t| !t.is_empty())
         .context("IRIS_TOKEN is not set: give the token of an agent device (`iris devices add --name NAME --scope agent`)")?;
     let url = format!("{}/mcp/{name}", base.trim().trim_end_matches('/'));
+    crate::tls::use_ring();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token),
     );

@@ -127,6 +127,7 @@ impl Upstream {
     /// # Errors
     /// As [`Upstream::stdio`].
     pub async fn http(manifest: UpstreamManifest, url: &str) -> Result<Upstream, UpstreamError> {
+        crate::tls::use_ring();
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
         let session =
             ().serve(transport)
