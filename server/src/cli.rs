@@ -4,8 +4,11 @@
 //! (surface `cli`). `remote` holds the HTTP side and the exit codes, `render` the terminal text,
 //! `args` the top-level command line (`iris::Cli`, `iris::Command`), `at_server` the commands
 //! for the person at the server (passkeys, audit), `shaping` the owner's choice of items and
-//! edits for `approve` (docs/adr/0122-shaping-a-call.md).
+//! edits for `approve` (docs/adr/0122-shaping-a-call.md), `stdout` every line it prints (a
+//! closed pipe ends `iris` quietly).
 
+#[macro_use]
+pub mod stdout;
 pub mod args;
 pub mod at_server;
 mod remote;
@@ -203,15 +206,15 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
             let database = Settings::load()
                 .map(|s| shown_database(&s.database_url))
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "added device `{name}` with scope {} to {database}",
                 scope.as_str()
             );
-            println!("{token}");
+            outln!("{token}");
         }
         DevicesCommand::List => {
             for d in store.list().await? {
-                println!(
+                outln!(
                     "{}\t{}\tadded {}\tlast used {}",
                     d.name,
                     d.scope.as_str(),
@@ -226,7 +229,7 @@ pub async fn devices(command: DevicesCommand) -> anyhow::Result<()> {
             if !store.revoke(&name).await? {
                 bail!("no live device is named `{name}`");
             }
-            println!("revoked `{name}`");
+            outln!("revoked `{name}`");
         }
     }
     Ok(())
@@ -255,21 +258,21 @@ pub async fn pair(scope: &str) -> anyhow::Result<()> {
         // Refused above: an agent is never paired.
         Scope::Agent => "an agent",
     };
-    println!("Open this link in the browser to pair it as {grant}.");
-    println!(
+    outln!("Open this link in the browser to pair it as {grant}.");
+    outln!(
         "It works once, until {} (10 minutes).",
         iris_core::wire::when_utc(offer.expires_at)
     );
     if crate::config::non_blank(&settings.public_url).is_none() {
-        println!("(Made on {base}; set IRIS_PUBLIC_URL to the address your phone opens.)");
+        outln!("(Made on {base}; set IRIS_PUBLIC_URL to the address your phone opens.)");
     }
     // Which server it works on: the one using this database (a password is not shown).
     let database = match settings.database_url.split_once('@') {
         Some((_, rest)) => format!("postgres://…@{rest}"),
         None => settings.database_url.clone(),
     };
-    println!("(Stored in {database}: only a server on this database knows the link.)");
-    println!("{}", offer.url);
+    outln!("(Stored in {database}: only a server on this database knows the link.)");
+    outln!("{}", offer.url);
     Ok(())
 }
 
@@ -301,7 +304,7 @@ fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, 
 }
 
 fn print_json(value: &Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -367,13 +370,13 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
             }
             if all.approvals.is_empty() {
                 match status.as_deref().filter(|s| *s != "all") {
-                    Some(s) => println!("No {s} approvals."),
-                    None => println!("No approvals."),
+                    Some(s) => outln!("No {s} approvals."),
+                    None => outln!("No approvals."),
                 }
             } else {
-                print!("{}", render::rows(&all.approvals, Utc::now()));
+                out!("{}", render::rows(&all.approvals, Utc::now()));
                 let n = all.approvals.len();
-                println!("{n} approval{}.", if n == 1 { "" } else { "s" });
+                outln!("{n} approval{}.", if n == 1 { "" } else { "s" });
             }
         }
         ApprovalsCommand::Show { id, output } => {
@@ -383,7 +386,7 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
                 return Ok(());
             }
             let row: Approval = parse(value, "approval")?;
-            print!("{}", render::card(&row, Utc::now()));
+            out!("{}", render::card(&row, Utc::now()));
         }
         ApprovalsCommand::Approve {
             id,
@@ -424,7 +427,7 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
                 .approved_share()
                 .map(|(kept, of)| format!(" ({kept} of {of} items; the others are left out)"))
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "Approved \u{201c}{}\u{201d}{share} {}.",
                 render::printable(&row.card.title),
                 render::answered_by(&row)
@@ -444,7 +447,7 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
                 return Ok(());
             }
             let row: Approval = parse(value["approval"].clone(), "answer")?;
-            println!(
+            outln!(
                 "Rejected \u{201c}{}\u{201d} {}. Nothing will run.",
                 render::printable(&row.card.title),
                 render::answered_by(&row)
@@ -476,7 +479,7 @@ async fn run_approvals(command: ApprovalsCommand) -> Result<(), Failure> {
                 detail.map(|d| format!(" \u{2014} {d}")).unwrap_or_default()
             ));
             if undo.state == iris_core::wire::UndoState::Done {
-                println!("{line}");
+                outln!("{line}");
             } else {
                 return Err(Failure::Other(line));
             }
@@ -573,7 +576,7 @@ async fn report_execution(remote: &Remote, mut row: Approval) {
         }
     }
     if !row.execution.has_outcome() {
-        println!(
+        outln!(
             "The call runs on the server; `iris approvals show {}` shows its result.",
             row.id
         );
@@ -584,7 +587,7 @@ async fn report_execution(remote: &Remote, mut row: Approval) {
         } else {
             "."
         };
-        println!("{sentence}{stop}");
+        outln!("{sentence}{stop}");
     }
 }
 
@@ -610,24 +613,25 @@ async fn run_chat(args: ChatArgs) -> Result<(), Failure> {
     }
     let response: ChatResponse = parse(value, "chat answer")?;
     for line in response.reply.lines() {
-        println!("{}", render::printable(line));
+        outln!("{}", render::printable(line));
     }
     if let (RunStatus::AwaitingApproval, Some(id)) = (response.status, &response.approval_id) {
-        println!();
+        outln!();
         let row: Approval = parse(remote.get(&approval_path(id), Some(id)).await?, "approval")?;
-        print!("{}", render::card(&row, Utc::now()));
-        println!();
-        println!("Web:     {}/activity/{}", remote.base, segment(id));
+        out!("{}", render::card(&row, Utc::now()));
+        outln!();
+        outln!("Web:     {}/activity/{}", remote.base, segment(id));
         if row.passkey_required {
-            println!("Approve: on the card in the web app (it needs your passkey)");
+            outln!("Approve: on the card in the web app (it needs your passkey)");
         } else {
-            println!("Approve: iris approvals approve {id}");
+            outln!("Approve: iris approvals approve {id}");
         }
-        println!("Reject:  iris approvals reject {id} --reason \"…\"");
+        outln!("Reject:  iris approvals reject {id} --reason \"…\"");
     }
-    println!(
+    outln!(
         "(conversation {}; continue with --conversation {})",
-        response.conversation_id, response.conversation_id
+        response.conversation_id,
+        response.conversation_id
     );
     Ok(())
 }

@@ -96,7 +96,7 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
         PasskeysCommand::List { all } => {
             let list = store.passkeys(all).await?;
             if list.is_empty() {
-                println!("no passkeys (register one on the Devices page of the web app)");
+                outln!("no passkeys (register one on the Devices page of the web app)");
             }
             for p in list {
                 let removed = p
@@ -107,7 +107,7 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
                 let fingerprint = CredentialKey::from_stored(&p.key)
                     .map(|(key, _)| key.fingerprint())
                     .unwrap_or_else(|why| format!("(no fingerprint: {why})"));
-                println!(
+                outln!(
                     "{}\t{}\tadded {} by {}\tlast used {}\tkey {fingerprint}{removed}",
                     p.id,
                     super::render::printable(&p.name),
@@ -124,7 +124,7 @@ pub async fn passkeys(command: PasskeysCommand) -> anyhow::Result<()> {
                 .remove_passkey(&id, None, "iris passkeys remove", Utc::now())
                 .await?
             {
-                PasskeyChange::Done => println!("removed passkey `{id}`"),
+                PasskeyChange::Done => outln!("removed passkey `{id}`"),
                 PasskeyChange::Refused(_) => {
                     bail!("no live passkey has the id `{id}` (see `iris passkeys list`)")
                 }
@@ -156,7 +156,7 @@ pub async fn audit(command: AuditCommand) -> anyhow::Result<()> {
                         path.display()
                     );
                 }
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
             Ok(())
         }
@@ -174,9 +174,9 @@ pub async fn audit(command: AuditCommand) -> anyhow::Result<()> {
                 (None, None) => bail!("give an approval id or --bundle FILE"),
             };
             match &verdict {
-                BundleVerdict::Verified(lines) => lines.iter().for_each(|l| println!("{l}")),
-                BundleVerdict::NotSigned(why) => println!("not signed: {why}"),
-                BundleVerdict::Mismatch(why) => println!("MISMATCH: {why}"),
+                BundleVerdict::Verified(lines) => lines.iter().for_each(|l| outln!("{l}")),
+                BundleVerdict::NotSigned(why) => outln!("not signed: {why}"),
+                BundleVerdict::Mismatch(why) => outln!("MISMATCH: {why}"),
             }
             std::process::exit(verdict.exit_code())
         }

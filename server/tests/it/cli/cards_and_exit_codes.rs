@@ -407,4 +407,30 @@ async fn list_follows_every_page_and_counts_them() {
     let parsed: Value = serde_json::from_str(&json.stdout).expect("list --json parses");
     assert_eq!(parsed["approvals"].as_array().unwrap().len(), rows);
     assert_eq!(parsed["next"], Value::Null);
+
+    // A reader that has gone (`iris approvals list | head -1`): the pipe's read end is closed
+    // before the CLI prints a line, so its first write fails with EPIPE. It ends quietly with
+    // exit 0, as Unix tools do, not with `println!`'s panic.
+    for args in [
+        &["approvals", "list"][..],
+        &["approvals", "list", "--json"][..],
+    ] {
+        let mut command =
+            tokio::process::Command::from(super::cli_command(&url, Some(&laptop), args));
+        command
+            .kill_on_drop(true)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().expect("iris runs");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().await.expect("iris ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(exit::DONE), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim(),
+            "",
+            "{args:?} says nothing of the closed pipe"
+        );
+    }
 }
