@@ -78,7 +78,9 @@ impl From<RespondError> for ApiError {
             }
             RespondError::Expired(row) => ApiError::Gone(text, row),
             RespondError::PasskeyRequired(_, row) => ApiError::PasskeyRequired(text, Some(row)),
-            RespondError::Items(_) | RespondError::Edit(_) => ApiError::BadRequest(text),
+            RespondError::Items(_) | RespondError::Edit(_) | RespondError::Reason(_) => {
+                ApiError::BadRequest(text)
+            }
             RespondError::Store(s) => ApiError::from(s),
         }
     }

@@ -238,6 +238,15 @@ fn limits(doc: &mut Value) {
             "examples": ["I still need these"],
         }),
     );
+    // The same rule for words given with the answer; empty or blank is no reason.
+    set(
+        doc,
+        &format!("{schemas}/RespondRequest/properties/reason"),
+        json!({
+            "description": format!("Optional words from the owner, stored on the row: at most {reason_max} characters once leading and trailing whitespace is trimmed, no control characters but line breaks (400 otherwise); empty or blank is no reason."),
+            "pattern": trimmed(0, reason_max, r"\u0000-\u0009\u000B-\u001F\u007F-\u009F"),
+        }),
+    );
     let name_max = crate::passkeys::api::MAX_NAME_CHARS;
     set(
         doc,
@@ -290,7 +299,7 @@ fn limits(doc: &mut Value) {
         doc,
         &list,
         "q",
-        json!({"pattern": trimmed(0, SearchText::MAX_CHARS, "")}),
+        json!({"pattern": trimmed(0, SearchText::MAX_CHARS, CONTROL)}),
     );
 
     // GET /api/audit: one approval's entries, or a page of the whole log, never both. The three

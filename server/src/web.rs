@@ -39,8 +39,12 @@ pub struct WebBackend {
     state: AppState,
 }
 
-fn text<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
+/// A failed read or write of the store as the web app says it: an [`ApiError::Internal`]
+/// through [`answer_with_status`] (logged once, a 500, the page reads
+/// [`crate::error::INTERNAL_TEXT`]), never the storage's own words, which may name tables or SQL
+/// (docs/ARCHITECTURE.md "A 500 says nothing of storage").
+fn storage_failed<E: std::fmt::Display>(e: E) -> String {
+    answer_with_status(ApiError::Internal(e.to_string()))
 }
 
 impl WebBackend {
@@ -87,7 +91,7 @@ impl AppBackend for WebBackend {
                 status: Some(ApprovalStatus::Pending),
             })
             .await
-            .map_err(text)
+            .map_err(storage_failed)
     }
 
     async fn answered(
@@ -104,7 +108,7 @@ impl AppBackend for WebBackend {
             .store
             .approval_page(&history_query(filter, before))
             .await
-            .map_err(text)?;
+            .map_err(storage_failed)?;
         Ok(ApprovalList {
             approvals: page.approvals,
             next: page.next.map(|c| c.as_text()),
@@ -144,7 +148,7 @@ impl AppBackend for WebBackend {
     }
 
     async fn approval(&self, id: &str) -> Result<Option<Approval>, String> {
-        self.state.store.approval(id).await.map_err(text)
+        self.state.store.approval(id).await.map_err(storage_failed)
     }
 
     async fn respond(
@@ -244,7 +248,7 @@ impl AppBackend for WebBackend {
     }
 
     async fn conversation(&self, id: &str) -> Result<Conversation, String> {
-        let lines = self.state.store.lines(id).await.map_err(text)?;
+        let lines = self.state.store.lines(id).await.map_err(storage_failed)?;
         Ok(Conversation {
             id: id.to_string(),
             lines,
@@ -256,12 +260,16 @@ impl AppBackend for WebBackend {
             .store
             .audit(Some(approval_id))
             .await
-            .map_err(text)
+            .map_err(storage_failed)
     }
 
     async fn actions(&self) -> Result<Vec<AuditEntry>, String> {
-        let limit = iris_core::ports::PageLimit::parse(ACTIONS_SHOWN).map_err(text)?;
-        self.state.store.actions(limit).await.map_err(text)
+        let limit = iris_core::ports::PageLimit::parse(ACTIONS_SHOWN).map_err(storage_failed)?;
+        self.state
+            .store
+            .actions(limit)
+            .await
+            .map_err(storage_failed)
     }
 
     fn push_off(&self) -> Option<String> {
@@ -276,10 +284,12 @@ impl AppBackend for WebBackend {
     }
 
     async fn devices(&self, viewer: &Viewer) -> Result<Vec<DeviceInfo>, String> {
-        let devices = DeviceStore::list(&self.state.store).await.map_err(text)?;
+        let devices = DeviceStore::list(&self.state.store)
+            .await
+            .map_err(storage_failed)?;
         let notified = iris_core::ports::PushStore::subscription_counts(&self.state.store)
             .await
-            .map_err(text)?;
+            .map_err(storage_failed)?;
         Ok(devices
             .into_iter()
             .map(|d| DeviceInfo {
@@ -308,7 +318,13 @@ impl AppBackend for WebBackend {
                 "“{name}” is the demo's owner: every browser of the demo signs in as it, so it cannot be revoked while the demo runs."
             ));
         }
-        if self.state.store.revoke(name).await.map_err(text)? {
+        if self
+            .state
+            .store
+            .revoke(name)
+            .await
+            .map_err(storage_failed)?
+        {
             tracing::info!(device = %name, by = %viewer.name, "revoked a device from the web app");
             // Its waiting cards end now, not at the next sweep (docs/liveness.md "revoked
             // devices"); a failure here is caught up by that sweep.
@@ -349,7 +365,7 @@ impl AppBackend for WebBackend {
         );
         pairing::make_link(&self.state.store, scope, &viewer.name, &base, Utc::now())
             .await
-            .map_err(text)
+            .map_err(storage_failed)
     }
 }
 

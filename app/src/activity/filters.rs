@@ -235,6 +235,18 @@ pub fn with_tool_note(
 /// `q`: cut to [`SEARCH_MAX_CHARS`] (with a note) rather than dropped, so the owner still sees
 /// what the search was.
 fn search(value: &str, notes: &mut Vec<String>) -> Option<String> {
+    // Control characters (a NUL from a hand-made address) match no card's text, and the
+    // listing refuses them (`SearchText::parse`): each becomes a space, with a note.
+    let mut value = value.to_owned();
+    if value.chars().any(char::is_control) {
+        notes.push("The search held control characters; they were left out.".to_owned());
+        value = value
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .trim()
+            .to_owned();
+    }
     if value.is_empty() {
         return None;
     }
@@ -244,7 +256,7 @@ fn search(value: &str, notes: &mut Vec<String>) -> Option<String> {
         ));
         return Some(value.chars().take(SEARCH_MAX_CHARS).collect());
     }
-    Some(value.to_owned())
+    Some(value)
 }
 
 fn status(value: &str, notes: &mut Vec<String>) -> Option<String> {
@@ -403,6 +415,12 @@ mod tests {
         assert!(notes[0].contains("\u{201c}done\u{201d}"));
         assert!(notes.iter().any(|n| n.starts_with("From")));
         assert!(notes.iter().any(|n| n.starts_with("To")));
+        // A NUL in the search (it broke the listing's full-text query) is left out, said.
+        let (filter, notes) = HistoryFilter::from_query("q=zzzz%00");
+        assert_eq!(filter.q.as_deref(), Some("zzzz"));
+        assert!(notes[0].contains("control characters"), "{notes:?}");
+        let (filter, notes) = HistoryFilter::from_query("q=%00");
+        assert_eq!((filter.q, notes.len()), (None, 1));
         let (filter, notes) = HistoryFilter::from_query("status=pending");
         assert_eq!(filter, HistoryFilter::default());
         assert!(notes[0].contains("waiting cards"));

@@ -33,6 +33,7 @@ fn edges(max: usize) -> Vec<String> {
         "a\u{202E}b".into(),
         "a\nb".into(),
         "\u{0007}".into(),
+        "a\u{0000}b".into(),
     ];
     for n in [max - 1, max, max + 1] {
         texts.push("é".repeat(n));
@@ -86,6 +87,17 @@ fn each_length_pattern_accepts_exactly_what_the_server_takes() {
             reason.is_match(&text),
             iris_core::approvals::reason::reason_text(&text).is_ok(),
             "reason {text:?}"
+        );
+        // With the answer, blank is no reason (accepted), anything else is held to the same
+        // rule (`ApprovalService::respond_with_passkey`).
+        let with_answer = pattern(
+            &doc,
+            &format!("{schemas}/RespondRequest/properties/reason/pattern"),
+        );
+        assert_eq!(
+            with_answer.is_match(&text),
+            text.trim().is_empty() || iris_core::approvals::reason::reason_text(&text).is_ok(),
+            "reason with the answer {text:?}"
         );
     }
 

@@ -257,7 +257,7 @@ impl Bridge {
             Err(RespondError::Forbidden(_)) => Answer::alert(NOT_ALLOWED),
             Err(RespondError::PasskeyRequired(..)) => Answer::alert(render::NEEDS_PASSKEY),
             // Telegram's buttons answer the whole card; a choice of items is made in the app.
-            Err(e @ (RespondError::Items(_) | RespondError::Edit(_))) => {
+            Err(e @ (RespondError::Items(_) | RespondError::Edit(_) | RespondError::Reason(_))) => {
                 Answer::alert(e.to_string())
             }
             Err(RespondError::Store(e)) => {

@@ -215,6 +215,28 @@ async fn activitys_history_shows_the_filters_of_its_address() {
     assert!(html.contains("data-testid=\"filter-notes\""), "{html}");
     assert!(html.contains("Status \u{201c}done\u{201d} was ignored"));
     assert!(html.contains("From \u{201c}yesterday\u{201d} was ignored"));
+    // A NUL in the search (it broke the full-text query, and the page showed the database's
+    // words instead of any card): left out with a note, the rest of the search still applies.
+    let (status, html) = page(&server, "/activity?q=otter%00").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(&line(&otter)) && !html.contains(&line(&walrus)));
+    assert!(
+        html.contains("control characters; they were left out"),
+        "{html}"
+    );
+    assert!(!html.contains("database"), "{html}");
+    // The JSON API refuses it, naming the rule, and changes nothing.
+    let (status, _, body) = server
+        .call("GET", "/governance/approvals?q=zz%00zz", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("control character (U+0000)"),
+        "{body}"
+    );
 
     // Days: today's cards are in a range that ends today, none in one that ended before.
     let today = chrono::Utc::now().date_naive();

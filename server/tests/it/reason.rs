@@ -76,6 +76,30 @@ async fn a_rejected_card_takes_its_reason_once_and_the_model_is_told() {
         "{body}"
     );
 
+    // A reason given with the answer is held to the same rule (it was stored whole, 10,000
+    // characters shown on every surface): refused, and nothing is decided.
+    for bad in [json!("x".repeat(501)), json!("a\u{1b}[31m")] {
+        let (s, body) = client
+            .post(
+                &format!("/governance/approvals/{id}/respond"),
+                Some(&control),
+                json!({"decision": "reject", "reason": bad}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("nothing was changed"),
+            "{body}"
+        );
+        let row = client
+            .get(&format!("/governance/approvals/{id}"), &control)
+            .await;
+        assert_eq!(row["status"], "pending", "{row}");
+    }
+
     let (s, body) = client
         .post(
             &format!("/governance/approvals/{id}/respond"),

@@ -51,6 +51,11 @@ pub enum RespondError {
     /// (400); nothing was decided.
     #[error(transparent)]
     Edit(#[from] EditRefusal),
+    /// The owner's words break the one rule of a reason ([`super::reason::reason_text`]: at
+    /// most [`super::reason::MAX_REASON_CHARS`] characters, no control characters but line
+    /// breaks), as they do given after the tap (400); nothing was decided.
+    #[error("{0}")]
+    Reason(String),
     /// Storage failed; nothing was decided (500).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -152,9 +157,12 @@ impl ApprovalService {
             Decision::Approve => ApprovalStatus::Approved,
             Decision::Reject => ApprovalStatus::Rejected,
         };
-        let reason = reason
-            .map(|r| r.trim().to_string())
-            .filter(|r| !r.is_empty());
+        // A reason given with the answer is held to the rule of one given after the tap: the
+        // same words stored and shown on every surface, whichever way they came.
+        let reason = match reason.filter(|r| !r.trim().is_empty()) {
+            Some(r) => Some(super::reason::reason_text(&r).map_err(RespondError::Reason)?),
+            None => None,
+        };
         let refused: Mutex<Option<PasskeyRefusal>> = Mutex::new(None);
         let bad_items: Mutex<Option<ItemsRefusal>> = Mutex::new(None);
         let plan = |read: &DecisionRead| {

@@ -142,7 +142,10 @@ impl SearchText {
     /// Trims and lowercases `text`; `None` when nothing is left.
     ///
     /// # Errors
-    /// [`ListingError::Search`] when it is longer than [`SearchText::MAX_CHARS`].
+    /// [`ListingError::Search`] when it is longer than [`SearchText::MAX_CHARS`];
+    /// [`ListingError::SearchControl`] when what is left holds a control character (U+0000 to
+    /// U+001F, U+007F to U+009F): no card's text holds one, and the full-text index's query
+    /// language cannot take a NUL.
     pub fn parse(text: &str) -> Result<Option<Self>, ListingError> {
         let text = text.trim();
         if text.is_empty() {
@@ -150,6 +153,9 @@ impl SearchText {
         }
         if text.chars().count() > Self::MAX_CHARS {
             return Err(ListingError::Search(Self::MAX_CHARS));
+        }
+        if let Some(c) = text.chars().find(|c| c.is_control()) {
+            return Err(ListingError::SearchControl(u32::from(c)));
         }
         Ok(Some(SearchText(text.to_lowercase())))
     }
@@ -224,6 +230,9 @@ pub enum ListingError {
     /// The search is too long.
     #[error("the search `q` is longer than {0} characters")]
     Search(usize),
+    /// The search holds a control character (its code point).
+    #[error("the search `q` holds a control character (U+{0:04X}); search for plain text")]
+    SearchControl(u32),
 }
 
 /// Parses a `since`/`until` value: an RFC 3339 time or a date (`YYYY-MM-DD`, midnight UTC).
@@ -303,5 +312,19 @@ mod tests {
             "promo"
         );
         assert!(SearchText::parse(&"x".repeat(201)).is_err());
+        // A control character inside the search is refused (a NUL broke the full-text query);
+        // whitespace ones at its ends are trimmed like any whitespace.
+        assert_eq!(
+            SearchText::parse("zz\u{0}zz"),
+            Err(ListingError::SearchControl(0))
+        );
+        assert_eq!(
+            SearchText::parse("a\tb"),
+            Err(ListingError::SearchControl(9))
+        );
+        assert_eq!(
+            SearchText::parse("\tpromo\n").unwrap().unwrap().as_str(),
+            "promo"
+        );
     }
 }
