@@ -78,7 +78,7 @@ use leptos_meta::HashedStylesheet;
 
 use crate::banner::{RequestBanner, RequestBannerView};
 use crate::chat::{ChatPanel, ChatState};
-use crate::live::{ClientClock, Hydrated, Live};
+use crate::live::{ClientClock, Hydrated, Live, OfflineNotice};
 use crate::page::Page;
 use crate::shape::any;
 
@@ -230,6 +230,7 @@ pub fn App() -> impl IntoView {
                 {nav_link("/devices", "Devices")}
             </nav>
         </header>
+        <OfflineNotice/>
         <RequestBannerView/>
         <main class="layout">
             <aside class="chat-col" aria-label="Chat">

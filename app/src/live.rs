@@ -12,13 +12,18 @@ use crate::chat::ChatState;
 pub struct Live {
     /// Counts live events (and reconnections) since the page loaded.
     pub tick: RwSignal<u64>,
+    /// Whether the live stream is connected: `false` from its error (IRIS stopped, the network
+    /// dropped) until it opens again; `true` before the first try, so the server's render and
+    /// a page that has not tried yet say nothing.
+    pub online: RwSignal<bool>,
 }
 
 impl Live {
-    /// A fresh tick at zero.
+    /// A fresh tick at zero, online.
     pub fn new() -> Self {
         Live {
             tick: RwSignal::new(0),
+            online: RwSignal::new(true),
         }
     }
 
@@ -215,8 +220,10 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
         let _ = source
             .add_event_listener_with_callback("run.message", on_message.as_ref().unchecked_ref());
         on_message.forget();
-        let on_open =
-            Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| live.bump());
+        let on_open = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| {
+            live.online.try_set(true);
+            live.bump();
+        });
         let _ = source.add_event_listener_with_callback("open", on_open.as_ref().unchecked_ref());
         on_open.forget();
         // The server ends a revoked device's stream and refuses to reopen it (401), and the
@@ -227,6 +234,8 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
         // runs this too, and reloading it would go round for ever.
         let closed_source = source.clone();
         let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| {
+            // The stream broke: the page says so until it opens again (the browser retries).
+            live.online.try_set(false);
             if closed_source.ready_state() != web_sys::EventSource::CLOSED
                 || chat.can_answer.get_untracked().is_none()
             {
@@ -249,4 +258,24 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
     {
         let _ = (live, chat, banner);
     }
+}
+
+/// While the live stream is down ([`Live::online`] false: IRIS stopped, the network dropped),
+/// a notice on every page that IRIS cannot be reached and that the page reconnects by itself,
+/// so the owner knows before answering that an answer may not arrive (an answer given anyway
+/// says it is not known whether it arrived). Nothing while connected, nor in the server's
+/// render.
+#[component]
+pub fn OfflineNotice() -> impl IntoView {
+    let live = use_context::<Live>().unwrap_or_default();
+    crate::shape::part(move || {
+        (!live.online.get()).then(|| {
+            crate::shape::any(view! {
+                <p class="offline-notice" role="status" data-testid="offline-notice">
+                    <strong>"IRIS cannot be reached right now. "</strong>
+                    "This page reconnects by itself and then shows what IRIS recorded; an answer given before that may not arrive."
+                </p>
+            })
+        })
+    })
 }
