@@ -172,7 +172,10 @@ async fn a_quarantine_card_comes_from_the_disk_and_undo_moves_the_files_back() {
         )
         .await;
     assert_eq!(s, StatusCode::OK, "{undone}");
-    assert_eq!(undone["reply"], "Restored 1.", "{undone}");
+    assert_eq!(
+        undone["reply"], "Restored 1 file to where it was.",
+        "{undone}"
+    );
     assert_eq!(tree(root.path()), ["logs/a.log", "logs/b.log", "photo.jpg"]);
     let (_, again) = client
         .post(
@@ -398,7 +401,7 @@ async fn crash_at(failpoint: &str, moved: bool) {
             }
         })
         .await;
-        assert_eq!(reply, "Restored 0; 1 not restored.", "{reply}");
+        assert_eq!(reply, "Restored nothing; 1 not restored.", "{reply}");
     }
     assert!(root.join("logs/a.log").exists());
     assert!(root.join("logs/b.log").exists());

@@ -246,6 +246,11 @@ async fn quarantine_moves_exactly_the_pinned_entries_and_restore_puts_them_back(
         .unwrap()
         .result;
     assert_eq!(restored["restored"], 2, "{restored}");
+    // Said as the move was: a file and a folder are two entries, and where they went.
+    assert_eq!(
+        restored["summary"], "Restored 2 entries to where they were.",
+        "{restored}"
+    );
     assert_eq!(
         std::fs::read(dir.path().join("logs/a.log")).unwrap(),
         b"aaaa"

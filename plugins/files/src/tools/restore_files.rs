@@ -10,7 +10,7 @@
 use iris_core::plugin::{Description, ItemOutcome, ToolError, ToolOutput};
 use serde_json::{json, Value};
 
-use super::{failed, invalid, object, parse_paths, paths_of, paths_value};
+use super::{count_phrase, failed, invalid, object, parse_paths, paths_of, paths_value};
 use crate::entry;
 use crate::id::EntryId;
 use crate::journal::JournalRow;
@@ -44,7 +44,7 @@ pub fn describe(plugin: &FilesPlugin, args: &Value) -> Result<Description, ToolE
     let title = if ids.is_empty() {
         "Restore the last quarantined batch".to_string()
     } else {
-        super::count_phrase("Restore", ids.len(), false)
+        count_phrase("Restore", ids.len(), false)
     };
     Ok(Description {
         action: title.clone(),
@@ -119,6 +119,7 @@ pub async fn execute(
     };
     let mut outcomes = Vec::new();
     let mut restored = 0usize;
+    let mut restored_files_only = true;
     let mut not_restored = Vec::new();
     let mut batch = String::new();
     for row in &rows {
@@ -126,12 +127,24 @@ pub async fn execute(
         let outcome = restore_one(plugin, row).await;
         if outcome["status"] == "restored" {
             restored += 1;
+            restored_files_only &= row.kind == "file";
         } else {
             not_restored.push(json!({"id": row.entry_id, "why": outcome["message"]}));
         }
         outcomes.push(item(&row.entry_id, outcome));
     }
-    let mut summary = format!("Restored {restored}");
+    // Said as the move was ("Moved 3 files to quarantine"): what came back, and where to.
+    let mut summary = match restored {
+        0 => "Restored nothing".to_owned(),
+        1 => format!(
+            "{} to where it was",
+            count_phrase("Restored", 1, restored_files_only)
+        ),
+        n => format!(
+            "{} to where they were",
+            count_phrase("Restored", n, restored_files_only)
+        ),
+    };
     if !not_restored.is_empty() {
         summary.push_str(&format!("; {} not restored", not_restored.len()));
     }
