@@ -77,14 +77,7 @@ async fn approving_two_of_three_moves_exactly_those_in_dovecot_and_the_undo_brin
     let server = imap_server(&d, &model).await;
     let control = server.add_device("phone", Scope::Control).await;
     let client = server.client().await;
-    let (s, halted) = client
-        .post(
-            "/api/chat",
-            Some(&control),
-            json!({"message": "trash the winter jackets mail"}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::OK, "{halted}");
+    let halted = client.halt(&control, "trash the winter jackets mail").await;
     let id = halted["approval_id"].as_str().unwrap().to_string();
     let row = client
         .get(&format!("/governance/approvals/{id}"), &control)
@@ -156,15 +149,7 @@ async fn approving_a_trash_moves_the_message_into_dovecots_trash() {
     let control = server.add_device("phone", Scope::Control).await;
     let client = server.client().await;
 
-    let (s, halted) = client
-        .post(
-            "/api/chat",
-            Some(&control),
-            json!({"message": "trash the winter jackets mail"}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::OK, "{halted}");
-    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let halted = client.halt(&control, "trash the winter jackets mail").await;
     assert_eq!(
         (d.count("INBOX"), d.count("Trash")),
         (2, 0),

@@ -53,12 +53,10 @@ pub(crate) async fn world(database_url: Option<&str>) -> (World, String, String)
 }
 
 pub(crate) async fn halt(client: &Client, token: &str) -> String {
-    let (status, halted) = client
-        .post("/api/chat", Some(token), json!({"message": REQUEST}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{halted}");
-    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
-    halted["approval_id"].as_str().unwrap().to_owned()
+    client.halt(token, REQUEST).await["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// Registers `key` as a passkey named `name`, with `proof` when one exists already.

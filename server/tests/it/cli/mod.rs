@@ -29,8 +29,6 @@ use crate::support::moved;
 use std::process::{Command, Output, Stdio};
 
 use iris_core::wire::Approval;
-use reqwest::StatusCode;
-use serde_json::json;
 
 use crate::support::Client;
 
@@ -98,11 +96,7 @@ async fn iris(url: &str, token: Option<&str>, args: &[&str]) -> Run {
 
 /// A halted trash approval for `request` (through the API); the row as the API shows it.
 async fn halt(client: &Client, token: &str, request: &str) -> Approval {
-    let (s, halted) = client
-        .post("/api/chat", Some(token), json!({"message": request}))
-        .await;
-    assert_eq!(s, StatusCode::OK, "{halted}");
-    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let halted = client.halt(token, request).await;
     let id = halted["approval_id"].as_str().unwrap();
     serde_json::from_value(
         client

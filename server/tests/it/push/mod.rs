@@ -88,12 +88,10 @@ async fn subscribe(client: &Client, token: &str, subscription: Value) -> String 
 
 /// Asks for the promo clean-up: the new card's id.
 async fn halt(client: &Client, token: &str) -> String {
-    let (status, halted) = client
-        .post("/api/chat", Some(token), json!({"message": REQUEST}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{halted}");
-    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
-    halted["approval_id"].as_str().unwrap().to_owned()
+    client.halt(token, REQUEST).await["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 async fn respond(client: &Client, token: &str, id: &str, decision: &str) {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::eventually;
 
@@ -325,6 +325,17 @@ impl Client {
         let resp = r.send().await.unwrap();
         let status = resp.status();
         (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `POST /api/chat {"message": request}` as `token`, a turn that must halt on a card (200,
+    /// `awaiting_approval`): its body (`approval_id`, `conversation_id`, …).
+    pub async fn halt(&self, token: &str, request: &str) -> Value {
+        let (status, halted) = self
+            .post("/api/chat", Some(token), json!({"message": request}))
+            .await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{halted}");
+        assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+        halted
     }
 
     /// GETs JSON with a bearer token; fails the test on a non-2xx status.

@@ -56,11 +56,7 @@ async fn start(bot: &FakeBot, configure: fn(Build) -> Build) -> (TestApp, String
 
 /// Asks to trash the promo mail; the halted turn's approval row.
 async fn halt(client: &Client, token: &str) -> Value {
-    let (status, halted) = client
-        .post("/api/chat", Some(token), json!({"message": REQUEST}))
-        .await;
-    assert_eq!(status, reqwest::StatusCode::OK, "{halted}");
-    assert_eq!(halted["status"], "awaiting_approval", "{halted}");
+    let halted = client.halt(token, REQUEST).await;
     let id = halted["approval_id"].as_str().unwrap();
     client
         .get(&format!("/governance/approvals/{id}"), token)
