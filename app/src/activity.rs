@@ -7,11 +7,15 @@
 //!
 //! The history (not the waiting cards: a card that waits is always shown) can be searched and
 //! filtered, the filters kept in the address's query:
-//! - `filters.rs` is what the history is filtered by and how the address spells it;
-//! - `filter_form.rs` is the search box and filters above the history.
+//! - `filters.rs` is what the history is filtered by and how the address spells it (read by
+//!   the server only);
+//! - `filter_form.rs` is the search box and filters above the history (drawn by the server,
+//!   followed in the browser by `app/src/filter_client.js`).
 //!
 //! Every list the page asks for (the first page, a refetch, "Older cards") is asked with the
-//! filters of the moment, so a card answered elsewhere shows only when it matches them.
+//! address's query of the moment, so a card answered elsewhere shows only when it matches it.
+//! The first comes with the page (`load.rs`: the server loads it before it draws the page, and
+//! the page carries it to the browser); the others are [`crate::api::activity_data`]'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,17 +23,15 @@ use std::time::Duration;
 use iris_core::wire::{Approval, ApprovalStatus};
 use leptos::prelude::*;
 
-mod filter_form;
+pub mod filter_form;
 pub mod filters;
+pub mod load;
 
 use crate::api::{activity_data, older_approvals, ActivitySnapshot};
 use crate::card::{card_key, ApprovalCard, CardState};
 use crate::history::HistoryLine;
-use crate::live::Live;
 use crate::shape::{any, flag, part, text};
 use crate::trail::TrailLine;
-use filter_form::FilterState;
-use filters::HistoryFilter;
 
 /// How many times the page polls for a running call's outcome (every 2 s) on top of live
 /// events, in case the event stream is down.
@@ -45,56 +47,52 @@ pub fn ActivityPage(
     // ones: each value type costs the phone's wasm its own copy of Leptos' signal code
     // (BENCHMARKS.md). `focus` never changes; the values kept below are read untracked.
     let focus = RwSignal::new(focus);
-    let live = use_context::<Live>().unwrap_or_default();
-    // A card answered here takes the highlight from the one in the URL.
-    provide_context(crate::card::AnsweredHere(RwSignal::new(None)));
+    let live = crate::PageState::current()
+        .map(|state| state.live)
+        .unwrap_or_default();
     // A `u64` like the live tick's: each value type a signal holds costs the wasm its own copy
     // of Leptos' signal code.
     let poll = RwSignal::new(0_u64);
-    // The history's filters, from the address (the request's on the server, the same one in
-    // the browser, so both draw the same page); bad values are left out and named in `notes`.
-    let (initial, notes) = filters::current();
-    let filters = FilterState::new(&initial);
+    // The history's filters: the address's query as it is (the request's on the server, the
+    // same one in the browser), which the server reads; it changes when the filters' script
+    // says the address did (`iris-filters`).
+    let query = RwSignal::new(filter_form::address_query());
 
-    // The page is drawn once per card in the URL (`first`, rendered on the server); live events
-    // and polls load the lists again into `latest`, which the drawn lists follow card by card
-    // (keyed), so a card that did not change keeps its elements: a button about to be tapped,
-    // an open trail, the focus.
-    let first = Resource::<_, crate::codec::PageJson>::new_with_options(
-        move || focus.get(),
-        move |focus| activity_data(focus, initial.clone()),
-        false,
-    );
-    let latest = RwSignal::new(None::<ActivitySnapshot>);
-    Effect::new(move |_| {
-        focus.track();
-        latest.set(None);
-    });
+    // The page is drawn once, from the snapshot the server loaded with it (`load`); live
+    // events and polls load the lists again into `latest`, which the drawn lists follow card by
+    // card (keyed), so a card that did not change keeps its elements: a button about to be
+    // tapped, an open trail, the focus.
+    let first = load::first();
+    let latest = RwSignal::new(first.as_ref().ok().cloned());
     // Pages loaded with "Older cards": their cards and the cursor after them.
     let older = Older {
         cards: RwSignal::new(Vec::new()),
         cursor: RwSignal::new(None),
         loading: RwSignal::new(false),
         error: RwSignal::new(None),
-        query: filters.query,
+        query,
     };
     // Live events, polls and a change of the filters load the lists again, with the filters
     // of the moment; an answer for filters since changed is dropped (a newer one comes).
-    Effect::new(move |asked_before: Option<String>| {
+    // The query the previous run asked with (`None` before the first run, which only notes it:
+    // the first lists came with the page).
+    let asked_before = RwSignal::new(None::<String>);
+    crate::shape::effect(move || {
         live.tick.track();
         poll.track();
-        let asked = filters.query.get();
-        if let Some(before) = asked_before {
+        let asked = query.get();
+        let before = asked_before.get_untracked();
+        asked_before.update_untracked(|kept| *kept = Some(asked.clone()));
+        if let Some(before) = before {
             if before != asked {
                 // Older pages of other filters are not this list's.
                 older.reset();
             }
             let focus = focus.get_untracked();
-            let query = asked.clone();
+            let sent = asked.clone();
             leptos::task::spawn_local(async move {
-                let filter = HistoryFilter::from_query(&query).0;
-                if let Ok(snapshot) = activity_data(focus, filter).await {
-                    if filters.query.get_untracked() != query {
+                if let Ok(snapshot) = activity_data(focus, sent.clone()).await {
+                    if query.get_untracked() != sent {
                         return;
                     }
                     let from = snapshot.older.clone();
@@ -103,18 +101,21 @@ pub fn ActivityPage(
                 }
             });
         }
-        asked
     });
-    // Once live: the back and forward buttons step through the filters.
-    Effect::new(move |_| filters.follow_address());
-    // The snapshot on screen: read only inside effects (the server's render reads `first` in
-    // the Suspense below).
-    let data = move || {
-        latest
-            .get()
-            .map(Ok)
-            .or_else(|| first.get().map(|r| r.map_err(|e| e.to_string())))
-    };
+    // Once live: the filters' script follows the form and the back and forward buttons, and
+    // says when the address's query changed. The page lives as long as the document: the
+    // listener is never removed.
+    crate::shape::effect(move || {
+        let _ = window_event_listener_untyped("iris-filters", move |_| {
+            let now = filter_form::address_query();
+            if now != query.get_untracked() {
+                query.set(now);
+            }
+        });
+        filter_form::attach();
+    });
+    // The snapshot on screen (`None` when the first could not be loaded: the page says why).
+    let data = move || latest.get();
 
     // Card states live with the page so a redraw keeps dialogs, errors and requests in flight.
     // Lists, not hash maps, here and below: a page holds a few hundred cards at most, and std's
@@ -124,13 +125,9 @@ pub fn ActivityPage(
         Vec::<(String, CardState)>::new(),
     ));
     // A refusal of the card's form (answered before the page was live, crate::card_form)
-    // comes with the first snapshot and shows on that card like any other answer's error.
-    let refused = move || {
-        first
-            .get_untracked()
-            .and_then(|snapshot| snapshot.ok())
-            .and_then(|snapshot| snapshot.refused)
-    };
+    // comes with the first snapshot and shows on that card like any other answer's error (a
+    // card's state is made when the card is first drawn: from the first snapshot).
+    let refused = move || latest.with_untracked(|d| d.as_ref().and_then(|d| d.refused.clone()));
     let state_for = move |id: &str| -> CardState {
         let kept = held.with_value(|(_, kept)| {
             kept.iter()
@@ -153,8 +150,8 @@ pub fn ActivityPage(
     // The cards this page has shown waiting (in the browser only: an effect, so the server's
     // render and hydration agree): answered later, here or elsewhere, they stay open in full.
     let shown_pending = RwSignal::new(Vec::<String>::new());
-    Effect::new(move |_| {
-        if let Some(Ok(d)) = data() {
+    crate::shape::effect(move || {
+        if let Some(d) = data() {
             shown_pending.update_untracked(|shown| {
                 for card in &d.pending {
                     if !shown.contains(&card.id) {
@@ -167,12 +164,12 @@ pub fn ActivityPage(
     let seen =
         move |id: &str| shown_pending.with_untracked(|shown| shown.iter().any(|card| card == id));
     // Read by the push control's effect only (in the browser, once the data has come).
-    let push_off = Memo::new(move |_| data().and_then(|r| r.ok()).map(|d| d.push_off));
+    let push_off = Memo::new(move |_| data().map(|d| d.push_off));
 
     // Bring the focused card into view once it is on screen (once per id).
     let scrolled_for = RwSignal::new(None::<String>);
-    Effect::new(move |_| {
-        let loaded = matches!(data(), Some(Ok(_)));
+    crate::shape::effect(move || {
+        let loaded = data().is_some();
         let Some(id) = focus.get() else { return };
         if !loaded || scrolled_for.with_untracked(|s| s.as_deref() == Some(id.as_str())) {
             return;
@@ -182,8 +179,8 @@ pub fn ActivityPage(
     });
 
     // While an approved call has no outcome yet, look again now and then.
-    Effect::new(move |_| {
-        let waiting = data().and_then(Result::ok).is_some_and(|d| {
+    crate::shape::effect(move || {
+        let waiting = data().is_some_and(|d| {
             d.cards()
                 .any(|a| a.status == ApprovalStatus::Approved && !a.execution.has_outcome())
         });
@@ -201,29 +198,20 @@ pub fn ActivityPage(
         <div class="activity">
             // The page's heading for screen readers; its sections are titled below.
             <h1 class="visually-hidden">"Activity"</h1>
-            // Not a Transition: `first` never loads again (its key, the focus, is fixed for the
-            // page's life; refreshes go to `latest`), so there is no old content to keep, and
-            // the transition machinery would cost the phone's wasm 1.2 KB (BENCHMARKS.md).
-            <Suspense fallback=|| any(view! { <p class="page-note">"Loading…"</p> })>
-                {move || { let notes = notes.clone(); Suspend::new(async move {
-                    match first.await {
-                        Ok(d) => {
-                            let notes = filters::with_tool_note(notes, &d.filter, &d.tools);
-                            let form = filter_form::filter_form(filters, d.tools.clone(), notes);
-                            let current = Memo::new(move |_| {
-                                latest.get().unwrap_or_else(|| d.clone())
-                            });
-                            activity_view(current, focus.get_untracked(), state_for, seen, older, filters, form)
-                                .into_any()
-                        }
-                        Err(e) => any(view! {
-                            <div class="page-error" role="alert" data-testid="page-error">
-                                <p>{e.to_string()}</p>
-                            </div>
-                        }),
-                    }
-                })}}
-            </Suspense>
+            {match first {
+                Ok(d) => {
+                    let form = d.filter_form.clone().unwrap_or_default();
+                    let current = Memo::new(move |_| latest.get().unwrap_or_else(|| d.clone()));
+                    activity_view(current, focus.get_untracked(), state_for, seen, older, form)
+                }
+                Err(e) => any(view! {
+                    <div class="page-error" role="alert" data-testid="page-error">
+                        <p>{e}</p>
+                    </div>
+                }),
+            }}
+            // The first snapshot as the server loaded it: what the browser draws from (`load`).
+            <script type="application/json" id=load::SCRIPT_ID nonce=load::script_nonce() inner_html=load::script_text()></script>
             <crate::push::PushControl server_off=push_off/>
         </div>
     })
@@ -239,7 +227,7 @@ struct Older {
     cursor: RwSignal<Option<Option<String>>>,
     loading: RwSignal<bool>,
     error: RwSignal<Option<String>>,
-    /// The history's filters ([`FilterState::query`]): every page is read with them.
+    /// The address's query (the history's filters): every page is read with it.
     query: RwSignal<String>,
 }
 
@@ -260,7 +248,7 @@ impl Older {
         self.error.set(None);
         let query = self.query.get_untracked();
         leptos::task::spawn_local(async move {
-            let answer = older_approvals(from, HistoryFilter::from_query(&query).0).await;
+            let answer = older_approvals(from, query.clone()).await;
             self.loading.set(false);
             // A page of filters since changed belongs to no list on screen.
             if self.query.get_untracked() != query {
@@ -305,11 +293,10 @@ impl Older {
         let to_the_end = cursor == Some(None);
         let query = self.query.get_untracked();
         leptos::task::spawn_local(async move {
-            let filter = HistoryFilter::from_query(&query).0;
             let mut cards = Vec::new();
             let mut from = from;
             while let Some(before) = from {
-                let Ok(page) = older_approvals(before, filter.clone()).await else {
+                let Ok(page) = older_approvals(before, query.clone()).await else {
                     return;
                 };
                 let reached = !to_the_end
@@ -346,8 +333,7 @@ fn activity_view(
     state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
     seen: impl Fn(&str) -> bool + Copy + Send + Sync + 'static,
     older: Older,
-    filters: FilterState,
-    form: AnyView,
+    form: String,
 ) -> AnyView {
     let (name, can_answer, missing) = current.with_untracked(|d| {
         (
@@ -405,7 +391,7 @@ fn activity_view(
     // Leptos' render effect (BENCHMARKS.md).
     // The tab's title follows the waiting count and, on a card's page, names the card (in the
     // browser only: the server's title names the page).
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         let waiting = pending_count();
         let shows = titled
             .as_deref()
@@ -420,7 +406,7 @@ fn activity_view(
     // rather than a bool, so the sentence follows a change of the filters between two empty
     // lists).
     let none_answered =
-        Memo::new(move |_| current.with(|d| d.answered.is_empty().then(|| d.filter.in_words())));
+        Memo::new(move |_| current.with(|d| d.answered.is_empty().then(|| d.filter_words.clone())));
     let has_older = Memo::new(move |_| next_cursor().is_some());
 
     any(view! {
@@ -447,7 +433,17 @@ fn activity_view(
         </section>
         <section class="card-section" aria-labelledby="answered-title">
             <h2 id="answered-title" class="section-title">"Answered"</h2>
-            {form}
+            // The server's HTML, placed as it is: the browser keeps the server's form when it
+            // hydrates, and the filters' script, not the wasm, follows it.
+            <div class="history-filters-slot" inner_html=form></div>
+            {part(move || {
+                let notes = current.with(|d| d.filter_notes.clone());
+                (!notes.is_empty()).then(|| any(view! {
+                    <ul class="filter-notes" data-testid="filter-notes">
+                        {notes.into_iter().map(|note| any(view! { <li>{note}</li> })).collect_view()}
+                    </ul>
+                }))
+            })}
             {part(move || none_answered.get().map(|words| {
                 if words.is_empty() {
                     return any(view! { <p class="empty">"Nothing answered yet."</p> });
@@ -455,19 +451,9 @@ fn activity_view(
                 any(view! {
                     <p class="empty" data-testid="no-match">
                         {format!("No answered cards match {words}. ")}
-                        <a
-                            href="/activity"
-                            data-testid="no-match-clear"
-                            on:click=move |ev: leptos::ev::MouseEvent| {
-                                let modified = ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key();
-                                if ev.button() == 0 && !modified {
-                                    ev.prevent_default();
-                                    filters.clear();
-                                }
-                            }
-                        >
-                            "Clear the filters"
-                        </a>
+                        // A plain link (the page without the filters); live, the filters'
+                        // script clears the form in place instead.
+                        <a href="/activity" data-testid="no-match-clear">"Clear the filters"</a>
                         " to see every answered card."
                     </p>
                 })

@@ -14,7 +14,6 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 use serde::{Deserialize, Serialize};
 
-use crate::activity::filters::HistoryFilter;
 use crate::backend::Viewer;
 use crate::codec::TextJson;
 use crate::error::AppError;
@@ -46,13 +45,18 @@ pub struct ActivitySnapshot {
     /// Why Web Push is off on this server, or `None` when it is on ([`crate::push::PushControl`]).
     #[serde(default)]
     pub push_off: Option<String>,
-    /// The filters `answered` and `older` were read with: the page words an empty result
-    /// with them.
+    /// The filters `answered` and `older` were read with, in words (`“invoice”, rejected`;
+    /// empty when none is set): the page words an empty result with them.
     #[serde(default)]
-    pub filter: HistoryFilter,
-    /// The tools whose calls make cards, by name (the history's tool filter offers them).
+    pub filter_words: String,
+    /// A sentence for each value of the query the filters left out, and for a tool that makes
+    /// no cards here ([`crate::activity::filters::HistoryFilter::from_query`]).
     #[serde(default)]
-    pub tools: Vec<String>,
+    pub filter_notes: Vec<String>,
+    /// The history's search form as HTML, drawn with these filters
+    /// ([`crate::activity::filter_form`]), when asked for (the page's first load).
+    #[serde(default)]
+    pub filter_form: Option<String>,
 }
 
 impl ActivitySnapshot {
@@ -75,7 +79,7 @@ pub struct DevicesSnapshot {
 }
 
 #[cfg(feature = "ssr")]
-mod on_server {
+pub(crate) mod on_server {
     use std::sync::Arc;
 
     use leptos::prelude::*;
@@ -137,18 +141,40 @@ pub async fn current_viewer() -> Result<Viewer, AppError> {
 }
 
 /// The viewer, the pending cards (never filtered: a card that waits is always shown) and the
-/// newest page of answered ones that match `filter`; `focus` (from `/activity/:id`) is fetched
-/// and included even when that page would not hold it, or named in `missing` when no card has
-/// that id.
+/// newest page of answered ones that match the filters `query` names; `focus` (from
+/// `/activity/:id`) is fetched and included even when that page would not hold it, or named
+/// in `missing` when no card has that id. What the page loads again on every live event (its
+/// first snapshot comes with the page: [`crate::activity::load`]).
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn activity_data(
     #[doc = "The `/activity/:id` card, included even when the page would not hold it."]
     focus: Option<String>,
-    #[doc = "The history's filters (none when left out)."]
+    #[doc = "The address's query (`q=invoice&status=rejected`, no `?`; empty for none): the history's filters, read by the server (a value it cannot use is left out, with a note)."]
     #[server(default)]
-    filter: HistoryFilter,
+    query: String,
 ) -> Result<ActivitySnapshot, AppError> {
     let (backend, viewer) = on_server::signed_in().await?;
+    let request = on_server::request()?;
+    activity_snapshot(&*backend, viewer, &request, focus, &query, false).await
+}
+
+/// The Activity snapshot `viewer` sees ([`activity_data`]), for the request `request` (its
+/// cookies hold a refusal of the card's form for `focus`, `crate::card_form::refusal_for`),
+/// with the history's search form drawn when `with_form` (the page's first draw). Server only.
+///
+/// # Errors
+/// [`AppError::Backend`] with the store's sentence when a read fails.
+#[cfg(feature = "ssr")]
+pub async fn activity_snapshot(
+    backend: &dyn crate::backend::AppBackend,
+    viewer: Viewer,
+    request: &axum::http::request::Parts,
+    focus: Option<String>,
+    query: &str,
+    with_form: bool,
+) -> Result<ActivitySnapshot, AppError> {
+    let (filter, notes) = crate::activity::filters::HistoryFilter::from_query(query);
+    let tools = backend.card_tools();
     let pending = backend.pending().await.map_err(AppError::Backend)?;
     let page = backend
         .answered(None, &filter)
@@ -170,13 +196,12 @@ pub async fn activity_data(
         missing: None,
         refused: None,
         push_off: backend.push_off(),
-        filter,
-        tools: backend.card_tools(),
+        filter_words: filter.in_words(),
+        filter_notes: crate::activity::filters::with_tool_note(notes, &filter, &tools),
+        filter_form: with_form.then(|| crate::activity::filter_form::form_html(&filter, &tools)),
     };
     if let Some(id) = focus {
-        snapshot.refused = on_server::request()
-            .ok()
-            .and_then(|request| crate::card_form::refusal_for(&request.headers, &id));
+        snapshot.refused = crate::card_form::refusal_for(&request.headers, &id);
         if !snapshot.cards().any(|a| a.id == id) {
             match backend.approval(&id).await.map_err(AppError::Backend)? {
                 Some(one) => snapshot.answered.insert(0, one),
@@ -187,17 +212,18 @@ pub async fn activity_data(
     Ok(snapshot)
 }
 
-/// The page of answered cards matching `filter` older than the cursor `before` (an
-/// [`ActivitySnapshot::older`] or an earlier page's `next`, read with the same filters),
-/// newest first.
+/// The page of answered cards matching the filters `query` names older than the cursor
+/// `before` (an [`ActivitySnapshot::older`] or an earlier page's `next`, read with the same
+/// filters), newest first.
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn older_approvals(
     #[doc = "Where the page starts (exclusive)."] before: String,
-    #[doc = "The history's filters (none when left out)."]
+    #[doc = "The address's query, as [`activity_data`] takes it."]
     #[server(default)]
-    filter: HistoryFilter,
+    query: String,
 ) -> Result<iris_core::wire::ApprovalList, AppError> {
     let (backend, _viewer) = on_server::signed_in().await?;
+    let filter = crate::activity::filters::HistoryFilter::from_query(&query).0;
     backend
         .answered(Some(before), &filter)
         .await
@@ -213,10 +239,21 @@ pub async fn respond_approval(
     #[doc = "The owner's words, if any."] reason: Option<String>,
     #[doc = "With approve: only these items (indices into `items`); `None` for the whole card."]
     items: Option<Vec<u32>>,
-    #[doc = "With approve: new values for fields in `card.editable`; `None` for the pinned call."]
-    edits: Option<serde_json::Map<String, serde_json::Value>>,
+    #[doc = "With approve: the reviewed edit ([`ReviewedEdit::edits`], a JSON object of new values for fields in `card.editable`); `None` for the pinned call."]
+    edits: Option<String>,
 ) -> Result<Approval, AppError> {
     let (backend, viewer) = on_server::controller().await?;
+    let edits = match edits {
+        None => None,
+        Some(text) => match serde_json::from_str(&text) {
+            Ok(serde_json::Value::Object(edits)) => Some(edits),
+            _ => {
+                return Err(AppError::Backend(
+                    "The edit is not a JSON object of fields: nothing was answered.".into(),
+                ))
+            }
+        },
+    };
     backend
         .respond(&viewer, &id, decision, reason, items, edits)
         .await
@@ -245,21 +282,49 @@ pub async fn give_reason(
         .map_err(AppError::Backend)
 }
 
-/// The viewer's edit of a waiting card as it would run, checked as the approval will check it
-/// (a refusal is the error text, shown on the card); changes nothing.
+/// The viewer's edit of a waiting card as [`review_edit`] found it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ReviewedEdit {
+    /// The changed fields as a JSON object (`{"body": "…"}`), what approving the edit sends
+    /// back ([`respond_approval`]'s `edits`); `None` when nothing changed (the pinned call).
+    pub edits: Option<String>,
+    /// The confirm dialog's lines for it ([`crate::card::edit::review_lines`]); empty when
+    /// nothing changed.
+    pub lines: Vec<String>,
+}
+
+/// The viewer's edit of a waiting card as it would run: the form's texts (one per field of
+/// `card.editable`, in its order) made into the edited call, checked as the approval will
+/// check it (a refusal is the error text, shown on the card), with the confirm dialog's lines;
+/// changes nothing.
 #[server(prefix = "/ui", input = Json, output = TextJson)]
 pub async fn review_edit(
     #[doc = "The approval row."] id: String,
-    #[doc = "New values for fields in `card.editable`."] edits: serde_json::Map<
-        String,
-        serde_json::Value,
-    >,
-) -> Result<iris_core::wire::EditReview, AppError> {
+    #[doc = "What the edit form holds: one text per field of `card.editable`, in its order."]
+    typed: Vec<String>,
+) -> Result<ReviewedEdit, AppError> {
     let (backend, viewer) = on_server::controller().await?;
-    backend
-        .review_edit(&viewer, &id, edits)
+    let approval = backend
+        .approval(&id)
         .await
-        .map_err(AppError::Backend)
+        .map_err(AppError::Backend)?
+        .ok_or_else(|| AppError::Backend(format!("No card has the id \u{201c}{id}\u{201d}.")))?;
+    let edits = crate::card::edit::edits_from_form(&approval.args, &approval.card.editable, &typed);
+    if edits.is_empty() {
+        return Ok(ReviewedEdit {
+            edits: None,
+            lines: Vec::new(),
+        });
+    }
+    let review = backend
+        .review_edit(&viewer, &id, edits.clone())
+        .await
+        .map_err(AppError::Backend)?;
+    let lines = crate::card::edit::review_lines(&approval.args, &edits, &review.preview);
+    Ok(ReviewedEdit {
+        edits: Some(serde_json::Value::Object(edits).to_string()),
+        lines,
+    })
 }
 
 /// One chat turn; starts a conversation when `conversation_id` is `None`.

@@ -69,7 +69,9 @@ impl Default for RequestBanner {
 /// reliably read out; one that is there and changes is).
 #[component]
 pub fn RequestBannerView() -> impl IntoView {
-    let banner = use_context::<RequestBanner>().unwrap_or_default();
+    let banner = crate::PageState::current()
+        .map(|state| state.banner)
+        .unwrap_or_default();
     let announcement = crate::shape::text(move || {
         banner
             .announced
@@ -108,7 +110,10 @@ mod tests {
     use super::*;
 
     fn render(banner: RequestBanner) -> String {
-        provide_context(banner);
+        provide_context(crate::PageState {
+            banner,
+            ..crate::PageState::new()
+        });
         view! { <RequestBannerView/> }.to_html()
     }
 

@@ -25,7 +25,7 @@ mod actions;
 mod call;
 mod choice;
 pub mod dialog;
-mod edit;
+pub(crate) mod edit;
 mod focus;
 mod origin;
 mod outcome;
@@ -65,12 +65,18 @@ pub struct CardState {
     /// The items the owner unticked (indices into the card's items, ascending): an approval
     /// keeps the others (docs/adr/0122-shaping-a-call.md). Empty: the whole card.
     pub left_out: RwSignal<Vec<usize>>,
-    /// The edit form's fields as typed (field → text), while it is open; `None` when the card
-    /// is approved as pinned (docs/adr/0122-shaping-a-call.md).
-    pub edits: RwSignal<Option<std::collections::BTreeMap<String, String>>>,
-    /// The server's review of the open edit (checked as the approval will check it, with its
-    /// preview remade for the edited call); `None` until "Review" asked for it.
-    pub review: RwSignal<Option<iris_core::wire::EditReview>>,
+    /// The edit form's fields as typed, one text per field of `card.editable` in its order,
+    /// while the form is open; empty when the card is approved as pinned
+    /// (docs/adr/0122-shaping-a-call.md).
+    pub edits: RwSignal<Vec<String>>,
+    /// The confirm dialog's lines for the reviewed edit, as the server worded them (each
+    /// changed field against the model's version, the preview remade for the edited call);
+    /// empty until "Review" found a change.
+    pub review: RwSignal<Vec<String>>,
+    /// The reviewed edit as the server will take it (a JSON object of the changed fields,
+    /// [`crate::api::ReviewedEdit::edits`]): what approving sends; `None` when nothing is
+    /// edited.
+    pub edited: RwSignal<Option<String>>,
 }
 
 impl CardState {
@@ -84,8 +90,9 @@ impl CardState {
             focus: RwSignal::new(None),
             trail_open: RwSignal::new(false),
             left_out: RwSignal::new(Vec::new()),
-            edits: RwSignal::new(None),
-            review: RwSignal::new(None),
+            edits: RwSignal::new(Vec::new()),
+            review: RwSignal::new(Vec::new()),
+            edited: RwSignal::new(None),
         }
     }
 }
@@ -121,7 +128,7 @@ pub fn card_key(approval: &Approval) -> String {
     key
 }
 
-/// The card the owner last answered on this page (provided by the page): it takes the
+/// The card the owner last answered on this page ([`crate::PageState::answered_here`]): it takes the
 /// highlight from the card the page was opened on.
 #[derive(Clone, Copy, Debug)]
 pub struct AnsweredHere(pub RwSignal<Option<String>>);
@@ -167,7 +174,7 @@ pub fn ApprovalCard(
     let title_id = format!("card-{id}-title");
     let dialog_id = format!("card-{id}-dialog");
 
-    let answered_here = use_context::<AnsweredHere>();
+    let answered_here = crate::PageState::current().map(|state| state.answered_here);
     dialog::note_answered_elsewhere(pending, state);
     // ADR-0118 decision 4: approving this card needs the owner's passkey, asked for by the
     // browser after the confirm step; rejecting never does.
@@ -179,7 +186,6 @@ pub fn ApprovalCard(
         id.clone(),
         passkey_required,
         item_count,
-        approval.args.clone(),
         state,
         answered_here,
     );
@@ -282,7 +288,6 @@ pub fn ApprovalCard(
                 dialog_id
                 action=card.action.clone()
                 lines=card.lines.clone()
-                args=approval.args.clone()
                 destructive
                 irreversible
                 undo=undo.clone()

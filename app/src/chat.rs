@@ -487,7 +487,9 @@ const COUNT_FROM: usize = MAX_MESSAGE_CHARS / 10 * 9;
 /// The chat box: the conversation so far, a text box and Send.
 #[component]
 pub fn ChatPanel() -> impl IntoView {
-    let chat = use_context::<ChatState>().unwrap_or_default();
+    let chat = crate::PageState::current()
+        .map(|state| state.chat)
+        .unwrap_or_default();
     let live = is_live();
     let input_ref: NodeRef<html::Textarea> = NodeRef::new();
     let log_ref: NodeRef<html::Ol> = NodeRef::new();
@@ -518,7 +520,7 @@ pub fn ChatPanel() -> impl IntoView {
     };
 
     // Keep the newest line in view.
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         chat.lines.track();
         chat.extra.track();
         if let Some(log) = log_ref.get() {

@@ -144,7 +144,7 @@ fn DeviceRow(
     // The demo's owner cannot be revoked while the demo runs: say so instead of offering it.
     let can_revoke = can_manage && !device.demo_owner;
     let demo_owner = device.demo_owner;
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         if let Some(result) = revoke.value().get() {
             match result {
                 Ok(()) => {
@@ -228,7 +228,7 @@ fn PairPanel() -> impl IntoView {
         let scope = *scope;
         async move { make_pairing_link(scope).await }
     });
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         if let Some(result) = make.value().get() {
             match result {
                 Ok(o) => {

@@ -159,19 +159,19 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 /// with status 404) and the chat beside it.
 #[component]
 pub fn App() -> impl IntoView {
-    let live = Live::new();
-    provide_context(live);
-    let chat = ChatState::new();
-    provide_context(chat);
-    let clock = ClientClock::new();
-    provide_context(clock);
-    let hydrated = Hydrated::new();
-    provide_context(hydrated);
-    let banner = RequestBanner::new();
-    provide_context(banner);
+    let state = PageState::new();
+    provide_context(state);
+    let PageState {
+        live,
+        chat,
+        clock,
+        hydrated,
+        banner,
+        ..
+    } = state;
 
     // Effects only run in the browser, after hydration.
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         hydrated.0.set(true);
         clock.start();
         chat.restore();
@@ -180,7 +180,7 @@ pub fn App() -> impl IntoView {
         push::register_worker();
     });
     // Refetch the conversation on every live event (and once at start, after `restore`).
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         live.tick.track();
         chat.conversation_id.track();
         chat.reload();
@@ -197,14 +197,8 @@ pub fn App() -> impl IntoView {
     };
     let content = match page {
         Page::Activity(focus) => activity_page(focus),
-        Page::Plugins => setup_page(|| {
-            use crate::plugins::PluginsPage;
-            any(view! { <PluginsPage/> })
-        }),
-        Page::Devices => setup_page(|| {
-            use crate::devices::DevicesPage;
-            any(view! { <DevicesPage/> })
-        }),
+        Page::Plugins => setup_page(SetupPage::Plugins),
+        Page::Devices => setup_page(SetupPage::Devices),
         Page::NotFound => {
             #[cfg(feature = "ssr")]
             if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
@@ -241,6 +235,50 @@ pub fn App() -> impl IntoView {
     })
 }
 
+/// The app-wide state every part of the page reads, provided once by [`App`] as one context
+/// (`PageState::current`): each context type costs the browser's wasm its own copy of Leptos'
+/// context code (BENCHMARKS.md "Wasm size").
+#[derive(Clone, Copy, Debug)]
+pub struct PageState {
+    /// Live updates ([`Live`]).
+    pub live: Live,
+    /// The chat ([`ChatState`]).
+    pub chat: ChatState,
+    /// The reader's clock ([`ClientClock`]).
+    pub clock: ClientClock,
+    /// Whether the page is live ([`Hydrated`]).
+    pub hydrated: Hydrated,
+    /// The new-card banner ([`RequestBanner`]).
+    pub banner: RequestBanner,
+    /// The card the owner last answered on this page ([`card::AnsweredHere`]).
+    pub answered_here: card::AnsweredHere,
+}
+
+impl PageState {
+    /// Fresh state: not live, no conversation, no banner, nothing answered.
+    pub fn new() -> PageState {
+        PageState {
+            live: Live::new(),
+            chat: ChatState::new(),
+            clock: ClientClock::new(),
+            hydrated: Hydrated::new(),
+            banner: RequestBanner::new(),
+            answered_here: card::AnsweredHere(RwSignal::new(None)),
+        }
+    }
+
+    /// The page's state, or `None` outside [`App`] (a unit test rendering one component).
+    pub fn current() -> Option<PageState> {
+        use_context::<PageState>()
+    }
+}
+
+impl Default for PageState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The Activity page, except in the setup bundle's wasm (`bundle-setup`), which never
 /// hydrates it (the server names the Activity bundle on that page: [`page::Bundle`]).
 fn activity_page(focus: Option<String>) -> AnyView {
@@ -256,11 +294,25 @@ fn activity_page(focus: Option<String>) -> AnyView {
     }
 }
 
+/// The pages of the setup bundle (`iris-setup`).
+enum SetupPage {
+    Plugins,
+    Devices,
+}
+
 /// A Plugins or Devices page, except in the Activity bundle's wasm (`bundle-activity`), which
-/// never hydrates them.
-fn setup_page(page: impl FnOnce() -> AnyView) -> AnyView {
+/// never hydrates them: not even their components' types are named there (a closure drawing
+/// one, though never called, kept parts of the Devices page's code in Activity's wasm).
+fn setup_page(page: SetupPage) -> AnyView {
     #[cfg(any(feature = "ssr", not(feature = "bundle-activity")))]
-    return page();
+    {
+        use crate::devices::DevicesPage;
+        use crate::plugins::PluginsPage;
+        return match page {
+            SetupPage::Plugins => any(view! { <PluginsPage/> }),
+            SetupPage::Devices => any(view! { <DevicesPage/> }),
+        };
+    }
     #[allow(unreachable_code)]
     {
         let _ = page;

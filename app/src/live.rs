@@ -61,8 +61,8 @@ impl Default for Hydrated {
 /// one component), else the context's value. The signal itself, not a `Signal` over it: each
 /// signal type the app holds costs the browser's wasm its own copy of Leptos' signal code.
 pub fn is_live() -> RwSignal<bool> {
-    match use_context::<Hydrated>() {
-        Some(h) => h.0,
+    match crate::PageState::current() {
+        Some(state) => state.hydrated.0,
         None => RwSignal::new(true),
     }
 }
@@ -156,8 +156,8 @@ impl Default for ClientClock {
 /// The current offset, `None` without a [`ClientClock`] in context (the signal itself, as
 /// [`is_live`] gives it).
 pub fn clock_offset() -> RwSignal<Option<i32>> {
-    match use_context::<ClientClock>() {
-        Some(c) => c.offset_minutes,
+    match crate::PageState::current() {
+        Some(state) => state.clock.offset_minutes,
         None => RwSignal::new(None),
     }
 }
@@ -267,7 +267,9 @@ pub fn connect(live: Live, chat: ChatState, banner: RequestBanner) {
 /// render.
 #[component]
 pub fn OfflineNotice() -> impl IntoView {
-    let live = use_context::<Live>().unwrap_or_default();
+    let live = crate::PageState::current()
+        .map(|state| state.live)
+        .unwrap_or_default();
     crate::shape::part(move || {
         (!live.online.get()).then(|| {
             crate::shape::any(view! {

@@ -109,7 +109,8 @@ mod client {
 /// Approves card `id` with the owner's passkey: the card's challenge, the browser's passkey
 /// prompt, and the approve with its answer (ADR-0118 decision 4). With `items` (indices into
 /// the card's items) the challenge and the approve are for those items only, so the passkey
-/// signs the narrowed call (docs/adr/0122-shaping-a-call.md).
+/// signs the narrowed call (docs/adr/0122-shaping-a-call.md); with `edits` (a reviewed edit's
+/// JSON object, [`crate::api::ReviewedEdit::edits`]) they are for the edited call.
 ///
 /// # Errors
 /// The sentence to show on the card (cancelled, not verified, refused by the server).
@@ -117,7 +118,7 @@ pub async fn approve_with_passkey(
     id: &str,
     reason: Option<String>,
     items: Option<Vec<u32>>,
-    edits: Option<serde_json::Map<String, serde_json::Value>>,
+    edits: Option<String>,
 ) -> Result<(), String> {
     #[cfg(feature = "hydrate")]
     {
@@ -130,7 +131,6 @@ pub async fn approve_with_passkey(
                     .join(",")
             )
         });
-        let edits = edits.map(|e| serde_json::Value::Object(e).to_string());
         outcome(client::word(client::approve_with_passkey(id, reason, items, edits)).await)
             .map(|_| ())
     }
@@ -194,7 +194,7 @@ pub fn PasskeyPanel(
             listing.try_set(Some(load().await));
         });
     };
-    Effect::new(move |_| reload());
+    crate::shape::effect(reload);
     let run = move |work: std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<String, String>>>,
     >,

@@ -141,7 +141,7 @@ pub fn PushControl(
     server_off: Memo<Option<Option<String>>>,
 ) -> impl IntoView {
     let state = RwSignal::new(PushState::Unknown);
-    Effect::new(move |_| match server_off.get() {
+    crate::shape::effect(move || match server_off.get() {
         None => {}
         Some(Some(sentence)) => state.set(PushState::ServerOff(sentence)),
         Some(None) if state.get_untracked() == PushState::Unknown => {

@@ -49,3 +49,13 @@ pub fn part(f: impl Fn() -> Option<AnyView> + Send + Sync + 'static) -> Part {
 pub fn any<T: IntoAny>(view: View<T>) -> AnyView {
     view.into_inner().into_any()
 }
+
+/// Runs `f` as an effect: in the browser, once after the page is drawn and again whenever a
+/// signal it read changes (never on the server). Every effect of the app goes through here, so
+/// Leptos' effect code is in the browser's wasm once, not once per closure (an `Effect::new`
+/// per closure cost about 0.9 KB each, BENCHMARKS.md "Wasm size"). An effect that needs its
+/// previous run's value keeps it in a signal it holds.
+pub fn effect(f: impl FnMut() + 'static) {
+    let mut f: Box<dyn FnMut()> = Box::new(f);
+    leptos::prelude::Effect::new(move |_| f());
+}

@@ -24,7 +24,7 @@ pub fn keep_in_step(details: NodeRef<html::Details>, open: RwSignal<bool>) {
     // Read untracked: a signal of a type the app holds anyway, not a `StoredValue<bool>` (each
     // value type costs the browser's wasm its own copy of Leptos' signal code).
     let seen = RwSignal::new(false);
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         let Some(element) = details.get() else { return };
         if !seen.get_untracked() {
             seen.update_untracked(|seen| *seen = true);

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::approval_audit;
 use crate::format::format_time;
-use crate::live::{clock_offset, Live};
+use crate::live::clock_offset;
 use crate::shape::any;
 
 /// One entry of the trail as the card shows it.
@@ -151,9 +151,9 @@ pub fn CardTrail(
     let details_ref: NodeRef<html::Details> = NodeRef::new();
     crate::toggle::keep_in_step(details_ref, open);
     let offset = clock_offset();
-    let live = use_context::<Live>();
+    let live = crate::PageState::current().map(|state| state.live);
 
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         if let Some(live) = live {
             live.tick.track();
         }

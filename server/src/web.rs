@@ -427,31 +427,55 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let _ = any_spawner::Executor::init_tokio();
     // A wasm per set of pages when the site has them (app::page::Bundle).
     let per_page = crate::assets::has_bundle_per_page(&state.leptos);
-    let render = leptos_axum::render_app_to_stream_in_order_with_context(
-        move || {
-            // Every inline script of the page carries this nonce (Leptos' hydration and
-            // resource scripts), and the page's Content-Security-Policy allows only it.
-            leptos::nonce::provide_nonce();
-            if let (Some(nonce), Some(response)) = (
-                leptos::nonce::use_nonce(),
-                use_context::<leptos_axum::ResponseOptions>(),
-            ) {
-                if let Ok(policy) =
-                    axum::http::HeaderValue::from_str(&crate::headers::page_policy(&nonce))
-                {
-                    response.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, policy);
+    // `activity`: an Activity page's first snapshot, loaded before the page renders
+    // (app::activity::load: the page carries it, so the browser needs no resource to read it).
+    let render = move |activity: Option<app::activity::load::ActivityLoad>| {
+        let backend = page_backend.clone();
+        let options = options.clone();
+        leptos_axum::render_app_to_stream_in_order_with_context(
+            move || {
+                // Every inline script of the page carries this nonce (Leptos' hydration and
+                // resource scripts), and the page's Content-Security-Policy allows only it.
+                leptos::nonce::provide_nonce();
+                if let (Some(nonce), Some(response)) = (
+                    leptos::nonce::use_nonce(),
+                    use_context::<leptos_axum::ResponseOptions>(),
+                ) {
+                    if let Ok(policy) =
+                        axum::http::HeaderValue::from_str(&crate::headers::page_policy(&nonce))
+                    {
+                        response.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, policy);
+                    }
                 }
-            }
-            provide_context(page_backend.clone());
-            if per_page {
-                provide_context(app::page::BundlePerPage);
-            }
-        },
-        move || app::shell(options.clone()),
-    );
+                provide_context(backend.clone());
+                if per_page {
+                    provide_context(app::page::BundlePerPage);
+                }
+                if let Some(activity) = activity.clone() {
+                    app::activity::load::provide(activity);
+                }
+            },
+            move || app::shell(options.clone()),
+        )
+    };
+    let load_backend = fn_backend.clone();
+    let page = move |req: Request| {
+        let backend = load_backend.clone();
+        let render = render.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let activity = match app::page::Page::from_path(parts.uri.path()) {
+                app::page::Page::Activity(focus) => {
+                    Some(app::activity::load::load(backend, &parts, focus).await)
+                }
+                _ => None,
+            };
+            render(activity)(Request::from_parts(parts, body)).await
+        }
+    };
     let mut pages = Router::new();
     for path in PAGES {
-        pages = pages.route(path, get(render.clone()));
+        pages = pages.route(path, get(page.clone()));
     }
     let pages = pages.route_layer(axum::middleware::from_fn_with_state(
         state.clone(),

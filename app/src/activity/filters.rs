@@ -1,9 +1,10 @@
 //! What Activity's history is filtered by ([`HistoryFilter`]) and how the address keeps it: the
 //! query of `/activity?q=invoice&status=rejected&surface=cli&since=2026-12-01`, so a reload,
-//! the back button and a shared link show the same list. The server reads the query to render
-//! the filtered page (a browser without JavaScript gets it in the HTML); the browser reads the
-//! same query to hydrate, and writes it again as the owner types or chooses
-//! ([`crate::activity::filter_form`]).
+//! the back button and a shared link show the same list. Only the server reads the query: to
+//! render the filtered page (a browser without JavaScript gets it in the HTML) and to answer the
+//! page's reads, which pass the address's query as it is ([`crate::api::activity_data`]); the
+//! browser writes it as the owner types or chooses (`crate::activity::filter_form`) and never
+//! parses it, so none of this is in the phone's wasm.
 //!
 //! A value the page cannot use (an unknown status, a date that is not one) is left out and
 //! named in a plain note, never an error page: a hand-edited or old link still opens Activity.
@@ -177,34 +178,6 @@ impl HistoryFilter {
         let day = self.until.as_deref().and_then(parse_day)?;
         day.succ_opt()?.and_hms_opt(0, 0, 0).map(|t| t.and_utc())
     }
-}
-
-/// The filters of the address being shown (the request's query on the server, the browser's
-/// own address in the browser), with the notes on values left out.
-pub fn current() -> (HistoryFilter, Vec<String>) {
-    HistoryFilter::from_query(&current_query())
-}
-
-/// The query of the address being shown, without its `?`.
-fn current_query() -> String {
-    #[cfg(feature = "ssr")]
-    {
-        use leptos::prelude::use_context;
-        if let Some(parts) = use_context::<axum::http::request::Parts>() {
-            return parts.uri.query().unwrap_or_default().to_owned();
-        }
-    }
-    #[cfg(feature = "hydrate")]
-    {
-        return leptos::prelude::window()
-            .location()
-            .search()
-            .unwrap_or_default()
-            .trim_start_matches('?')
-            .to_owned();
-    }
-    #[allow(unreachable_code)]
-    String::new()
 }
 
 /// A query value as text: `+` is a space (an HTML form's encoding), then percent-decoded;

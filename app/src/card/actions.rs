@@ -10,7 +10,6 @@ use leptos::tachys::html::attribute::custom::CustomAttribute;
 use super::{AnsweredHere, CardState};
 use crate::api::respond_approval;
 use crate::card_form::{form_dialog_id, FormConfirm, ANSWER_URL};
-use crate::live::Live;
 use crate::shape::{any, flag, maybe_text};
 
 /// The answer to card `id`, run by its Reject button and its dialog's confirm: one at a time
@@ -25,11 +24,10 @@ pub(super) fn answer(
     id: String,
     passkey_required: bool,
     item_count: usize,
-    args: serde_json::Value,
     state: CardState,
     answered_here: Option<AnsweredHere>,
 ) -> Callback<Decision> {
-    let live_ctx = use_context::<Live>();
+    let live_ctx = crate::PageState::current().map(|state| state.live);
     Callback::new(move |decision: Decision| {
         if state.busy.get_untracked() {
             return;
@@ -40,8 +38,9 @@ pub(super) fn answer(
         let items = (decision == Decision::Approve && item_count > 0)
             .then(|| super::choice::kept_items(item_count, state))
             .flatten();
+        // The edit the server reviewed, as it reviewed it (super::edit).
         let edits = (decision == Decision::Approve)
-            .then(|| super::edit::edits_to_send(&args, state))
+            .then(|| state.edited.get_untracked())
             .flatten();
         leptos::task::spawn_local(async move {
             let answer = if passkey_required && decision == Decision::Approve {
@@ -64,7 +63,8 @@ pub(super) fn answer(
             state.dialog_open.try_set(false);
             match answer {
                 Ok(_) => {
-                    state.edits.try_set(None);
+                    state.edits.try_set(Vec::new());
+                    state.edited.try_set(None);
                     if let Some(answered) = answered_here {
                         answered.0.try_set(Some(id));
                     }
@@ -126,7 +126,7 @@ pub(super) fn CardActions(
     let none_kept = flag(move || item_count > 0 && state.left_out.with(Vec::len) >= item_count);
     let action_hidden = {
         let none_kept = none_kept.clone();
-        flag(move || none_kept() || state.edits.with(Option::is_some))
+        flag(move || none_kept() || state.edits.with(|typed| !typed.is_empty()))
     };
     // Before the page is live these buttons work as the card's form (crate::card_form):
     // Reject submits it, the action button opens the form dialog. Live, their handlers

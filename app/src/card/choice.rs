@@ -144,11 +144,13 @@ fn checkboxes(lines: Vec<String>, flags: &[CardFlag], state: CardState) -> AnyVi
                                 disabled=flag(move || state.busy.get())
                                 on:change=move |ev| {
                                     let on = event_target_checked(&ev);
+                                    // Kept ascending by inserting in place: a sort would
+                                    // cost the phone's wasm std's sorting code (3.5 KB).
                                     state.left_out.update(|left| {
                                         left.retain(|&x| x != i);
                                         if !on {
-                                            left.push(i);
-                                            left.sort_unstable();
+                                            let at = left.iter().take_while(|&&x| x < i).count();
+                                            left.insert(at, i);
                                         }
                                     });
                                 }

@@ -45,7 +45,7 @@ pub(crate) fn ConfirmDialog(
     let cancel_ref: NodeRef<html::Button> = NodeRef::new();
     let confirm_ref: NodeRef<html::Button> = NodeRef::new();
 
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         if let Some(cancel) = cancel_ref.get() {
             let _ = cancel.focus();
         }
@@ -217,8 +217,6 @@ pub(super) fn CardDialog(
     action: String,
     /// The card's lines.
     lines: Vec<String>,
-    /// The pinned arguments (an edit is shown against them).
-    args: serde_json::Value,
     /// A destructive call.
     destructive: bool,
     /// A call that cannot be taken back once it runs.
@@ -244,7 +242,7 @@ pub(super) fn CardDialog(
         state.dialog_open.get().then(|| {
             // The words and lines of what will run: only the ticked items where some are
             // unticked (super::choice).
-            let (action, lines) = super::edit::dialog_terms(&action, &args, state)
+            let (action, lines) = super::edit::dialog_terms(&action, state)
                 .unwrap_or_else(|| super::choice::dialog_terms(&action, &lines, state));
             any(view! {
                 <ConfirmDialog

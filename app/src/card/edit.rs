@@ -1,13 +1,16 @@
 //! Editing a call before approving it (docs/adr/0122-shaping-a-call.md): once the page is live,
 //! a card whose call has fields the owner may edit (`card.editable`: a reply's To, Subject and
-//! Body) gets "Edit". The fields open in a form, prefilled with the pinned call; "Review" asks
-//! the server to check the edit as the approval will (a refusal shows on the card, which keeps
-//! waiting) and to remake the call's preview for it (a file write: the change against the file
-//! now), then opens the usual confirm dialog, which shows each changed field against the
-//! model's version (a text of several lines as a line diff) and that preview; its confirm
-//! approves the edited call, checked again.
-
-use std::collections::BTreeMap;
+//! Body) gets "Edit". The fields open in a form, prefilled with the pinned call; "Review" sends
+//! what is typed to the server ([`crate::api::review_edit`]), which finds the changed fields,
+//! checks the edit as the approval will (a refusal shows on the card, which keeps waiting),
+//! remakes the call's preview for it (a file write: the change against the file now) and words
+//! the confirm dialog's lines ([`review_lines`]: each changed field against the model's
+//! version, a text of several lines as a line diff); the dialog then opens, and its confirm
+//! approves the reviewed edit, checked again.
+//!
+//! What is typed becomes a call on the server only ([`edits_from_form`]): the browser holds
+//! texts, never the call's JSON (each value type the browser reads or writes costs the phone's
+//! wasm its own code, BENCHMARKS.md "Wasm size").
 
 use iris_core::wire::Approval;
 use leptos::prelude::*;
@@ -39,17 +42,20 @@ pub(super) fn label(field: &str) -> String {
     }
 }
 
-/// The fields the owner changed, as the API takes them (a list field split at commas), or
-/// `None` when nothing is being edited or nothing changed.
-pub(super) fn edits_to_send(
+/// The edit a form's texts make of the pinned `args`: the fields of `fields` (a card's
+/// `editable`, in its order; `typed` holds one text per field, as the form sends them) whose
+/// text differs from the pinned value as the form shows it, a list field split at commas.
+/// Empty when nothing changed. Server only: the browser sends texts.
+#[cfg(feature = "ssr")]
+pub fn edits_from_form(
     args: &Value,
-    state: CardState,
-) -> Option<serde_json::Map<String, Value>> {
-    let open = state.edits.get_untracked()?;
+    fields: &[String],
+    typed: &[String],
+) -> serde_json::Map<String, Value> {
     let mut edits = serde_json::Map::new();
-    for (field, typed) in open {
-        let pinned = args.get(&field);
-        if shown(pinned) == typed {
+    for (field, typed) in fields.iter().zip(typed) {
+        let pinned = args.get(field);
+        if shown(pinned) == *typed {
             continue;
         }
         let value = if pinned.is_some_and(Value::is_array) {
@@ -62,23 +68,25 @@ pub(super) fn edits_to_send(
                     .collect(),
             )
         } else {
-            Value::String(typed)
+            Value::String(typed.clone())
         };
-        edits.insert(field, value);
+        edits.insert(field.clone(), value);
     }
-    (!edits.is_empty()).then_some(edits)
+    edits
 }
 
-/// What the confirm dialog repeats for an edited call: the action words and, per changed field,
-/// "Field: was … → now …" (a long text whole, as it will go out). `None` when nothing changed.
-pub(super) fn dialog_terms(
-    action: &str,
+/// The confirm dialog's lines for `edits` of the pinned `args`: per changed field, "Field
+/// (edited by you):" then the change (a text of several lines as a line diff, else "was: …"
+/// and "now: …"), then the preview the server remade for the edited call (a file write: the
+/// change against the file as it is now), as the card shows the pinned call's.
+#[cfg(feature = "ssr")]
+pub fn review_lines(
     args: &Value,
-    state: CardState,
-) -> Option<(String, Vec<String>)> {
-    let edits = edits_to_send(args, state)?;
+    edits: &serde_json::Map<String, Value>,
+    preview: &[String],
+) -> Vec<String> {
     let mut lines = Vec::new();
-    for (field, value) in &edits {
+    for (field, value) in edits {
         lines.push(format!("{} (edited by you):", label(field)));
         let (was, now) = (shown(args.get(field)), shown(Some(value)));
         match line_diff(&was, &now) {
@@ -89,24 +97,31 @@ pub(super) fn dialog_terms(
             }
         }
     }
-    // The preview the server remade for the edited call (a file write: the change against the
-    // file as it is now), as the card shows the pinned call's.
-    if let Some(review) = state.review.get_untracked() {
-        if !review.preview.is_empty() {
-            lines.push("What it will change:".to_owned());
-            lines.extend(review.preview);
-        }
+    if !preview.is_empty() {
+        lines.push("What it will change:".to_owned());
+        lines.extend(preview.iter().cloned());
     }
-    Some((format!("{action} as edited"), lines))
+    lines
+}
+
+/// What the confirm dialog repeats for a reviewed edit: the action words "as edited" and the
+/// server's lines ([`review_lines`]). `None` when nothing is edited.
+pub(super) fn dialog_terms(action: &str, state: CardState) -> Option<(String, Vec<String>)> {
+    state
+        .edited
+        .with_untracked(Option::is_some)
+        .then(|| (format!("{action} as edited"), state.review.get_untracked()))
 }
 
 /// The most lines a text may have on either side for [`line_diff`] (its table is one cell per
 /// pair of lines).
+#[cfg(feature = "ssr")]
 const DIFF_LINES: usize = 400;
 
 /// A text of several lines against its edited version, line by line as a diff reads ("  kept",
 /// "- removed", "+ added", in order; a longest common run of lines kept); `None` for one-line
 /// texts (said as was/now) or longer than [`DIFF_LINES`].
+#[cfg(feature = "ssr")]
 fn line_diff(was: &str, now: &str) -> Option<Vec<String>> {
     let (a, b): (Vec<&str>, Vec<&str>) = (was.lines().collect(), now.lines().collect());
     if (a.len() < 2 && b.len() < 2) || a.len() > DIFF_LINES || b.len() > DIFF_LINES {
@@ -140,7 +155,7 @@ fn line_diff(was: &str, now: &str) -> Option<Vec<String>> {
     Some(diff)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "ssr"))]
 mod tests {
     use super::line_diff;
 
@@ -186,40 +201,30 @@ pub(super) fn CardEdit(
     live: RwSignal<bool>,
 ) -> impl IntoView {
     let fields = approval.card.editable.clone();
-    let args = approval.args.clone();
-    let open = {
-        let (fields, args) = (fields.clone(), args.clone());
-        move |_| {
-            let start: BTreeMap<String, String> = fields
-                .iter()
-                .map(|f| (f.clone(), shown(args.get(f))))
-                .collect();
-            state.edits.set(Some(start));
-        }
+    let pinned: Vec<String> = fields.iter().map(|f| shown(approval.args.get(f))).collect();
+    let open = move |_| {
+        state.edited.set(None);
+        state.edits.set(pinned.clone());
     };
-    // "Review" asks the server first: the edit is checked as the approval will check it (a
-    // refusal shows on the card, which keeps waiting), and its preview is remade for the edited
-    // call; then the usual confirm dialog opens.
+    // "Review" asks the server first: it finds what changed, checks the edit as the approval
+    // will (a refusal shows on the card, which keeps waiting) and words the dialog's lines;
+    // then the usual confirm dialog opens (as the pinned call's when nothing changed).
     let review = {
-        let (id, args) = (approval.id.clone(), args.clone());
+        let id = approval.id.clone();
         move |_| {
             if state.busy.get_untracked() {
                 return;
             }
-            let Some(edits) = edits_to_send(&args, state) else {
-                state.review.set(None);
-                state.dialog_open.set(true);
-                return;
-            };
             state.busy.set(true);
             state.error.set(None);
-            let id = id.clone();
+            let (id, typed) = (id.clone(), state.edits.get_untracked());
             leptos::task::spawn_local(async move {
-                let answer = crate::api::review_edit(id, edits).await;
+                let answer = crate::api::review_edit(id, typed).await;
                 state.busy.try_set(false);
                 match answer {
-                    Ok(review) => {
-                        state.review.try_set(Some(review));
+                    Ok(reviewed) => {
+                        state.review.try_set(reviewed.lines);
+                        state.edited.try_set(reviewed.edits);
                         state.dialog_open.try_set(true);
                     }
                     Err(error) => {
@@ -229,29 +234,25 @@ pub(super) fn CardEdit(
             });
         }
     };
+    // Drawn when the form opens or shuts, not on every key: the controls keep the caret.
+    let editing = Memo::new(move |_| state.edits.with(|typed| !typed.is_empty()));
     let form = part(move || {
-        let editing = state.edits.get()?;
-        Some(any(view! {
+        editing.get().then(|| any(view! {
             <div class="card-edit" data-testid="card-edit">
                 <p class="edit-note">"Change what will be sent, then review it. IRIS checks your version as it checks the assistant's."</p>
-                {fields.iter().map(|field| {
-                    let field = field.clone();
+                {fields.iter().zip(state.edits.get_untracked()).enumerate().map(|(i, (field, value))| {
                     let id = format!("edit-{}-{field}", approval.id);
-                    let value = editing.get(&field).cloned().unwrap_or_default();
                     let long = field == "body" || field == "content" || value.contains('\n');
-                    let on_input = {
-                        let field = field.clone();
-                        move |ev| {
-                            let typed = event_target_value(&ev);
-                            state.edits.update(|e| {
-                                if let Some(e) = e {
-                                    e.insert(field.clone(), typed);
-                                }
-                            });
-                        }
+                    let on_input = move |ev| {
+                        let now = event_target_value(&ev);
+                        state.edits.update(|typed| {
+                            if let Some(slot) = typed.get_mut(i) {
+                                *slot = now;
+                            }
+                        });
                     };
                     any(view! {
-                        <label class="edit-field" for=id.clone()>{label(&field)}</label>
+                        <label class="edit-field" for=id.clone()>{label(field)}</label>
                         {if long {
                             any(view! {
                                 <textarea id=id data-testid=format!("edit-{field}") rows="8"
@@ -268,7 +269,10 @@ pub(super) fn CardEdit(
                 <div class="edit-actions">
                     <button type="button" class="btn btn-quiet" data-testid="edit-cancel"
                         disabled=flag(move || state.busy.get())
-                        on:click=move |_| state.edits.set(None)>
+                        on:click=move |_| {
+                            state.edits.set(Vec::new());
+                            state.edited.set(None);
+                        }>
                         "Cancel edit"
                     </button>
                     <button type="button" class="btn btn-primary" data-testid="edit-review"
@@ -282,7 +286,7 @@ pub(super) fn CardEdit(
     });
     any(view! {
         <button type="button" class="btn btn-quiet card-edit-open" data-testid="edit-button"
-            hidden=flag(move || !live.get() || state.edits.with(Option::is_some))
+            hidden=flag(move || !live.get() || editing.get())
             disabled=flag(move || state.busy.get())
             on:click=open>
             {text(|| "Edit".to_owned())}

@@ -67,7 +67,7 @@ pub(super) fn keep_focus(
         }
     };
     // A redrawn card takes the focus back if the redraw dropped it (it sits on the page body).
-    Effect::new(move |_| {
+    crate::shape::effect(move || {
         let Some(card) = card_ref.get() else {
             return;
         };

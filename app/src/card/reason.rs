@@ -9,7 +9,6 @@ use leptos::prelude::*;
 use crate::api::give_reason;
 use crate::backend::Viewer;
 use crate::card::CardState;
-use crate::live::Live;
 use crate::shape::{any, flag};
 
 /// The longest reason, in characters (the server's rule, `MAX_REASON_CHARS`).
@@ -34,7 +33,7 @@ pub fn CardReason(
     {
         return ().into_any();
     }
-    let live_ctx = use_context::<Live>();
+    let live_ctx = crate::PageState::current().map(|state| state.live);
     let id = approval.id.clone();
     let field_id = format!("reason-{id}");
     let reason = RwSignal::new(String::new());

@@ -372,7 +372,7 @@ fn a_card_that_may_be_narrowed_or_edited_shows_neither_before_the_page_is_live()
     let before = {
         let row = row.clone();
         Owner::new().with(|| {
-            provide_context(crate::live::Hydrated(RwSignal::new(false)));
+            provide_context(crate::PageState::new());
             view! { <ApprovalCard approval=row viewer=owner()/> }.to_html()
         })
     };

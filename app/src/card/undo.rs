@@ -13,7 +13,7 @@ use crate::backend::Viewer;
 use crate::card::CardState;
 use crate::card_form::UNDO_URL;
 use crate::format::format_time;
-use crate::live::{clock_offset, Live};
+use crate::live::clock_offset;
 use crate::shape::{any, flag, text};
 
 /// Now, by this machine's clock (the browser's `Date.now()` once hydrated).
@@ -118,7 +118,7 @@ pub fn CardUndo(
     if !viewer.can_answer || !approval.undo_offered(now_utc()) {
         return ().into_any();
     }
-    let live_ctx = use_context::<Live>();
+    let live_ctx = crate::PageState::current().map(|state| state.live);
     let id = approval.id.clone();
     // Before the page is live the button submits the card's undo form (crate::card_form);
     // live, it runs the undo in place and the form is never sent.

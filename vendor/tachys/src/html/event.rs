@@ -102,7 +102,10 @@ impl<E, T> From<E> for Targeted<E, T> {
 }
 
 /// Creates an [`Attribute`] that will add an event listener to an element.
-pub fn on<E, F>(event: E, cb: F) -> On<E, F>
+// IRIS patch: the callback is shared (`Rc<RefCell<dyn FnMut>>`, what `into_cloneable` made of it
+// anyway) from the start, so every listener of one event kind is one attribute type (and one
+// erased copy of the listener code in the wasm) instead of one type per closure.
+pub fn on<E, F>(event: E, cb: F) -> On<E, SharedEventCallback<E::EventType>>
 where
     F: FnMut(E::EventType) + 'static,
     E: EventDescriptor + Send + 'static,
@@ -113,7 +116,7 @@ where
         event,
         #[cfg(feature = "reactive_graph")]
         owner: reactive_graph::owner::Owner::current().unwrap_or_default(),
-        cb: (!cfg!(feature = "ssr")).then(|| SendWrapper::new(cb)),
+        cb: (!cfg!(feature = "ssr")).then(|| SendWrapper::new(cb.into_shared())),
     }
 }
 
@@ -122,7 +125,7 @@ where
 pub fn on_target<E, T, F>(
     event: E,
     mut cb: F,
-) -> On<E, Box<dyn FnMut(E::EventType)>>
+) -> On<E, SharedEventCallback<E::EventType>>
 where
     T: HasElementType,
     F: FnMut(Targeted<E::EventType, <T as HasElementType>::ElementType>)

@@ -13,13 +13,13 @@ macro_rules! mathml_global {
             /// A MathML attribute.
 			pub fn $attr<V>(self, value: V) -> HtmlElement <
 				[<$tag:camel>],
-				<At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>,
+				<At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>,
 				Ch
 			>
 			where
 				V: AttributeValue,
 				At: NextAttribute,
-				<At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>: Attribute,
+				<At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>: Attribute,
 			{
 				let HtmlElement {
                     #[cfg(any(debug_assertions, leptos_debuginfo))]
@@ -83,13 +83,13 @@ macro_rules! mathml_elements {
                         /// A MathML attribute.
                         pub fn $attr<V>(self, value: V) -> HtmlElement <
                             [<$tag:camel>],
-                            <At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>,
+                            <At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>,
                             Ch
                         >
                         where
                             V: AttributeValue,
                             At: NextAttribute,
-                            <At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>: Attribute,
+                            <At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>: Attribute,
                         {
                             let HtmlElement {
                                 #[cfg(any(debug_assertions, leptos_debuginfo))]

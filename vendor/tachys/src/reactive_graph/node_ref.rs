@@ -12,12 +12,18 @@ use reactive_graph::{
     },
 };
 use send_wrapper::SendWrapper;
-use std::{cell::Cell, ops::DerefMut};
+use std::{cell::Cell, marker::PhantomData, ops::DerefMut};
 use wasm_bindgen::JsCast;
 
 /// A reactive reference to a DOM node that can be used with the `node_ref` attribute.
+// IRIS patch: the signal holds the element as a `web_sys::Element` whatever `E` is (cast to
+// `E::Output` when read), so every node reference is one signal type (and one copy of the
+// signal code in the wasm) instead of one per element type.
 #[derive(Debug)]
-pub struct NodeRef<E>(RwSignal<Option<SendWrapper<E::Output>>>)
+pub struct NodeRef<E>(
+    RwSignal<Option<SendWrapper<crate::renderer::types::Element>>>,
+    PhantomData<fn() -> E>,
+)
 where
     E: ElementType,
     E::Output: 'static;
@@ -30,7 +36,7 @@ where
     /// Creates a new node reference.
     #[track_caller]
     pub fn new() -> Self {
-        Self(RwSignal::new(None))
+        Self(RwSignal::new(None), PhantomData)
     }
 
     /// Runs the provided closure when the `NodeRef` has been connected
@@ -91,8 +97,7 @@ where
     fn load(self, el: &crate::renderer::types::Element) {
         // safe to construct SendWrapper here, because it will only run in the browser
         // so it will always be accessed or dropped from the main thread
-        self.0
-            .set(Some(SendWrapper::new(el.clone().unchecked_into())));
+        self.0.set(Some(SendWrapper::new(el.clone())));
     }
 }
 
@@ -121,7 +126,7 @@ where
     E: ElementType,
     E::Output: JsCast + Clone + 'static,
 {
-    type Value = Option<SendWrapper<E::Output>>;
+    type Value = Option<SendWrapper<crate::renderer::types::Element>>;
 
     fn try_write(&self) -> Option<impl UntrackableGuard<Target = Self::Value>> {
         self.0.try_write()
@@ -143,7 +148,10 @@ where
 
     fn try_read_untracked(&self) -> Option<Self::Value> {
         Some(ReadGuard::new(Derefable(
-            self.0.try_read_untracked()?.as_deref().cloned(),
+            self.0
+                .try_read_untracked()?
+                .as_deref()
+                .map(|el| el.clone().unchecked_into()),
         )))
     }
 }

@@ -1,6 +1,6 @@
 use crate::{
     html::{
-        attribute::{Attr, *},
+        attribute::{custom::CustomAttr, Attr, *},
         element::{ElementType, HtmlElement},
     },
     renderer::Rndr,
@@ -17,7 +17,7 @@ where
     fn aria_activedescendant(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaActivedescendant, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_activedescendant(value))
     }
 
@@ -25,7 +25,7 @@ where
     fn aria_atomic(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaAtomic, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_atomic(value))
     }
 
@@ -33,7 +33,7 @@ where
     fn aria_autocomplete(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaAutocomplete, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_autocomplete(value))
     }
 
@@ -41,7 +41,7 @@ where
     fn aria_busy(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaBusy, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_busy(value))
     }
 
@@ -49,7 +49,7 @@ where
     fn aria_checked(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaChecked, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_checked(value))
     }
 
@@ -57,7 +57,7 @@ where
     fn aria_colcount(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaColcount, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_colcount(value))
     }
 
@@ -65,7 +65,7 @@ where
     fn aria_colindex(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaColindex, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_colindex(value))
     }
 
@@ -73,7 +73,7 @@ where
     fn aria_colspan(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaColspan, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_colspan(value))
     }
 
@@ -81,7 +81,7 @@ where
     fn aria_controls(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaControls, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_controls(value))
     }
 
@@ -89,7 +89,7 @@ where
     fn aria_current(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaCurrent, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_current(value))
     }
 
@@ -97,7 +97,7 @@ where
     fn aria_describedby(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaDescribedby, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_describedby(value))
     }
 
@@ -105,7 +105,7 @@ where
     fn aria_description(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaDescription, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_description(value))
     }
 
@@ -113,7 +113,7 @@ where
     fn aria_details(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaDetails, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_details(value))
     }
 
@@ -121,7 +121,7 @@ where
     fn aria_disabled(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaDisabled, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_disabled(value))
     }
 
@@ -129,7 +129,7 @@ where
     fn aria_dropeffect(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaDropeffect, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_dropeffect(value))
     }
 
@@ -137,7 +137,7 @@ where
     fn aria_errormessage(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaErrormessage, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_errormessage(value))
     }
 
@@ -145,7 +145,7 @@ where
     fn aria_expanded(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaExpanded, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_expanded(value))
     }
 
@@ -153,7 +153,7 @@ where
     fn aria_flowto(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaFlowto, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_flowto(value))
     }
 
@@ -161,7 +161,7 @@ where
     fn aria_grabbed(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaGrabbed, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_grabbed(value))
     }
 
@@ -169,7 +169,7 @@ where
     fn aria_haspopup(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaHaspopup, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_haspopup(value))
     }
 
@@ -177,7 +177,7 @@ where
     fn aria_hidden(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaHidden, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_hidden(value))
     }
 
@@ -185,7 +185,7 @@ where
     fn aria_invalid(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaInvalid, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_invalid(value))
     }
 
@@ -193,7 +193,7 @@ where
     fn aria_keyshortcuts(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaKeyshortcuts, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_keyshortcuts(value))
     }
 
@@ -201,7 +201,7 @@ where
     fn aria_label(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaLabel, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_label(value))
     }
 
@@ -209,7 +209,7 @@ where
     fn aria_labelledby(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaLabelledby, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_labelledby(value))
     }
 
@@ -217,7 +217,7 @@ where
     fn aria_live(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaLive, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_live(value))
     }
 
@@ -225,7 +225,7 @@ where
     fn aria_modal(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaModal, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_modal(value))
     }
 
@@ -233,7 +233,7 @@ where
     fn aria_multiline(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaMultiline, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_multiline(value))
     }
 
@@ -241,7 +241,7 @@ where
     fn aria_multiselectable(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaMultiselectable, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_multiselectable(value))
     }
 
@@ -249,7 +249,7 @@ where
     fn aria_orientation(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaOrientation, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_orientation(value))
     }
 
@@ -257,7 +257,7 @@ where
     fn aria_owns(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaOwns, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_owns(value))
     }
 
@@ -265,7 +265,7 @@ where
     fn aria_placeholder(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaPlaceholder, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_placeholder(value))
     }
 
@@ -273,7 +273,7 @@ where
     fn aria_posinset(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaPosinset, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_posinset(value))
     }
 
@@ -281,7 +281,7 @@ where
     fn aria_pressed(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaPressed, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_pressed(value))
     }
 
@@ -289,7 +289,7 @@ where
     fn aria_readonly(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaReadonly, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_readonly(value))
     }
 
@@ -297,7 +297,7 @@ where
     fn aria_relevant(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaRelevant, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_relevant(value))
     }
 
@@ -305,7 +305,7 @@ where
     fn aria_required(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaRequired, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_required(value))
     }
 
@@ -313,7 +313,7 @@ where
     fn aria_roledescription(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaRoledescription, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_roledescription(value))
     }
 
@@ -321,7 +321,7 @@ where
     fn aria_rowcount(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaRowcount, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_rowcount(value))
     }
 
@@ -329,7 +329,7 @@ where
     fn aria_rowindex(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaRowindex, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_rowindex(value))
     }
 
@@ -337,7 +337,7 @@ where
     fn aria_rowspan(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaRowspan, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_rowspan(value))
     }
 
@@ -345,7 +345,7 @@ where
     fn aria_selected(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaSelected, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_selected(value))
     }
 
@@ -353,7 +353,7 @@ where
     fn aria_setsize(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaSetsize, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_setsize(value))
     }
 
@@ -361,7 +361,7 @@ where
     fn aria_sort(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaSort, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_sort(value))
     }
 
@@ -369,7 +369,7 @@ where
     fn aria_valuemax(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaValuemax, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_valuemax(value))
     }
 
@@ -377,7 +377,7 @@ where
     fn aria_valuemin(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaValuemin, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_valuemin(value))
     }
 
@@ -385,7 +385,7 @@ where
     fn aria_valuenow(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaValuenow, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_valuenow(value))
     }
 
@@ -393,7 +393,7 @@ where
     fn aria_valuetext(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<AriaValuetext, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(aria_valuetext(value))
     }
 }

@@ -1,10 +1,10 @@
 use super::Lang;
 use crate::{
     html::{
-        attribute::*,
+        attribute::{custom::CustomAttr, *},
         class::{class, Class, IntoClass},
         element::{ElementType, HasElementType, HtmlElement},
-        event::{on, on_target, EventDescriptor, On, Targeted},
+        event::{on, on_target, EventDescriptor, On, SharedEventCallback, Targeted},
         property::{prop, IntoProperty, Property},
         style::{style, IntoStyle, Style},
     },
@@ -111,7 +111,8 @@ where
     E::EventType: From<crate::renderer::types::Event>,
     F: FnMut(E::EventType) + 'static,
 {
-    type Output = <Self as AddAnyAttr>::Output<On<E, F>>;
+    // IRIS patch: `on` shares the callback (html/event.rs).
+    type Output = <Self as AddAnyAttr>::Output<On<E, SharedEventCallback<E::EventType>>>;
 
     fn on(self, event: E, cb: F) -> Self::Output {
         self.add_any_attr(on(event, cb))
@@ -139,7 +140,7 @@ where
         + 'static,
 {
     type Output =
-        <Self as AddAnyAttr>::Output<On<E, Box<dyn FnMut(E::EventType)>>>;
+        <Self as AddAnyAttr>::Output<On<E, SharedEventCallback<E::EventType>>>;
 
     fn on_target(self, event: E, cb: F) -> Self::Output {
         self.add_any_attr(on_target::<E, HtmlElement<El, At, Ch>, F>(event, cb))
@@ -156,7 +157,7 @@ where
     fn accesskey(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Accesskey, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(accesskey(value))
     }
 
@@ -164,7 +165,7 @@ where
     fn autocapitalize(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Autocapitalize, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(autocapitalize(value))
     }
 
@@ -172,7 +173,7 @@ where
     fn autofocus(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Autofocus, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(autofocus(value))
     }
 
@@ -180,12 +181,12 @@ where
     fn contenteditable(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Contenteditable, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(contenteditable(value))
     }
 
     /// The `dir` global attribute is an enumerated attribute indicating the directionality of the element's text.
-    fn dir(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Dir, V>> {
+    fn dir(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(dir(value))
     }
 
@@ -193,7 +194,7 @@ where
     fn draggable(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Draggable, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(draggable(value))
     }
 
@@ -201,7 +202,7 @@ where
     fn enterkeyhint(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Enterkeyhint, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(enterkeyhint(value))
     }
 
@@ -209,22 +210,22 @@ where
     fn exportparts(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Exportparts, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(exportparts(value))
     }
 
     /// The `hidden` global attribute is a Boolean attribute indicating that the element is not yet, or is no longer, relevant.
-    fn hidden(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Hidden, V>> {
+    fn hidden(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(hidden(value))
     }
 
     /// The `id` global attribute defines a unique identifier (ID) which must be unique in the whole document.
-    fn id(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Id, V>> {
+    fn id(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(id(value))
     }
 
     /// The `inert` global attribute is a Boolean attribute that makes an element behave inertly.
-    fn inert(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Inert, V>> {
+    fn inert(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(inert(value))
     }
 
@@ -232,17 +233,17 @@ where
     fn inputmode(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Inputmode, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(inputmode(value))
     }
 
     /// The `is` global attribute allows you to specify that a standard HTML element should behave like a custom built-in element.
-    fn is(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Is, V>> {
+    fn is(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(is(value))
     }
 
     /// The `itemid` global attribute is used to specify the unique, global identifier of an item.
-    fn itemid(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Itemid, V>> {
+    fn itemid(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(itemid(value))
     }
 
@@ -250,7 +251,7 @@ where
     fn itemprop(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Itemprop, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(itemprop(value))
     }
 
@@ -258,7 +259,7 @@ where
     fn itemref(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Itemref, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(itemref(value))
     }
 
@@ -266,7 +267,7 @@ where
     fn itemscope(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Itemscope, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(itemscope(value))
     }
 
@@ -274,22 +275,22 @@ where
     fn itemtype(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Itemtype, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(itemtype(value))
     }
 
     /// The `lang` global attribute helps define the language of an element.
-    fn lang(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Lang, V>> {
+    fn lang(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(lang(value))
     }
 
     /// The `nonce` global attribute is used to specify a cryptographic nonce.
-    fn nonce(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Nonce, V>> {
+    fn nonce(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(nonce(value))
     }
 
     /// The `part` global attribute identifies the element as a part of a component.
-    fn part(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Part, V>> {
+    fn part(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(part(value))
     }
 
@@ -297,17 +298,17 @@ where
     fn popover(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Popover, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(popover(value))
     }
 
     /// The `role` global attribute defines the role of an element in ARIA.
-    fn role(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Role, V>> {
+    fn role(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(role(value))
     }
 
     /// The `slot` global attribute assigns a slot in a shadow DOM.
-    fn slot(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Slot, V>> {
+    fn slot(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(slot(value))
     }
 
@@ -315,7 +316,7 @@ where
     fn spellcheck(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Spellcheck, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(spellcheck(value))
     }
 
@@ -323,12 +324,12 @@ where
     fn tabindex(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Tabindex, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(tabindex(value))
     }
 
     /// The `title` global attribute contains text representing advisory information.
-    fn title(self, value: V) -> <Self as AddAnyAttr>::Output<Attr<Title, V>> {
+    fn title(self, value: V) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(title(value))
     }
 
@@ -336,7 +337,7 @@ where
     fn translate(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Translate, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(translate(value))
     }
 
@@ -344,7 +345,7 @@ where
     fn virtualkeyboardpolicy(
         self,
         value: V,
-    ) -> <Self as AddAnyAttr>::Output<Attr<Virtualkeyboardpolicy, V>> {
+    ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>> {
         self.add_any_attr(virtualkeyboardpolicy(value))
     }
 }
@@ -367,7 +368,7 @@ macro_rules! on_definitions {
                 fn $key(
                     self,
                     value: V,
-                ) -> <Self as AddAnyAttr>::Output<Attr<[<$key:camel>], V>>
+                ) -> <Self as AddAnyAttr>::Output<CustomAttr<&'static str, V>>
                 {
                     self.add_any_attr($key(value))
                 }

@@ -1,4 +1,4 @@
-use super::{Attr, AttributeValue};
+use super::{custom::CustomAttr, AttributeValue};
 use std::fmt::Debug;
 
 /// An HTML attribute key.
@@ -13,11 +13,14 @@ macro_rules! attributes {
             $(
                 #[$meta]
                 #[track_caller]
-                pub fn $key<V>(value: V) -> Attr<[<$key:camel>], V>
+                // IRIS patch: a named attribute is a custom attribute with its name as the key,
+                // so every attribute of one value type shares one type (and one erased copy
+                // of the rendering code in the wasm) instead of one type per name.
+                pub fn $key<V>(value: V) -> CustomAttr<&'static str, V>
 				where V: AttributeValue,
 
                 {
-                    Attr([<$key:camel>], value)
+                    crate::html::attribute::custom::custom_attribute($html, value)
                 }
 
                 #[$meta]

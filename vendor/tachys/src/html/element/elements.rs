@@ -47,13 +47,13 @@ macro_rules! html_element_inner {
                     #[doc = concat!("The [`", stringify!($attr), "`](https://developer.mozilla.org/en-US/docs/Web/HTML/Element/", stringify!($tag), "#", stringify!($attr) ,") attribute on `<", stringify!($tag), ">`.")]
                     pub fn $attr<V>(self, value: V) -> HtmlElement <
                         $struct_name,
-                        <At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>,
+                        <At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>,
                         Ch
                     >
                     where
                         V: AttributeValue,
                         At: NextAttribute,
-                        <At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>: Attribute,
+                        <At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>: Attribute,
                     {
                         let HtmlElement {
                             #[cfg(any(debug_assertions, leptos_debuginfo))]
@@ -152,13 +152,13 @@ macro_rules! html_self_closing_elements {
                         #[doc = concat!("The [`", stringify!($attr), "`](https://developer.mozilla.org/en-US/docs/Web/HTML/Element/", stringify!($tag), "#", stringify!($attr) ,") attribute on `<", stringify!($tag), ">`.")]
                         pub fn $attr<V>(self, value: V) -> HtmlElement<
                             [<$tag:camel>],
-                            <At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>,
+                            <At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>,
                             (),
                         >
                         where
                             V: AttributeValue,
                             At: NextAttribute,
-                            <At as NextAttribute>::Output<Attr<$crate::html::attribute::[<$attr:camel>], V>>: Attribute,
+                            <At as NextAttribute>::Output<$crate::html::attribute::custom::CustomAttr<&'static str, V>>: Attribute,
                         {
                             let HtmlElement {
                                  #[cfg(any(debug_assertions, leptos_debuginfo))]
