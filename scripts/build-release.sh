@@ -58,11 +58,13 @@ if ! command -v brotli >/dev/null 2>&1; then
   apt_install brotli || say "no brotli CLI: the server compresses with brotli on the fly instead"
 fi
 
-# `erase_components` makes each component's view type-erased: far fewer monomorphised copies
-# of Leptos' rendering code in the wasm (BENCHMARKS.md gives the sizes). The server must be built
-# with it too: it changes the markers the server writes into the page, which hydration reads
-# (a browser build with it hydrating a page from a server without it panics).
-flags="--cfg erase_components"
+# The release wasm's build and its budget (scripts/lib/wasm_release.sh, which scripts/test.sh
+# checks on every change too). The server is built with the same `--cfg erase_components`: it
+# changes the markers the server writes into the page, which hydration reads.
+IRIS_ROOT=$root
+# shellcheck source=scripts/lib/wasm_release.sh
+source "$root/scripts/lib/wasm_release.sh"
+flags=$wasm_release_flags
 
 # --- Server ------------------------------------------------------------------------------------
 # Leptos reads LEPTOS_OUTPUT_NAME at compile time; the release server runs with hashed names,
@@ -85,25 +87,7 @@ hash_of() { sha256sum "$1" | cut -c1-16; }
 # prints the js and wasm hashes (everything else goes to stderr).
 wasm_bundle() {
   local name=$1 feature=$2 js_hash wasm_hash
-  say "wasm ($name): cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release --no-default-features --features hydrate,$feature (rustflags: $flags)" >&2
-  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" \
-    cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release \
-    --no-default-features --features "hydrate,$feature" >&2
-  say "wasm-bindgen --target web ($name)" >&2
-  wasm-bindgen --target web --no-typescript --out-dir "$work" --out-name "$name" \
-    "$target/wasm32-unknown-unknown/wasm-release/app.wasm" >&2
-  say "wasm-opt -Oz --low-memory-unused --converge ($name)" >&2
-  # --low-memory-unused lets binaryen fold constant offsets into loads and stores (2.2 KB gzip
-  # off Activity's wasm, BENCHMARKS.md). It assumes no address below 1 KB is read or written:
-  # Rust's wasm puts its stack first, in the first MB, growing down from 1 MB, so only a stack
-  # 1023 KB deep would reach there. --converge runs the passes again while they still shrink it.
-  wasm-opt -Oz --low-memory-unused --converge \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue \
-    "$work/${name}_bg.wasm" -o "$work/$name.opt.wasm" >&2
-  # Debian's wasm-opt (binaryen 108) points wasm-bindgen's exported externref table at the
-  # funcref table; put it back (a no-op when the export came through right).
-  python3 scripts/lib/fix_table_exports.py "$work/${name}_bg.wasm" "$work/$name.opt.wasm" >&2
+  wasm_release_bundle "$name" "$feature" "$work"
   js_hash=$(hash_of "$work/$name.js")
   wasm_hash=$(hash_of "$work/$name.opt.wasm")
   cp "$work/$name.js" "$pkg/$name.$js_hash.js"
@@ -140,23 +124,8 @@ say "done: $target/release/iris, $target/release/hash.txt, $target/release/hash-
 say "run it: scripts/serve-release.sh [--demo]"
 
 # --- Size budget -------------------------------------------------------------------------------
-# Each release wasm is at most 250 KB gzip (1 KB = 1,000 bytes, as BENCHMARKS.md counts; a phone
-# on a slow network downloads it before a card can be answered). Over it, the build is kept but
-# the script fails, naming the file.
-wasm_gzip_budget=250000
-# within_budget WASM...: says which of the files' .gz copies are over the budget; fails if any.
-within_budget() {
-  local wasm gz over=0
-  for wasm in "$@"; do
-    gz=$(size "$wasm.gz")
-    if [ "$gz" -gt "$wasm_gzip_budget" ]; then
-      say "OVER BUDGET: $(basename "$wasm") is $gz bytes gzip, over the budget of $wasm_gzip_budget bytes (250 KB) by $((gz - wasm_gzip_budget))" >&2
-      over=1
-    fi
-  done
-  return "$over"
-}
-if ! within_budget "$pkg/iris.$wasm_hash.wasm" "$pkg/iris-setup.$setup_wasm_hash.wasm"; then
+# Over it (scripts/lib/wasm_release.sh), the build is kept but the script fails, naming the file.
+if ! wasm_within_budget "$pkg/iris.$wasm_hash.wasm" "$pkg/iris-setup.$setup_wasm_hash.wasm"; then
   say "FAILED: a wasm is over its gzip budget (BENCHMARKS.md says where the bytes go)" >&2
   exit 1
 fi

@@ -117,6 +117,7 @@ packages_missing() {
     [ -f "$e2e/package-lock.json" ] && [ "$e2e/package-lock.json" -nt "$e2e/node_modules" ] && return 0
   fi
   id vmail >/dev/null 2>&1 || return 0
+  command -v wasm-opt >/dev/null 2>&1 || return 0
   python3 -c 'import aiosmtpd' >/dev/null 2>&1 || return 0
   [ "$(python3 -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != 2.3.0 ] && return 0
   caldav_missing && return 0
@@ -170,6 +171,16 @@ setup_packages() {
     apt-get install -y -q --no-install-recommends dovecot-imapd
   else
     setup_say "dovecot: present"
+  fi
+  # Binaryen's wasm-opt: the release wasm's size budget (scripts/lib/wasm_release.sh) is
+  # measured on the wasm as production serves it, shrunk by wasm-opt.
+  if ! command -v wasm-opt >/dev/null 2>&1; then
+    setup_say "installing Debian binaryen (wasm-opt)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends binaryen ||
+      { apt-get update -q && apt-get install -y -q --no-install-recommends binaryen; }
+  else
+    setup_say "wasm-opt: present"
   fi
   # The Dovecot the tests start serves its mail as this system user (Dovecot refuses root).
   if ! id vmail >/dev/null 2>&1; then

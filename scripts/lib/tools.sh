@@ -77,3 +77,19 @@ tool_ready() {
   rm -f "$IRIS_TOOLS_STATE/$name.pid"
   printf '[tools] %s: installed (%s)\n' "$name" "$IRIS_TOOLS_STATE/$name.log"
 }
+
+# tool_wait NAME: waits, as tool_ready does, for NAME's background build to end, and returns
+# how it ended, but leaves its state for the step that reports it (tool_ready). For a job that
+# needs another's result without being the one that says whether it failed.
+tool_wait() {
+  local name=$1 pid waited=0 limit=${IRIS_TOOL_WAIT_SECS:-1800}
+  [ -f "$IRIS_TOOLS_STATE/$name.pid" ] || return 0
+  pid=$(cat "$IRIS_TOOLS_STATE/$name.pid")
+  while [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ "$waited" -ge "$limit" ] && return 1
+    sleep 2
+    waited=$((waited + 2))
+  done
+  [ "$(cat "$IRIS_TOOLS_STATE/$name.rc")" = 0 ]
+}
