@@ -199,11 +199,7 @@ pub fn ActivityPage(
             // The page's heading for screen readers; its sections are titled below.
             <h1 class="visually-hidden">"Activity"</h1>
             {match first {
-                Ok(d) => {
-                    let form = d.filter_form.clone().unwrap_or_default();
-                    let current = Memo::new(move |_| latest.get().unwrap_or_else(|| d.clone()));
-                    activity_view(current, focus.get_untracked(), state_for, seen, older, form)
-                }
+                Ok(d) => activity_view(d, latest, focus.get_untracked(), state_for, seen, older),
                 Err(e) => any(view! {
                     <div class="page-error" role="alert" data-testid="page-error">
                         <p>{e}</p>
@@ -325,26 +321,36 @@ impl Older {
 /// a new value type would cost the phone's wasm its own copy of Leptos' signal code).
 type Cards = Arc<dyn Fn() -> Vec<Approval> + Send + Sync>;
 
-/// The lists: waiting, then answered (the first page, then what "Older cards" loaded), following
-/// `current` (the latest snapshot) card by card.
+/// What `f` reads of the latest snapshot (tracked), or `R`'s default before there is one.
+/// Through the page's `RwSignal` itself, not a `Memo` over it: a signal type of its own would
+/// cost the phone's wasm a copy of Leptos' signal code, and comparing two snapshots to skip
+/// an update costs more than the keyed lists' own comparison of card keys.
+fn read<R: Default>(
+    latest: RwSignal<Option<ActivitySnapshot>>,
+    f: impl FnOnce(&ActivitySnapshot) -> R,
+) -> R {
+    latest.with(|d| d.as_ref().map(f).unwrap_or_default())
+}
+
+/// The lists: waiting, then answered (the first page, then what "Older cards" loaded), drawn
+/// from `first` and following `latest` (the newest snapshot) card by card.
 fn activity_view(
-    current: Memo<ActivitySnapshot>,
+    first: ActivitySnapshot,
+    latest: RwSignal<Option<ActivitySnapshot>>,
     focus: Option<String>,
     state_for: impl Fn(&str) -> CardState + Copy + Send + Sync + 'static,
     seen: impl Fn(&str) -> bool + Copy + Send + Sync + 'static,
     older: Older,
-    form: String,
 ) -> AnyView {
-    let (name, can_answer, missing) = current.with_untracked(|d| {
-        (
-            d.viewer.name.clone(),
-            d.viewer.can_answer,
-            d.missing.clone(),
-        )
-    });
-    let viewer = current.with_untracked(|d| d.viewer.clone());
+    let form = first.filter_form.clone().unwrap_or_default();
+    let (name, can_answer, missing) = (
+        first.viewer.name.clone(),
+        first.viewer.can_answer,
+        first.missing.clone(),
+    );
+    let viewer = first.viewer;
     let titled = focus.clone();
-    let pending_count = move || current.with(|d| d.pending.len());
+    let pending_count = move || read(latest, |d| d.pending.len());
 
     // Waiting cards in full; answered ones as lines of the history (a card already shown in
     // full on this page stays open). Keyed by the card's id and state: a card that did not
@@ -369,11 +375,11 @@ fn activity_view(
             </For>
         })
     };
-    let pending: Cards = Arc::new(move || current.with(|d| d.pending.clone()));
-    let answered: Cards = Arc::new(move || current.with(|d| d.answered.clone()));
+    let pending: Cards = Arc::new(move || read(latest, |d| d.pending.clone()));
+    let answered: Cards = Arc::new(move || read(latest, |d| d.answered.clone()));
     // Older cards not already on the first page (a refetch may have moved one up).
     let older_cards: Cards = Arc::new(move || {
-        let shown: Vec<String> = current.with(|d| d.cards().map(|a| a.id.clone()).collect());
+        let shown: Vec<String> = read(latest, |d| d.cards().map(|a| a.id.clone()).collect());
         older
             .cards
             .get()
@@ -382,7 +388,7 @@ fn activity_view(
             .collect()
     });
     let next_cursor = move || match older.cursor.get() {
-        None => current.with(|d| d.older.clone()),
+        None => read(latest, |d| d.older.clone()),
         Some(after_loaded) => after_loaded,
     };
     // Parts shown on a condition: a closure over a memo (it changes only when the condition
@@ -396,7 +402,9 @@ fn activity_view(
         let shows = titled
             .as_deref()
             .and_then(|id| {
-                current.with(|d| d.cards().find(|a| a.id == id).map(|a| a.card.title.clone()))
+                read(latest, |d| {
+                    d.cards().find(|a| a.id == id).map(|a| a.card.title.clone())
+                })
             })
             .unwrap_or_else(|| "Activity".to_owned());
         document().set_title(&crate::page::document_title(&shows, waiting));
@@ -405,8 +413,11 @@ fn activity_view(
     // With nothing answered to show: the filters in words, empty when none is set (a `String`
     // rather than a bool, so the sentence follows a change of the filters between two empty
     // lists).
-    let none_answered =
-        Memo::new(move |_| current.with(|d| d.answered.is_empty().then(|| d.filter_words.clone())));
+    let none_answered = Memo::new(move |_| {
+        read(latest, |d| {
+            d.answered.is_empty().then(|| d.filter_words.clone())
+        })
+    });
     let has_older = Memo::new(move |_| next_cursor().is_some());
 
     any(view! {
@@ -437,7 +448,7 @@ fn activity_view(
             // hydrates, and the filters' script, not the wasm, follows it.
             <div class="history-filters-slot" inner_html=form></div>
             {part(move || {
-                let notes = current.with(|d| d.filter_notes.clone());
+                let notes = read(latest, |d| d.filter_notes.clone());
                 (!notes.is_empty()).then(|| any(view! {
                     <ul class="filter-notes" data-testid="filter-notes">
                         {notes.into_iter().map(|note| any(view! { <li>{note}</li> })).collect_view()}
@@ -459,7 +470,7 @@ fn activity_view(
                 })
             }))}
             {part(move || {
-                let actions = current.with(|d| d.actions.clone());
+                let actions = read(latest, |d| d.actions.clone());
                 (!actions.is_empty()).then(|| any(view! {
                     <ul class="action-lines" data-testid="action-lines" aria-label="Done without a card">
                         {actions.into_iter().map(|line| any(view! { <ActionLine line/> })).collect_view()}

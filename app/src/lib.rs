@@ -4,7 +4,9 @@
 //! - [`shell`] is the HTML document the server renders around [`App`].
 //! - [`App`] holds the app-wide state (chat, live updates, clock) and draws the page the
 //!   address names ([`page`]).
-//! - [`activity`] is the Activity page: pending cards first, then answered ones.
+//! - [`activity`] is the Activity page: pending cards first, then answered ones, the history
+//!   searched and filtered by the address's query (the form's browser half is
+//!   `filter_client.js`).
 //! - [`banner`] is the new-card banner every page shows on `approval.requested`.
 //! - [`card`] is the approval card and its parts (`card/`: its actions, outcome and focus);
 //!   [`dialog`] the confirm dialog it opens before an approval and [`undo`] its undo (both in
@@ -46,7 +48,17 @@
 //! - a signal holds a value type the app holds anyway (`bool`, `u64`, `String`,
 //!   `Option<String>`, …) and is passed as the `RwSignal` or `Memo` itself, not as a `Signal`
 //!   or a `StoredValue` over it: each of those types costs its own copy of Leptos' signal code;
+//! - an effect goes through [`shape::effect`] (one closure type), and app-wide state is one
+//!   context, [`PageState`];
+//! - a page's data comes with the page, not through a resource (Activity's: `activity/load.rs`;
+//!   a resource's async machinery cost 22 KB gzip), and what only the server needs to know
+//!   (the history's filters, an edit made into a call) is worked out on the server: the browser
+//!   sends texts and shows sentences;
 //! - JSON is read by [`codec::read_json`] only.
+//!
+//! Each bundle's release wasm is at most 250 KB gzip: `scripts/test.sh`'s "release wasm budget"
+//! step fails over it (`scripts/lib/wasm_release.sh`; BENCHMARKS.md "Wasm size" says what each
+//! part costs).
 
 #![recursion_limit = "256"]
 
