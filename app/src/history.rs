@@ -9,7 +9,7 @@ use leptos::prelude::*;
 
 use crate::backend::Viewer;
 use crate::card::{ApprovalCard, CardState};
-use crate::format::{badge_label, format_time, outcome_tone, who_and_where};
+use crate::format::{badge_label, format_time, narrowed_action, outcome_tone, who_and_where};
 use crate::live::clock_offset;
 use crate::shape::{any, text};
 
@@ -30,7 +30,7 @@ pub fn HistoryLine(
     let open = RwSignal::new(open || focused);
     let offset = clock_offset();
     let id = approval.id.clone();
-    let title = approval.card.title.clone();
+    let title = line_title(&approval);
     let outcome = badge_label(&approval);
     // An undone card says so on its line too (the card itself says what came back).
     let undone = approval.undo.as_ref().map(|u| {
@@ -135,4 +135,34 @@ pub(crate) fn focus_later(id: String) {
     });
     #[cfg(not(feature = "hydrate"))]
     let _ = id;
+}
+
+/// The line's title: the card's own ("Trash 5 emails"), or for a card approved for some of its
+/// items what was approved ("Trash 4 of 5 emails", as its action button said when it was
+/// tapped), so the line does not claim more than ran.
+fn line_title(approval: &Approval) -> String {
+    let left_out = approval.left_out_indices().len();
+    let count = approval.items.len();
+    if left_out == 0 || left_out > count {
+        return approval.card.title.clone();
+    }
+    narrowed_action(&approval.card.title, count - left_out, count)
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use iris_core::wire::{Approval, ApprovalStatus};
+
+    use super::line_title;
+
+    #[test]
+    fn a_card_approved_for_some_items_is_titled_by_what_was_approved() {
+        let mut row = Approval::sample();
+        assert_eq!(line_title(&row), "Trash 3 emails");
+        row.status = ApprovalStatus::Approved;
+        row.approved_items = Some(vec![0, 2]);
+        assert_eq!(line_title(&row), "Trash 2 of 3 emails");
+        row.approved_items = Some(vec![0, 1, 2]);
+        assert_eq!(line_title(&row), "Trash 3 emails");
+    }
 }
