@@ -59,7 +59,7 @@ pub fn ActivityPage(
     // The history's filters: the address's query as it is (the request's on the server, the
     // same one in the browser), which the server reads; it changes when the filters' script
     // says the address did (`iris-filters`).
-    let query = RwSignal::new(filter_form::address_query());
+    let query = RwSignal::new(crate::page::current_query());
 
     // The page is drawn once, from the snapshot the server loaded with it (`load`); live
     // events and polls load the lists again into `latest`, which the drawn lists follow card by
@@ -110,7 +110,7 @@ pub fn ActivityPage(
     // listener is never removed.
     crate::shape::effect(move || {
         let _ = window_event_listener_untyped("iris-filters", move |_| {
-            let now = filter_form::address_query();
+            let now = crate::page::current_query();
             if now != query.get_untracked() {
                 query.set(now);
             }

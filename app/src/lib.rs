@@ -209,8 +209,14 @@ pub fn App() -> impl IntoView {
     };
     let content = match page {
         Page::Activity(focus) => activity_page(focus),
-        Page::Plugins => setup_page(SetupPage::Plugins),
-        Page::Devices => setup_page(SetupPage::Devices),
+        Page::Plugins => setup_page(|| {
+            use crate::plugins::PluginsPage;
+            any(view! { <PluginsPage/> })
+        }),
+        Page::Devices => setup_page(|| {
+            use crate::devices::DevicesPage;
+            any(view! { <DevicesPage/> })
+        }),
         Page::NotFound => {
             #[cfg(feature = "ssr")]
             if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
@@ -306,25 +312,11 @@ fn activity_page(focus: Option<String>) -> AnyView {
     }
 }
 
-/// The pages of the setup bundle (`iris-setup`).
-enum SetupPage {
-    Plugins,
-    Devices,
-}
-
 /// A Plugins or Devices page, except in the Activity bundle's wasm (`bundle-activity`), which
-/// never hydrates them: not even their components' types are named there (a closure drawing
-/// one, though never called, kept parts of the Devices page's code in Activity's wasm).
-fn setup_page(page: SetupPage) -> AnyView {
+/// never hydrates them.
+fn setup_page(page: impl FnOnce() -> AnyView) -> AnyView {
     #[cfg(any(feature = "ssr", not(feature = "bundle-activity")))]
-    {
-        use crate::devices::DevicesPage;
-        use crate::plugins::PluginsPage;
-        return match page {
-            SetupPage::Plugins => any(view! { <PluginsPage/> }),
-            SetupPage::Devices => any(view! { <DevicesPage/> }),
-        };
-    }
+    return page();
     #[allow(unreachable_code)]
     {
         let _ = page;

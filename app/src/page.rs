@@ -129,22 +129,43 @@ pub fn hydration_options(options: &leptos::config::LeptosOptions) -> leptos::con
 
 /// The path of the address being shown.
 fn current_path() -> String {
+    current_address().0
+}
+
+/// The query of the address being shown, without its `?` (the request's on the server, the
+/// browser's own address in the browser), as it is: what Activity asks its lists for (the
+/// server reads it into the history's filters, `crate::activity::filters`).
+pub fn current_query() -> String {
+    current_address().1
+}
+
+/// The path and the query (without its `?`) of the address being shown: the request's on the
+/// server, `window.location` in the browser.
+fn current_address() -> (String, String) {
     #[cfg(feature = "ssr")]
     {
         use leptos::prelude::use_context;
         if let Some(parts) = use_context::<axum::http::request::Parts>() {
-            return parts.uri.path().to_owned();
+            return (
+                parts.uri.path().to_owned(),
+                parts.uri.query().unwrap_or_default().to_owned(),
+            );
         }
     }
     #[cfg(feature = "hydrate")]
     {
-        return leptos::prelude::window()
-            .location()
-            .pathname()
-            .unwrap_or_default();
+        let location = leptos::prelude::window().location();
+        return (
+            location.pathname().unwrap_or_default(),
+            location
+                .search()
+                .unwrap_or_default()
+                .trim_start_matches('?')
+                .to_owned(),
+        );
     }
     #[allow(unreachable_code)]
-    "/".to_owned()
+    ("/".to_owned(), String::new())
 }
 
 /// Percent-decodes a path segment; bytes that are not UTF-8 become U+FFFD.

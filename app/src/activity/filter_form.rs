@@ -7,7 +7,7 @@
 //! lists for the address's query (crate::activity).
 //!
 //! The form is HTML the page places as it is (`inner_html`), not a view the browser hydrates:
-//! its controls, state and behaviour in the wasm cost the phone 37 KB gzip (BENCHMARKS.md
+//! its controls, state and the query's parsing in the wasm cost the phone 30.8 KB gzip (BENCHMARKS.md
 //! "Wasm size"), and the browser needs none of it to filter.
 
 #[cfg(feature = "ssr")]
@@ -122,29 +122,4 @@ mod client {
         #[wasm_bindgen(js_name = attachFilters)]
         pub fn attach_filters();
     }
-}
-
-/// The query of the address being shown, without its `?` (the request's on the server, the
-/// browser's own address in the browser): what the page asks its lists for. The server reads
-/// it into filters ([`crate::activity::filters::HistoryFilter::from_query`]); the browser only
-/// passes it on.
-pub fn address_query() -> String {
-    #[cfg(feature = "ssr")]
-    {
-        use leptos::prelude::use_context;
-        if let Some(parts) = use_context::<axum::http::request::Parts>() {
-            return parts.uri.query().unwrap_or_default().to_owned();
-        }
-    }
-    #[cfg(feature = "hydrate")]
-    {
-        return leptos::prelude::window()
-            .location()
-            .search()
-            .unwrap_or_default()
-            .trim_start_matches('?')
-            .to_owned();
-    }
-    #[allow(unreachable_code)]
-    String::new()
 }
