@@ -122,6 +122,16 @@ pub(crate) mod on_server {
         error
     }
 
+    /// A refusal of what the request asked (`sentence` names the thing and the rule) with its
+    /// HTTP status (400 bad input, 404 no such card), as the JSON API would answer it: nothing
+    /// was done.
+    pub fn refused(status: axum::http::StatusCode, sentence: String) -> AppError {
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(status);
+        }
+        AppError::Backend(sentence)
+    }
+
     /// Like [`signed_in`], and the viewer must be allowed to answer.
     pub async fn controller() -> Result<(Arc<dyn AppBackend>, Viewer), AppError> {
         let (backend, viewer) = signed_in().await?;
@@ -248,7 +258,8 @@ pub async fn respond_approval(
         Some(text) => match serde_json::from_str(&text) {
             Ok(serde_json::Value::Object(edits)) => Some(edits),
             _ => {
-                return Err(AppError::Backend(
+                return Err(on_server::refused(
+                    axum::http::StatusCode::BAD_REQUEST,
                     "The edit is not a JSON object of fields: nothing was answered.".into(),
                 ))
             }
@@ -308,8 +319,24 @@ pub async fn review_edit(
         .approval(&id)
         .await
         .map_err(AppError::Backend)?
-        .ok_or_else(|| AppError::Backend(format!("No card has the id \u{201c}{id}\u{201d}.")))?;
-    let edits = crate::card::edit::edits_from_form(&approval.args, &approval.card.editable, &typed);
+        .ok_or_else(|| {
+            on_server::refused(
+                axum::http::StatusCode::NOT_FOUND,
+                format!("No card has the id \u{201c}{id}\u{201d}."),
+            )
+        })?;
+    let fields = &approval.card.editable;
+    if typed.len() != fields.len() {
+        return Err(on_server::refused(
+            axum::http::StatusCode::BAD_REQUEST,
+            format!(
+                "The edit form sends one text per field the card lets you edit ({}): {} came. Nothing was reviewed.",
+                fields.len(),
+                typed.len()
+            ),
+        ));
+    }
+    let edits = crate::card::edit::edits_from_form(&approval.args, fields, &typed);
     if edits.is_empty() {
         return Ok(ReviewedEdit {
             edits: None,
@@ -320,7 +347,7 @@ pub async fn review_edit(
         .review_edit(&viewer, &id, edits.clone())
         .await
         .map_err(AppError::Backend)?;
-    let lines = crate::card::edit::review_lines(&approval.args, &edits, &review.preview);
+    let lines = crate::card::edit::review_lines(&approval.args, fields, &edits, &review.preview);
     Ok(ReviewedEdit {
         edits: Some(serde_json::Value::Object(edits).to_string()),
         lines,

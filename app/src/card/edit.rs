@@ -75,18 +75,23 @@ pub fn edits_from_form(
     edits
 }
 
-/// The confirm dialog's lines for `edits` of the pinned `args`: per changed field, "Field
-/// (edited by you):" then the change (a text of several lines as a line diff, else "was: …"
-/// and "now: …"), then the preview the server remade for the edited call (a file write: the
-/// change against the file as it is now), as the card shows the pinned call's.
+/// The confirm dialog's lines for `edits` of the pinned `args`: per changed field, in the
+/// form's order (`fields`, the card's `editable`), "Field (edited by you):" then the change (a
+/// text of several lines as a line diff, else "was: …" and "now: …"), then the preview the
+/// server remade for the edited call (a file write: the change against the file as it is
+/// now), as the card shows the pinned call's.
 #[cfg(feature = "ssr")]
 pub fn review_lines(
     args: &Value,
+    fields: &[String],
     edits: &serde_json::Map<String, Value>,
     preview: &[String],
 ) -> Vec<String> {
     let mut lines = Vec::new();
-    for (field, value) in edits {
+    let changed = fields
+        .iter()
+        .filter_map(|field| edits.get(field).map(|value| (field, value)));
+    for (field, value) in changed {
         lines.push(format!("{} (edited by you):", label(field)));
         let (was, now) = (shown(args.get(field)), shown(Some(value)));
         match line_diff(&was, &now) {
@@ -157,9 +162,44 @@ fn line_diff(was: &str, now: &str) -> Option<Vec<String>> {
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
-    use super::line_diff;
+    use serde_json::json;
 
-    use super::DIFF_LINES;
+    use super::{edits_from_form, line_diff, review_lines, DIFF_LINES};
+
+    /// The form's texts become the edit on the server: a text as the form showed it is no
+    /// change, a list is split at commas (blanks dropped), and only changed fields are in it.
+    #[test]
+    fn the_forms_texts_become_an_edit_of_the_changed_fields_only() {
+        let args = json!({"to": ["anna@example.org"], "subject": "Re: Lunch", "body": "Hi"});
+        let fields = ["to", "subject", "body"].map(String::from);
+        let same = ["anna@example.org", "Re: Lunch", "Hi"].map(String::from);
+        assert!(edits_from_form(&args, &fields, &same).is_empty());
+        let typed = [
+            " anna@example.org , ,bo@example.org",
+            "Re: Lunch",
+            "Hi\nThursday",
+        ]
+        .map(String::from);
+        let edits = edits_from_form(&args, &fields, &typed);
+        assert_eq!(
+            serde_json::Value::Object(edits.clone()),
+            json!({"to": ["anna@example.org", "bo@example.org"], "body": "Hi\nThursday"})
+        );
+        let lines = review_lines(&args, &fields, &edits, &["+ a line".to_owned()]);
+        assert_eq!(
+            lines,
+            vec![
+                "To (edited by you):",
+                "was: anna@example.org",
+                "now: anna@example.org, bo@example.org",
+                "Body (edited by you):",
+                "  Hi",
+                "+ Thursday",
+                "What it will change:",
+                "+ a line",
+            ]
+        );
+    }
 
     #[test]
     fn a_body_is_told_line_by_line_and_a_line_as_was_and_now() {

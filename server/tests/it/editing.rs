@@ -7,7 +7,10 @@
 //!   nor in their mail are 400, naming the field and the rule, and the card stays waiting;
 //! - an edit of the body is checked, pinned as the decision's call under its own hash, and sent
 //!   exactly once as edited; the row, the audit and the resumed model's observation say it was
-//!   edited by the owner and what changed; the card's words say "Approved as you edited it".
+//!   edited by the owner and what changed; the card's words say "Approved as you edited it";
+//! - the web card's form texts are made into the edit by the server (its page's own server
+//!   functions), and a form of the wrong shape, an unknown card or an edit that is not an
+//!   object are 4xx and change nothing.
 
 use crate::smtp_sink;
 use crate::support;
@@ -22,8 +25,22 @@ use support::{eventually, ModelServer, TestApp};
 const REQUEST: &str = "reply to Anna that Thursday works";
 const EDITED_BODY: &str = "Hi Anna,\n\nThursday works, and I will bring the salad.\n\nRobin";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_edited_reply_is_checked_pinned_and_sent_once_as_edited() {
+/// A server with the demo mailbox, the scripted model on loopback and a real SMTP sink, and
+/// the reply card the owner's request halted on.
+struct ReplyCard {
+    sink: SmtpSink,
+    client: support::Client,
+    /// A `control` device's token.
+    control: String,
+    /// The chat's answer (`awaiting_approval`).
+    halted: serde_json::Value,
+    /// The card's id.
+    id: String,
+    _server: TestApp,
+    _model: ModelServer,
+}
+
+async fn reply_card() -> ReplyCard {
     let sink = SmtpSink::start();
     let model = ModelServer::start(DEMO_SCRIPT).await;
     let server = TestApp::with_model(&model)
@@ -40,6 +57,31 @@ async fn an_edited_reply_is_checked_pinned_and_sent_once_as_edited() {
     assert_eq!(s, StatusCode::OK, "{halted}");
     assert_eq!(halted["status"], "awaiting_approval", "{halted}");
     let id = halted["approval_id"].as_str().unwrap().to_string();
+    ReplyCard {
+        sink,
+        client,
+        control,
+        halted,
+        id,
+        _server: server,
+        _model: model,
+    }
+}
+
+/// The mails the sink has received, once there is one.
+async fn first_mail(sink: &SmtpSink) -> Vec<Vec<u8>> {
+    eventually("the edited mail in the sink", || async {
+        let m = sink.messages();
+        (!m.is_empty()).then_some(m)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_reply_is_checked_pinned_and_sent_once_as_edited() {
+    let card = reply_card().await;
+    let (sink, client, halted) = (&card.sink, &card.client, &card.halted);
+    let (control, id) = (card.control.clone(), card.id.clone());
     let conversation = halted["conversation_id"].as_str().unwrap().to_string();
     let path = format!("/governance/approvals/{id}");
     let pinned = client.get(&path, &control).await;
@@ -103,11 +145,7 @@ async fn an_edited_reply_is_checked_pinned_and_sent_once_as_edited() {
     assert_eq!(row["result"]["edited"]["fields"], json!(["body"]), "{row}");
 
     // Sent once, as edited.
-    let sent = eventually("the edited mail in the sink", || async {
-        let m = sink.messages();
-        (!m.is_empty()).then_some(m)
-    })
-    .await;
+    let sent = first_mail(sink).await;
     assert_eq!(sent.len(), 1);
     let raw = String::from_utf8(sent[0].clone())
         .unwrap()
@@ -158,5 +196,117 @@ async fn an_edited_reply_is_checked_pinned_and_sent_once_as_edited() {
         )
         .await;
     assert_eq!(s, StatusCode::CONFLICT);
+    assert_eq!(sink.messages().len(), 1);
+}
+
+/// The web card's edit, through the page's own server functions (docs/adr/0122-shaping-a-call.md:
+/// the browser sends the form's texts, the server makes them into the edit and words the
+/// dialog): texts as the form showed them are no edit; changed texts are reviewed (checked as
+/// the approval will be) into the changed fields and the dialog's lines; a form of the wrong
+/// shape (400), an unknown card (404) and an edit that is not a JSON object (400) change
+/// nothing; the reviewed edit, sent back, approves the call as edited, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_cards_texts_are_reviewed_into_the_edit_that_approving_sends() {
+    use leptos::server_fn::ServerFn;
+
+    let card = reply_card().await;
+    let (sink, client) = (&card.sink, &card.client);
+    let (control, id) = (card.control.clone(), card.id.clone());
+    let path = format!("/governance/approvals/{id}");
+    let pinned = client.get(&path, &control).await;
+    let shown = |field: &str| match &pinned["args"][field] {
+        serde_json::Value::Array(list) => list
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.as_str().unwrap().to_owned(),
+    };
+    let (to, subject, body) = (shown("to"), shown("subject"), shown("body"));
+    let review = app::api::ReviewEdit::PATH;
+    let respond = app::api::RespondApproval::PATH;
+
+    // The form as it opened: no edit, no lines (the dialog is the pinned call's).
+    let (s, same) = client
+        .post(
+            review,
+            Some(&control),
+            json!({"id": id, "typed": [to, subject, body]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{same}");
+    assert_eq!(same, json!({"edits": null, "lines": []}));
+
+    // The body changed over two lines: only it is the edit, told as a line diff.
+    let edited_body = format!("{body}\n{EDITED_BODY}");
+    let (s, reviewed) = client
+        .post(
+            review,
+            Some(&control),
+            json!({"id": id, "typed": [to, subject, edited_body]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{reviewed}");
+    let edits: serde_json::Value =
+        serde_json::from_str(reviewed["edits"].as_str().unwrap()).unwrap();
+    assert_eq!(edits, json!({"body": edited_body}));
+    let lines: Vec<&str> = reviewed["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(lines[0], "Body (edited by you):", "{lines:?}");
+    assert!(lines.contains(&"  Thursday works for me."), "{lines:?}");
+    assert!(
+        lines.contains(&"+ Thursday works, and I will bring the salad."),
+        "{lines:?}"
+    );
+
+    // Refused, changing nothing: a form of the wrong shape, a card nobody has, an edit that
+    // is not an object; the edit the approval would refuse is refused at review already.
+    for (url, request, status) in [
+        (
+            review,
+            json!({"id": id, "typed": [to]}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            review,
+            json!({"id": "no-such-card", "typed": []}),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            respond,
+            json!({"id": id, "decision": "approve", "reason": null, "items": null, "edits": "[1]"}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            review,
+            json!({"id": id, "typed": ["stranger@invented.example", subject, body]}),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let (s, answer) = client.post(url, Some(&control), request.clone()).await;
+        assert_eq!(s, status, "{url} {request} → {answer}");
+    }
+    assert_eq!(client.get(&path, &control).await["status"], "pending");
+    assert!(sink.messages().is_empty());
+
+    // The reviewed edit, sent back as the confirm sends it: approved as edited, sent once.
+    let (s, answered) = client
+        .post(
+            respond,
+            Some(&control),
+            json!({"id": id, "decision": "approve", "reason": null, "items": null, "edits": reviewed["edits"]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{answered}");
+    assert_eq!(answered["edited_fields"], json!(["body"]), "{answered}");
+    let sent = first_mail(sink).await;
+    let raw = String::from_utf8(sent[0].clone())
+        .unwrap()
+        .replace("\r\n", "\n");
+    assert!(raw.contains("I will bring the salad."), "{raw}");
     assert_eq!(sink.messages().len(), 1);
 }
