@@ -245,3 +245,43 @@ async fn activitys_history_shows_the_filters_of_its_address() {
     let (_, html) = page(&server, "/activity?until=2020-01-01").await;
     assert!(!html.contains(&line(&walrus)) && html.contains("data-testid=\"no-match\""));
 }
+
+/// Activity carries its first snapshot to the browser in the page (app::activity::load: a
+/// `<script type="application/json">` data block the browser reads before it hydrates): the
+/// whole snapshot, its cards' texts included, as JSON that no card's text can end or turn
+/// into markup (every `<` is written `\u003c`), with the page's script nonce.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activity_carries_its_first_snapshot_as_json_no_card_text_can_break() {
+    let model = ModelServer::start(CATEGORY_TRASH_SCRIPT).await;
+    let server = TestApp::with_model(&model).mailbox().start().await;
+    let hostile = "trash the promo mail, </script><!--<script>alert(1)</script>";
+    let turn = server.chat(hostile).await;
+    let id = turn["approval_id"].as_str().unwrap().to_owned();
+
+    let (status, html) = page(&server, &format!("/activity/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let open = "<script type=\"application/json\" id=\"activity-data\"";
+    let at = html.find(open).expect("the page carries its snapshot");
+    let tag_end = at + html[at..].find('>').unwrap() + 1;
+    assert!(
+        html[at..tag_end].contains(" nonce=\""),
+        "{}",
+        &html[at..tag_end]
+    );
+    let body_end = tag_end + html[tag_end..].find("</script>").unwrap();
+    let block = &html[tag_end..body_end];
+    assert!(!block.contains('<'), "a `<` in the data block: {block}");
+    let carried: serde_json::Value = serde_json::from_str(block).expect("the block is JSON");
+    let snapshot = &carried["Ok"];
+    let card = snapshot["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id.as_str())
+        .expect("the waiting card is in the carried snapshot");
+    assert!(card.to_string().contains("</script><!--<script>"), "{card}");
+    assert!(snapshot["filter_form"]
+        .as_str()
+        .unwrap()
+        .contains("role=\"search\""));
+}
