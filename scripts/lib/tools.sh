@@ -47,49 +47,53 @@ tool_install() {
 # tool_ready NAME: returns once NAME's background build (if one was started) has ended well;
 # non-zero, with the end of its log, when it failed or is still running after the deadline.
 tool_ready() {
-  local name=$1 pid waited=0 limit=${IRIS_TOOL_WAIT_SECS:-1800}
+  local name=$1 rc=0
   [ -f "$IRIS_TOOLS_STATE/$name.pid" ] || return 0
-  pid=$(cat "$IRIS_TOOLS_STATE/$name.pid")
   if [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
-    printf '[tools] waiting for %s (pid %s)\n' "$name" "$pid"
+    printf '[tools] waiting for %s (pid %s)\n' "$name" "$(cat "$IRIS_TOOLS_STATE/$name.pid")"
   fi
-  while [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; do
-    if ! kill -0 "$pid" 2>/dev/null && [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
+  tool_wait "$name" || rc=$?
+  case "$rc" in
+    0)
+      rm -f "$IRIS_TOOLS_STATE/$name.pid"
+      printf '[tools] %s: installed (%s)\n' "$name" "$IRIS_TOOLS_STATE/$name.log"
+      return 0
+      ;;
+    1)
+      printf '[tools] the build of %s failed:\n' "$name"
+      tail -40 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
+      rm -f "$IRIS_TOOLS_STATE/$name.pid"
+      ;;
+    2)
       printf '[tools] the build of %s stopped without saying how it ended:\n' "$name"
       tail -20 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
       rm -f "$IRIS_TOOLS_STATE/$name.pid"
-      return 1
-    fi
-    if [ "$waited" -ge "$limit" ]; then
-      printf '[tools] the build of %s is still running after %ss; giving up\n' "$name" "$limit"
+      ;;
+    *)
+      printf '[tools] the build of %s is still running after %ss; giving up\n' "$name" \
+        "${IRIS_TOOL_WAIT_SECS:-1800}"
       tail -20 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
-      return 1
-    fi
-    sleep 2
-    waited=$((waited + 2))
-  done
-  if [ "$(cat "$IRIS_TOOLS_STATE/$name.rc")" != 0 ]; then
-    printf '[tools] the build of %s failed:\n' "$name"
-    tail -40 "$IRIS_TOOLS_STATE/$name.log" 2>/dev/null || true
-    rm -f "$IRIS_TOOLS_STATE/$name.pid"
-    return 1
-  fi
-  rm -f "$IRIS_TOOLS_STATE/$name.pid"
-  printf '[tools] %s: installed (%s)\n' "$name" "$IRIS_TOOLS_STATE/$name.log"
+      ;;
+  esac
+  return 1
 }
 
-# tool_wait NAME: waits, as tool_ready does, for NAME's background build to end, and returns
-# how it ended, but leaves its state for the step that reports it (tool_ready). For a job that
-# needs another's result without being the one that says whether it failed.
+# tool_wait NAME: waits for NAME's background build to end (at most IRIS_TOOL_WAIT_SECS, 1800 by
+# default) and says how it ended, leaving its state for the step that reports it (tool_ready):
+# 0 it ended well (or none was started), 1 it failed, 2 it stopped without saying how, 3 it is
+# still running at the deadline. For a job that needs another's result without being the one
+# that says whether it failed.
 tool_wait() {
   local name=$1 pid waited=0 limit=${IRIS_TOOL_WAIT_SECS:-1800}
   [ -f "$IRIS_TOOLS_STATE/$name.pid" ] || return 0
   pid=$(cat "$IRIS_TOOLS_STATE/$name.pid")
   while [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; do
-    kill -0 "$pid" 2>/dev/null || return 1
-    [ "$waited" -ge "$limit" ] && return 1
+    if ! kill -0 "$pid" 2>/dev/null && [ ! -f "$IRIS_TOOLS_STATE/$name.rc" ]; then
+      return 2
+    fi
+    [ "$waited" -ge "$limit" ] && return 3
     sleep 2
     waited=$((waited + 2))
   done
-  [ "$(cat "$IRIS_TOOLS_STATE/$name.rc")" = 0 ]
+  [ "$(cat "$IRIS_TOOLS_STATE/$name.rc")" = 0 ] || return 1
 }
