@@ -23,38 +23,59 @@ browser_bundles() {
   printf '%s\n' "iris bundle-activity" "iris-setup bundle-setup"
 }
 
-# browser_clippy: lints the browser half as cargo-leptos builds it (every page) and as each
-# per-page wasm, with -D warnings.
+# The feature sets the browser half is linted in: as cargo-leptos builds it (every page, plain
+# `hydrate`) and as each per-page wasm.
+browser_feature_sets() {
+  printf '%s\n' hydrate hydrate,bundle-activity hydrate,bundle-setup
+}
+
+# browser_clippy: lints the browser half in each feature set with `cargo clippy -D warnings`, a
+# check build of its own (every wasm dependency checked once more, besides being compiled).
+# Used only where clippy-driver cannot be the workspace's rustc wrapper (browser_compile).
 browser_clippy() {
   local features
-  for features in hydrate hydrate,bundle-activity hydrate,bundle-setup; do
+  while read -r features; do
     echo "[browser] cargo clippy -p app --lib --target wasm32-unknown-unknown --features $features"
     CARGO_TARGET_DIR=$IRIS_BROWSER_TARGET \
       cargo clippy -p app --lib --target wasm32-unknown-unknown --no-default-features \
       --features "$features" -- -D warnings || return 1
-  done
+  done < <(browser_feature_sets)
 }
 
-# browser_wasm FEATURE: compiles the debug wasm of one bundle to
-# $IRIS_BROWSER_TARGET/wasm32-unknown-unknown/debug/app.wasm (the next call overwrites it).
-# Without test.sh's clippy wrapper: the wasm is the one rustc alone compiles (clippy-driver
-# turns MIR optimisation off), and browser_clippy lints this code.
-browser_wasm() {
-  local feature=$1
-  echo "[browser] cargo build -p app --lib --target wasm32-unknown-unknown --features hydrate,$feature"
-  env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS CARGO_TARGET_DIR="$IRIS_BROWSER_TARGET" \
+# browser_build FEATURES: compiles the debug wasm of the app crate with FEATURES into
+# $IRIS_BROWSER_TARGET/wasm32-unknown-unknown/debug/app.wasm (the next call overwrites it), with
+# the caller's RUSTC_WORKSPACE_WRAPPER: under scripts/test.sh's clippy-driver (and its
+# CLIPPY_ARGS, -D warnings) the build lints the app crate as it compiles it, as the server half
+# does, so the wasm dependencies are compiled once and never checked apart (a check build shares
+# no artefact with a build: 100 s of CPU of 180 on a bare machine, 6 Dec 2026). The wasm differs
+# from rustc's alone only in what clippy-driver turns off (MIR optimisations); the release wasm
+# (scripts/lib/wasm_release.sh) is always rustc's.
+browser_build() {
+  local features=$1
+  echo "[browser] cargo build -p app --lib --target wasm32-unknown-unknown --features $features${RUSTC_WORKSPACE_WRAPPER:+ (linted by $(basename "$RUSTC_WORKSPACE_WRAPPER"))}"
+  CARGO_TARGET_DIR="$IRIS_BROWSER_TARGET" \
     cargo build -p app --lib --target wasm32-unknown-unknown --no-default-features \
-    --features "hydrate,$feature"
+    --features "$features"
 }
 
-# browser_compile: what scripts/test.sh runs behind its tests: the clippy of the browser half,
-# then each bundle's wasm once, so the site build's own browser_wasm calls find them fresh
-# (cargo keeps each feature set's artefacts apart and only copies the fresh one to app.wasm).
+# browser_wasm FEATURE: the debug wasm of one bundle (browser_build of hydrate,FEATURE), which
+# the site serves.
+browser_wasm() {
+  browser_build "hydrate,$1"
+}
+
+# browser_compile: what scripts/test.sh runs behind its tests: the lint of the browser half and
+# each bundle's wasm, so the site build's own browser_wasm calls (in the same environment) find
+# them fresh (cargo keeps each feature set's artefacts apart and only copies the fresh one to
+# app.wasm). With clippy-driver as the wrapper, each feature set is built and linted at once
+# (plain `hydrate` too: only the app crate compiles again); without it, `cargo clippy` first.
 browser_compile() {
-  local name feature
-  browser_clippy
-  while read -r name feature; do
-    : "$name"
-    browser_wasm "$feature"
-  done < <(browser_bundles)
+  local features
+  case "${RUSTC_WORKSPACE_WRAPPER:-}" in
+    *clippy-driver*) ;;
+    *) browser_clippy || return 1 ;;
+  esac
+  while read -r features; do
+    browser_build "$features" || return 1
+  done < <(browser_feature_sets)
 }
