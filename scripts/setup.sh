@@ -132,14 +132,36 @@ packages_missing() {
 # schemathesis (the API fuzz). Each only when missing. None of them is needed to compile, so
 # scripts/test.sh runs this behind the build.
 setup_packages() {
-  # 4. Chromium for the end-to-end tests (Debian's; Playwright's own download cannot work here).
+  # 4. Debian's packages, those missing in one `apt-get update` and one install each way:
+  #    Chromium for the end-to-end tests (Debian's; Playwright's own download cannot work here),
+  #    with its recommended packages (fonts); Dovecot (the IMAP backend's tests start their own
+  #    on loopback, each from a config the test writes) and binaryen's wasm-opt (the release
+  #    wasm's size budget, scripts/lib/wasm_release.sh, is measured on the wasm as production
+  #    serves it, shrunk by wasm-opt) without.
+  local with_recommends=() without_recommends=()
   if [ ! -x /usr/bin/chromium ]; then
-    setup_say "installing Debian chromium"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q chromium
+    with_recommends+=(chromium)
   else
     setup_say "chromium: present"
+  fi
+  if [ ! -x /usr/sbin/dovecot ]; then
+    without_recommends+=(dovecot-imapd)
+  else
+    setup_say "dovecot: present"
+  fi
+  if ! command -v wasm-opt >/dev/null 2>&1; then
+    without_recommends+=(binaryen)
+  else
+    setup_say "wasm-opt: present"
+  fi
+  if [ "${#with_recommends[@]}" -gt 0 ] || [ "${#without_recommends[@]}" -gt 0 ]; then
+    setup_say "installing Debian ${with_recommends[*]} ${without_recommends[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    if [ "${#with_recommends[@]}" -gt 0 ]; then apt-get install -y -q "${with_recommends[@]}"; fi
+    if [ "${#without_recommends[@]}" -gt 0 ]; then
+      apt-get install -y -q --no-install-recommends "${without_recommends[@]}"
+    fi
   fi
 
   # 5. Node packages of the end-to-end tests.
@@ -161,28 +183,9 @@ setup_packages() {
     setup_say "end2end/package.json: none yet, nothing to install"
   fi
 
-  # 6. Dovecot (the IMAP backend's tests start their own on loopback, each from a config the
-  #    test writes), the SMTP sink aiosmtpd (send_email's tests read what lettre sent) and the
-  #    MCP Python SDK (the gateway's tests' agent).
-  if [ ! -x /usr/sbin/dovecot ]; then
-    setup_say "installing Debian dovecot-imapd"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends dovecot-imapd
-  else
-    setup_say "dovecot: present"
-  fi
-  # Binaryen's wasm-opt: the release wasm's size budget (scripts/lib/wasm_release.sh) is
-  # measured on the wasm as production serves it, shrunk by wasm-opt.
-  if ! command -v wasm-opt >/dev/null 2>&1; then
-    setup_say "installing Debian binaryen (wasm-opt)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q --no-install-recommends binaryen ||
-      { apt-get update -q && apt-get install -y -q --no-install-recommends binaryen; }
-  else
-    setup_say "wasm-opt: present"
-  fi
-  # The Dovecot the tests start serves its mail as this system user (Dovecot refuses root).
+  # 6. Dovecot's mail user, the SMTP sink aiosmtpd (send_email's tests read what lettre sent)
+  #    and the MCP Python SDK (the gateway's tests' agent). The Dovecot the tests start serves
+  #    its mail as this system user (Dovecot refuses root).
   if ! id vmail >/dev/null 2>&1; then
     setup_say "adding system user vmail (Dovecot's mail user in the IMAP tests)"
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin vmail

@@ -19,20 +19,29 @@ wasm_gzip_budget=250000
 # panics).
 wasm_release_flags="--cfg erase_components"
 
-# wasm_release_bundle NAME FEATURE WORK: builds, binds and shrinks one bundle (feature
-# bundle-activity or bundle-setup) into WORK/NAME.js and WORK/NAME.opt.wasm, compiling into
-# $CARGO_TARGET_DIR (or target/). Progress goes to stderr.
-wasm_release_bundle() {
+# wasm_release_compile NAME FEATURE WORK: compiles one bundle (feature bundle-activity or
+# bundle-setup) into $CARGO_TARGET_DIR (or target/) and copies its wasm to WORK/NAME.rustc.wasm
+# (the next bundle's compile overwrites cargo's app.wasm). Needs only cargo. Progress goes to
+# stderr.
+wasm_release_compile() {
   local name=$1 feature=$2 work=$3 target=${CARGO_TARGET_DIR:-$IRIS_ROOT/target}
   mkdir -p "$work"
   echo "[wasm-release] $name: cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release --no-default-features --features hydrate,$feature (rustflags: $wasm_release_flags)" >&2
   env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$wasm_release_flags" \
     cargo build -p app --lib --target wasm32-unknown-unknown --profile wasm-release \
-    --no-default-features --features "hydrate,$feature" >&2
+    --no-default-features --features "hydrate,$feature" >&2 || return 1
+  cp "$target/wasm32-unknown-unknown/wasm-release/app.wasm" "$work/$name.rustc.wasm"
+}
+
+# wasm_release_finish NAME WORK: binds WORK/NAME.rustc.wasm (wasm_release_compile) into
+# WORK/NAME.js and WORK/NAME_bg.wasm and shrinks it into WORK/NAME.opt.wasm. Needs wasm-bindgen
+# and wasm-opt.
+wasm_release_finish() {
+  local name=$1 work=$2
   echo "[wasm-release] $name: wasm-bindgen --target web" >&2
   wasm-bindgen --target web --no-typescript --out-dir "$work" --out-name "$name" \
-    "$target/wasm32-unknown-unknown/wasm-release/app.wasm" >&2
+    "$work/$name.rustc.wasm" >&2
   echo "[wasm-release] $name: wasm-opt -Oz --low-memory-unused --converge" >&2
   # --low-memory-unused lets binaryen fold constant offsets into loads and stores (2.2 KB gzip
   # off Activity's wasm, BENCHMARKS.md). It assumes no address below 1 KB is read or written:
@@ -46,6 +55,12 @@ wasm_release_bundle() {
   # funcref table; put it back (a no-op when the export came through right).
   python3 "$IRIS_ROOT/scripts/lib/fix_table_exports.py" "$work/${name}_bg.wasm" \
     "$work/$name.opt.wasm" >&2
+}
+
+# wasm_release_bundle NAME FEATURE WORK: both of the above, for one bundle: WORK/NAME.js,
+# WORK/NAME_bg.wasm and WORK/NAME.opt.wasm.
+wasm_release_bundle() {
+  wasm_release_compile "$1" "$2" "$3" && wasm_release_finish "$1" "$3"
 }
 
 # wasm_within_budget WASM...: prints each file's size (bytes, and gzip -9 -n) and fails when any
