@@ -78,3 +78,51 @@ wasm_within_budget() {
   done
   return "$over"
 }
+
+# The record of the last measurement that passed: a digest of what the release wasm is made
+# from, then each bundle's bytes and gzip bytes. scripts/test.sh writes it when its "release
+# wasm budget" step builds and passes, and skips the build when the record's digest is that of
+# the sources it runs on: the same sources and toolchain make the same wasm, and the build's
+# dependencies for wasm32 at `wasm-release` cost a machine without the build cache about 100 s
+# of its 15 minutes (6 Dec 2026). Commit the record with the change that made it.
+wasm_release_record="$IRIS_ROOT/scripts/wasm-release-measured.txt"
+
+# wasm_release_inputs: prints the digest of what the release wasm is made from: every file of
+# the app, the core it uses, vendor/, the workspace's manifests, lock and cargo settings and
+# these scripts (as they are in the working tree, committed or not), rustc's version and the
+# Debian release (whose binaryen is the wasm-opt).
+wasm_release_inputs() {
+  (
+    cd "$IRIS_ROOT" || exit 1
+    {
+      git ls-files -co --exclude-standard -z -- app crates/core vendor Cargo.toml Cargo.lock \
+        .cargo scripts/lib/wasm_release.sh scripts/lib/fix_table_exports.py |
+        sort -z | xargs -0 sha256sum
+      rustc -V
+      cat /etc/debian_version 2>/dev/null || true
+    } | sha256sum | cut -c1-64
+  )
+}
+
+# wasm_release_recorded: succeeds when the record was made from these inputs and every bundle
+# in it is within the budget, printing its bundle lines.
+wasm_release_recorded() {
+  [ -f "$wasm_release_record" ] || return 1
+  grep -qx "inputs $(wasm_release_inputs)" "$wasm_release_record" || return 1
+  awk -v budget="$wasm_gzip_budget" '$1 ~ /\.wasm$/ { n++; if ($3 > budget) over = 1 }
+    END { exit (over || n < 2) }' "$wasm_release_record" || return 1
+  grep -E '\.wasm ' "$wasm_release_record"
+}
+
+# wasm_release_remember WASM...: writes the record for the current inputs and these files.
+wasm_release_remember() {
+  local wasm
+  {
+    echo "# The release wasm as last measured within its budget (scripts/lib/wasm_release.sh):"
+    echo "# the digest of its inputs, then each bundle's bytes and gzip -9 bytes."
+    echo "inputs $(wasm_release_inputs)"
+    for wasm in "$@"; do
+      echo "$(basename "$wasm") $(stat -c %s "$wasm") $(gzip -9 -n -c "$wasm" | wc -c)"
+    done
+  } >"$wasm_release_record"
+}
