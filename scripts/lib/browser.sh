@@ -67,15 +67,17 @@ browser_wasm() {
 # browser_compile: what scripts/test.sh runs behind its tests: the lint of the browser half and
 # each bundle's wasm, so the site build's own browser_wasm calls (in the same environment) find
 # them fresh (cargo keeps each feature set's artefacts apart and only copies the fresh one to
-# app.wasm). With clippy-driver as the wrapper, each feature set is built and linted at once
-# (plain `hydrate` too: only the app crate compiles again); without it, `cargo clippy` first.
+# app.wasm). With clippy-driver as the wrapper, each bundle is built and linted at once: the two
+# bundles hold every page (app::page::Bundle), so plain `hydrate` has no code they lack and is
+# not compiled a third time; without the wrapper, `cargo clippy` of every feature set first.
 browser_compile() {
-  local features
+  local name feature
   case "${RUSTC_WORKSPACE_WRAPPER:-}" in
     *clippy-driver*) ;;
     *) browser_clippy || return 1 ;;
   esac
-  while read -r features; do
-    browser_build "$features" || return 1
-  done < <(browser_feature_sets)
+  while read -r name feature; do
+    : "$name"
+    browser_wasm "$feature" || return 1
+  done < <(browser_bundles)
 }
