@@ -167,10 +167,19 @@ async fn a_resume_after_other_turns_names_the_card_the_decision_and_the_request(
         notice.contains("trash the promo emails from this week"),
         "{notice}"
     );
-    let transcript = stored_transcript(&server.state.settings.database_url, &conversation).await;
-    assert_eq!(
-        protocol_errors(&transcript),
-        Vec::<String>::new(),
-        "{transcript:#?}"
-    );
+    // The resumed turn writes the call's result with the model's answer, after the request
+    // above: until then the stored transcript is the one the card waited on, with its call not
+    // yet answered. Once written, every call in it is answered.
+    let url = server.state.settings.database_url.clone();
+    eventually(
+        "the resumed turn's transcript with every call answered",
+        || {
+            let (url, conversation) = (&url, &conversation);
+            async move {
+                let transcript = stored_transcript(url, conversation).await;
+                protocol_errors(&transcript).is_empty().then_some(())
+            }
+        },
+    )
+    .await;
 }
