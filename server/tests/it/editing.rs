@@ -226,26 +226,18 @@ async fn the_web_cards_texts_are_reviewed_into_the_edit_that_approving_sends() {
     let review = app::api::ReviewEdit::PATH;
     let respond = app::api::RespondApproval::PATH;
 
+    // The page's review of the form's texts, as the dialog asks for it.
+    let review_typed =
+        |typed: [&str; 3]| client.post(review, Some(&control), json!({"id": id, "typed": typed}));
+
     // The form as it opened: no edit, no lines (the dialog is the pinned call's).
-    let (s, same) = client
-        .post(
-            review,
-            Some(&control),
-            json!({"id": id, "typed": [to, subject, body]}),
-        )
-        .await;
+    let (s, same) = review_typed([&to, &subject, &body]).await;
     assert_eq!(s, StatusCode::OK, "{same}");
     assert_eq!(same, json!({"edits": null, "lines": []}));
 
     // The body changed over two lines: only it is the edit, told as a line diff.
     let edited_body = format!("{body}\n{EDITED_BODY}");
-    let (s, reviewed) = client
-        .post(
-            review,
-            Some(&control),
-            json!({"id": id, "typed": [to, subject, edited_body]}),
-        )
-        .await;
+    let (s, reviewed) = review_typed([&to, &subject, &edited_body]).await;
     assert_eq!(s, StatusCode::OK, "{reviewed}");
     let edits: serde_json::Value =
         serde_json::from_str(reviewed["edits"].as_str().unwrap()).unwrap();
